@@ -1,0 +1,14 @@
+"""Errors a user can act on. The CLI prints their message in one line and exits non-zero;
+anything else is a bug and keeps its traceback."""
+
+
+class TetherError(Exception):
+    """A user-facing error: bad input, a missing index, an unknown ID, a refused setting."""
+
+
+class ParseError(TetherError):
+    """A file that cannot be read as a document; the message says why."""
+
+
+class ProviderError(TetherError):
+    """A model provider that failed after its retries (auth, not found, timeout, overload)."""

@@ -1,0 +1,200 @@
+"""The small frozen data types every stage shares.
+
+Defined once here and imported everywhere else; a stage never defines its own copy.
+They carry data only: no I/O, no model calls. Dates are `datetime.date`; text offsets are
+character offsets into `Document.text` (the parsed text of one document).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Literal
+
+Access = Literal["public", "staff"]
+Audience = Literal["public", "staff"]
+BlockKind = Literal["heading", "paragraph", "list_item", "table_row", "code"]
+FileFormat = Literal["markdown", "html", "pdf", "text"]
+
+
+@dataclass(frozen=True)
+class DocMeta:
+    """What a document says about itself (front matter, <meta>, PDF info, inventory)."""
+
+    doc_id: str
+    version: str
+    title: str
+    doc_type: str = "document"
+    access: Access = "staff"
+    language: str = "en"
+    effective_from: date | None = None
+    effective_to: date | None = None
+    owner: str | None = None
+    source: str = ""  # path relative to the collection folder, with forward slashes
+    format: FileFormat = "text"
+
+    def in_force(self, on: date | None) -> bool:
+        """True when this version is in force on `on` (always true when `on` is None)."""
+        if on is None:
+            return True
+        if self.effective_from is not None and on < self.effective_from:
+            return False
+        return not (self.effective_to is not None and on > self.effective_to)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One structural unit of a parsed document: a heading, paragraph, list item, table row
+    or code block, with where it sits (heading path, anchor, page) and its offsets."""
+
+    kind: BlockKind
+    text: str
+    heading_path: tuple[str, ...]  # the headings above this block, outermost first
+    start: int  # Document.text[start:end] == text
+    end: int
+    anchor: str | None = None  # anchor of the section this block belongs to
+    page: int | None = None  # 1-based PDF page
+    level: int | None = None  # heading level (1-6) for headings
+    header_row: bool = False  # a table row that is the table's header
+    table: int | None = None  # which table (0-based, per document) a table row belongs to
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed file: metadata, the parsed text, and its blocks (offsets into `text`)."""
+
+    meta: DocMeta
+    text: str
+    blocks: tuple[Block, ...]
+    content_hash: str  # sha256 hex of the file's bytes
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable passage.
+
+    Invariant: `text == (lead + "\\n" if lead else "") + document.text[start:end]`, where
+    `lead` is a repeated table header row for a table split across chunks (else "").
+    """
+
+    chunk_id: str
+    meta: DocMeta
+    text: str
+    heading_path: tuple[str, ...]
+    start: int
+    end: int
+    ordinal: int  # position of the chunk in its document, 0-based
+    anchor: str | None = None
+    page: int | None = None
+    lead: str = ""
+
+    @property
+    def doc_id(self) -> str:
+        return self.meta.doc_id
+
+    @property
+    def version(self) -> str:
+        return self.meta.version
+
+    @property
+    def section(self) -> str:
+        """The innermost heading, or the document title for text before any heading."""
+        return self.heading_path[-1] if self.heading_path else self.meta.title
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Applied before ranking: the version in force on `as_of` and what `audience` may see."""
+
+    as_of: date | None = None
+    audience: Audience = "staff"
+
+    def allows(self, meta: DocMeta) -> bool:
+        if self.audience == "public" and meta.access != "public":
+            return False
+        return meta.in_force(self.as_of)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A chunk returned by a retriever, with its score and rank (1-based) for one method."""
+
+    chunk: Chunk
+    score: float
+    rank: int
+    method: str
+    signals: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class ChunkerConfig:
+    """How chunks are cut; recorded in the index so a different chunker needs --rebuild."""
+
+    name: Literal["structure", "fixed", "overlap"] = "structure"
+    max_words: int = 200
+    overlap_words: int = 50
+
+    def describe(self) -> str:
+        if self.name == "overlap":
+            return f"overlap(max_words={self.max_words}, overlap_words={self.overlap_words})"
+        return f"{self.name}(max_words={self.max_words})"
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """A file that could not be ingested, and why (one line a person can act on)."""
+
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What one `ingest` did."""
+
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    problems: tuple[FileProblem, ...] = ()
+    chunks_written: int = 0
+    seconds: float = 0.0
+    committed: bool = True
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """What is sent to a language model: provider-neutral, hashable for record/replay."""
+
+    messages: tuple[Message, ...]
+    json_schema: dict | None = field(default=None, compare=False, hash=False)
+    schema_name: str = "answer"
+    max_tokens: int = 512
+    temperature: float = 0.0
+    purpose: str = "answer"  # answer | closed_book | rewrite | judge | rerank
+    prompt_id: str = ""  # name@sha256[:12] of the prompt file that built it
+    chunk_ids: tuple[str, ...] = ()  # the passages shown, in order (for replay notes)
+    logprobs: bool = False  # ask for top log-probabilities of the first token (judges)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What came back from a model (or from a non-model answerer)."""
+
+    text: str
+    finish_reason: str = "stop"  # stop | length | refusal | error
+    refusal: str | None = None
+    model: str = ""
+    provider: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+    note: str = ""
+    top_logprobs: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
