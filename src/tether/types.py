@@ -181,6 +181,9 @@ class ModelRequest:
     prompt_id: str = ""  # name@sha256[:12] of the prompt file that built it
     chunk_ids: tuple[str, ...] = ()  # the passages shown, in order (for replay notes)
     logprobs: bool = False  # ask for top log-probabilities of the first token (judges)
+    # For answerers that read passages directly instead of a prompt (the extractive one):
+    question: str = field(default="", compare=False)
+    passages: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # (chunk_id, text)
 
 
 @dataclass(frozen=True)
