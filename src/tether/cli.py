@@ -1,0 +1,465 @@
+"""The `tether` command: parsing arguments and printing results, nothing more.
+
+Every command has --help. A user mistake (missing folder, bad date, unknown doc_id, no index)
+prints one line starting with "error:" and exits with status 1 (2 for a bad option value).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tether import __version__
+from tether.errors import TetherError
+from tether.evaluate import demo_collection, load_questions
+from tether.store import DEFAULT_INDEX, SqliteStore, open_store
+from tether.types import ChunkerConfig, Filters, Hit, SyncReport
+
+app = typer.Typer(
+    help="tether: answers from a document collection with claims an agent can check.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+DEMO_INDEX = Path(".tether") / "demo.sqlite"
+
+IndexOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--index",
+        help="The index file. Default: .tether/index.sqlite here (or in a parent folder);"
+        " with --demo, .tether/demo.sqlite.",
+        envvar="TETHER_INDEX",
+    ),
+]
+DemoOpt = Annotated[bool, typer.Option("--demo", help="Use the bundled demo collection's index.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+def _as_of(value: str) -> date | None:
+    text = value.strip().lower()
+    if text == "none":
+        return None
+    if text == "today":
+        return date.today()
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is not a date: use YYYY-MM-DD, today or none"
+        ) from None
+
+
+def _audience(value: str) -> str:
+    if value not in ("public", "staff"):
+        raise typer.BadParameter(f"{value!r} is not public or staff")
+    return value
+
+
+AsOfOpt = Annotated[
+    str,
+    typer.Option(
+        "--as-of",
+        help="Only versions in force on this date: YYYY-MM-DD, today, or none (all versions).",
+    ),
+]
+AudienceOpt = Annotated[
+    str,
+    typer.Option(
+        "--audience",
+        help="public sees only public documents; staff sees all. Default public (fail-closed).",
+    ),
+]
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    try:
+        yield
+    except TetherError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+def _find_index(index: Path | None, demo: bool = False) -> Path:
+    if index is not None:
+        return index
+    if demo:
+        return DEMO_INDEX
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        candidate = folder / DEFAULT_INDEX
+        if candidate.exists():
+            return candidate
+    raise TetherError(
+        "no index found here or in a parent folder: run `tether ingest FOLDER` first,"
+        " pass --index FILE, or use --demo"
+    )
+
+
+def _open(index: Path | None, demo: bool = False) -> SqliteStore:
+    path = _find_index(index, demo)
+    if demo and not path.exists():
+        _ingest_demo(path, quiet=False)
+    return open_store(path)
+
+
+# ---- ingest -------------------------------------------------------------------------------
+
+
+def _run_sync(
+    store: SqliteStore,
+    folder: Path,
+    chunker: ChunkerConfig,
+    rebuild: bool,
+    strict: bool,
+    embed: bool,
+) -> SyncReport:
+    embedder = None
+    if embed:
+        from tether.embeddings import default_embedder
+
+        embedder = default_embedder()
+    labels = {"read": "Reading files", "embed": "Embedding chunks", "write": "Writing index"}
+    with Progress(
+        TextColumn("{task.description:<17}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def step(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(labels.get(phase, phase), total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        return store.sync(
+            folder,
+            chunker=chunker,
+            embedder=embedder,
+            rebuild=rebuild,
+            strict=strict,
+            progress=step,
+        )
+
+
+def _print_report(report: SyncReport, index: Path) -> None:
+    table = Table(title=f"ingest → {index}", show_header=True)
+    table.add_column("added", justify="right")
+    table.add_column("updated", justify="right")
+    table.add_column("removed", justify="right")
+    table.add_column("unchanged", justify="right")
+    table.add_column("problems", justify="right")
+    table.add_column("chunks written", justify="right")
+    table.add_column("seconds", justify="right")
+    table.add_row(
+        *(str(len(x)) for x in (report.added, report.updated, report.removed, report.unchanged)),
+        str(len(report.problems)),
+        str(report.chunks_written),
+        f"{report.seconds:.2f}",
+    )
+    out.print(table)
+    for name, files in (
+        ("added", report.added),
+        ("updated", report.updated),
+        ("removed", report.removed),
+    ):
+        for f in files:
+            out.print(f"  {name:<8} {f}", highlight=False)
+    for problem in report.problems:
+        err.print(f"[yellow]problem[/yellow]  {problem.source}: {problem.reason}", highlight=False)
+    if not report.committed:
+        err.print("[red]--strict: nothing was written (the index is as it was)[/red]")
+
+
+@app.command()
+def ingest(
+    folder: Annotated[
+        Path, typer.Argument(help="The collection folder (read recursively).")
+    ] = Path("."),
+    index: IndexOpt = None,
+    chunker: Annotated[
+        str, typer.Option(help="structure (one chunk per section), fixed, or overlap.")
+    ] = "structure",
+    max_words: Annotated[int, typer.Option(help="Words per chunk before a split.", min=20)] = 200,
+    overlap_words: Annotated[
+        int, typer.Option(help="Overlap for the overlap chunker.", min=0)
+    ] = 50,
+    rebuild: Annotated[
+        bool, typer.Option(help="Start the index afresh (needed to change chunker or embedder).")
+    ] = False,
+    strict: Annotated[bool, typer.Option(help="Write nothing if any file has a problem.")] = False,
+    embed: Annotated[bool, typer.Option(help="Compute embeddings for dense search.")] = True,
+) -> None:
+    """Read a folder of documents into the index (incremental; atomic)."""
+    if chunker not in ("structure", "fixed", "overlap"):
+        raise typer.BadParameter(
+            f"{chunker!r} is not structure, fixed or overlap", param_hint="--chunker"
+        )
+    with _user_errors():
+        if not folder.is_dir():
+            raise TetherError(f"no such folder: {folder}")
+        path = index or folder / DEFAULT_INDEX
+        store = SqliteStore(path)
+        config = ChunkerConfig(chunker, max_words, overlap_words)  # type: ignore[arg-type]
+        report = _run_sync(store, folder, config, rebuild, strict, embed)
+        _print_report(report, path)
+        if report.problems and strict:
+            raise typer.Exit(1)
+
+
+def _ingest_demo(path: Path, quiet: bool = True) -> SyncReport:
+    store = SqliteStore(path)
+    report = _run_sync(store, demo_collection(), ChunkerConfig(), False, False, True)
+    store.close()
+    if not quiet:
+        err.print(f"ingested the demo collection into {path}", highlight=False)
+    return report
+
+
+# ---- looking at the index -----------------------------------------------------------------
+
+
+@app.command()
+def documents(index: IndexOpt = None, demo: DemoOpt = False, as_json: JsonOpt = False) -> None:
+    """List the documents as the index sees them (metadata and chunk counts)."""
+    with _user_errors():
+        docs = _open(index, demo).documents()
+    if as_json:
+        _print_json([{**_meta_json(d.meta), "chunks": d.chunks} for d in docs])
+        return
+    table = Table(title=f"{len(docs)} documents")
+    for col in ("doc_id", "version", "type", "access", "lang", "in force", "chunks", "source"):
+        table.add_column(col)
+    for d in docs:
+        m = d.meta
+        table.add_row(
+            m.doc_id, m.version, m.doc_type, m.access, m.language,
+            _in_force(m.effective_from, m.effective_to), str(d.chunks), m.source,
+        )  # fmt: skip
+    out.print(table)
+
+
+@app.command()
+def chunks(
+    doc_id: Annotated[str, typer.Argument(help="The document's doc_id.")],
+    version: Annotated[str | None, typer.Option(help="Only this version.")] = None,
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the chunks of one document."""
+    with _user_errors():
+        store = _open(index, demo)
+        found = store.chunks(doc_id, version)
+        if not found:
+            known = store.versions(doc_id)
+            if not known:
+                raise TetherError(f"no document with doc_id {doc_id!r} (see `tether documents`)")
+            raise TetherError(
+                f"{doc_id!r} has no version {version!r}; it has {', '.join(m.version for m in known)}"
+            )
+    if as_json:
+        _print_json([_chunk_json(c) for c in found])
+        return
+    for c in found:
+        where = f"page {c.page}" if c.page else ""
+        out.print(
+            f"[bold]{c.chunk_id}[/bold]  {c.doc_id} v{c.version}  §{' > '.join(c.heading_path) or '-'}"
+            f"  {where} [{c.start}:{c.end}]",
+            highlight=False,
+        )
+        out.print(c.text, highlight=False, markup=False)
+        out.print()
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for (words, a code, a question).")],
+    k: Annotated[int, typer.Option("--k", help="How many passages.", min=1, max=100)] = 5,
+    as_of: AsOfOpt = "today",
+    audience: AudienceOpt = "public",
+    method: Annotated[str, typer.Option(help="bm25 (more methods come with retrieval).")] = "bm25",
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the index and print ranked passages."""
+    filters = Filters(as_of=_as_of(as_of), audience=_audience(audience))  # type: ignore[arg-type]
+    with _user_errors():
+        store = _open(index, demo)
+        hits = _search(store, query, k, filters, method)
+    if as_json:
+        _print_json([_hit_json(h) for h in hits])
+        return
+    _print_hits(hits, filters)
+
+
+def _search(store: SqliteStore, query: str, k: int, filters: Filters, method: str) -> list[Hit]:
+    if method != "bm25":
+        raise TetherError(f"unknown method {method!r}")
+    return store.search_lexical(query, k, filters)
+
+
+def _print_hits(hits: list[Hit], filters: Filters) -> None:
+    when = filters.as_of.isoformat() if filters.as_of else "any date"
+    if not hits:
+        out.print(f"no passages found (as of {when}, audience {filters.audience})")
+        return
+    table = Table(title=f"{len(hits)} passages (as of {when}, audience {filters.audience})")
+    for col in ("#", "score", "chunk", "doc_id", "v", "section", "snippet"):
+        table.add_column(col, overflow="fold")
+    for h in hits:
+        c = h.chunk
+        snippet = " ".join(c.text.split())
+        table.add_row(
+            str(h.rank), f"{h.score:.3f}", c.chunk_id, c.doc_id, c.version, c.section,
+            snippet[:160] + ("…" if len(snippet) > 160 else ""),
+        )  # fmt: skip
+    out.print(table)
+
+
+@app.command()
+def info(index: IndexOpt = None, demo: DemoOpt = False, as_json: JsonOpt = False) -> None:
+    """What the index holds and how it was built."""
+    with _user_errors():
+        data = _open(index, demo).info()
+    if as_json:
+        _print_json(data)
+        return
+    table = Table(title="index", show_header=False)
+    table.add_column("key", style="bold")
+    table.add_column("value")
+    for key, value in data.items():
+        table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
+    out.print(table)
+
+
+# ---- the demo -----------------------------------------------------------------------------
+
+
+@app.command()
+def demo(
+    index: Annotated[Path, typer.Option(help="Where to put the demo index.")] = DEMO_INDEX,
+) -> None:
+    """Ingest the bundled demo collection and run a search on it."""
+    with _user_errors():
+        report = _ingest_demo(index)
+        _print_report(report, index)
+        store = open_store(index)
+        query = "How many days do I have to return a bike?"
+        out.print(f"\n[bold]search:[/bold] {query}")
+        _print_hits(
+            store.search_lexical(query, 5, Filters(as_of=date.today())), Filters(as_of=date.today())
+        )
+        out.print(
+            f'\nNext: tether search "your question" --demo   (the index is {index})',
+            highlight=False,
+        )
+
+
+@app.command()
+def questions(
+    kind: Annotated[str | None, typer.Option(help="Only questions of this kind.")] = None,
+    questions_file: Annotated[
+        Path | None,
+        typer.Option("--questions", help="A question set (JSON Lines); default: the bundled one."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the questions of a question set."""
+    with _user_errors():
+        qs = load_questions(questions_file)
+    if kind is not None:
+        kinds = sorted({q.kind for q in qs})
+        if kind not in kinds:
+            err.print(f"[red]error:[/red] no questions of kind {kind!r}; kinds: {', '.join(kinds)}")
+            raise typer.Exit(1)
+        qs = [q for q in qs if q.kind == kind]
+    if as_json:
+        _print_json([{**asdict(q), "as_of": q.as_of.isoformat() if q.as_of else None} for q in qs])
+        return
+    table = Table(title=f"{len(qs)} questions")
+    for col in ("id", "kind", "lang", "audience", "as of", "abstain", "question"):
+        table.add_column(col, overflow="fold")
+    for q in qs:
+        table.add_row(
+            q.id, q.kind, q.language, q.audience, q.as_of.isoformat() if q.as_of else "-",
+            "yes" if q.abstain else "", q.question,
+        )  # fmt: skip
+    out.print(table)
+
+
+@app.command()
+def version() -> None:
+    """Print tether's version."""
+    out.print(__version__)
+
+
+# ---- printing helpers ---------------------------------------------------------------------
+
+
+def _in_force(a: date | None, b: date | None) -> str:
+    return f"{a.isoformat() if a else '…'} → {b.isoformat() if b else '…'}"
+
+
+def _meta_json(m: Any) -> dict:
+    d = asdict(m)
+    for key in ("effective_from", "effective_to"):
+        d[key] = d[key].isoformat() if d[key] else None
+    return d
+
+
+def _chunk_json(c: Any) -> dict:
+    return {
+        "chunk_id": c.chunk_id,
+        "doc_id": c.doc_id,
+        "version": c.version,
+        "title": c.meta.title,
+        "heading_path": list(c.heading_path),
+        "section": c.section,
+        "anchor": c.anchor,
+        "page": c.page,
+        "start": c.start,
+        "end": c.end,
+        "access": c.meta.access,
+        "language": c.meta.language,
+        "text": c.text,
+    }
+
+
+def _hit_json(h: Hit) -> dict:
+    return {"rank": h.rank, "score": h.score, "method": h.method, **_chunk_json(h.chunk)}
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Small text helpers shared by every stage: accent folding, word and code tokens, EN/FR stop
+words, plural folding, sentence splitting with offsets.
+
+What it cannot do: it knows English and French only (other languages get no stop words and no
+plural folding); sentence splitting is rule-based (abbreviations from a short list).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all am an and any are aren as at be because been
+    before being below between both but by can could did do does doing down during each few
+    for from further had has have having he her here hers herself him himself his how i if
+    in into is it its itself just let me more most my myself no nor not of off on once only
+    or other our ours ourselves out over own same she should so some such than that the
+    their theirs them themselves then there these they this those through to too under until
+    up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves s t d ll m re ve y also may might must shall us get got does
+    doesn don didn isn wasn weren hasn haven hadn won wouldn shouldn couldn mustn ca au aux
+    avec ce ces cet cette dans de des du elle elles en est et eux il ils je la le les leur
+    leurs lui ma mais me meme mes moi mon ne nos notre nous on ou par pas pour qu que qui sa
+    se ses son sur ta te tes toi ton tu un une vos votre vous c j l n qu y ete etre avoir ai
+    as avons avez ont suis es sommes etes sont fait faire peut peuvent puis quel quelle
+    quels quelles quand comment combien ou si sans sous chez plus moins tres tout tous toute
+    toutes autre autres dont cela ceci ca d s
+    """.split()  # noqa: SIM905
+)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# A code: letters/digits joined by - _ / . and containing a digit (TR-2200-07, E-041, 2.5, v4),
+# or a letter-digit mix (SPRING15, E041).
+_CODE = re.compile(r"(?<![\w-])(?=[\w./-]*\d)[A-Za-z0-9]+(?:[-_/.][A-Za-z0-9]+)+(?![\w-])")
+_ALNUM_MIX = re.compile(r"\b(?=\w*\d)(?=\w*[A-Za-z])[A-Za-z0-9]{2,}\b")
+
+
+def fold(text: str) -> str:
+    """Lowercase and strip accents (é → e, ç → c, œ → oe)."""
+    text = text.lower().replace("œ", "oe").replace("æ", "ae")
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def words(text: str) -> list[str]:
+    """Folded word tokens (letters and digits)."""
+    return _WORD.findall(fold(text))
+
+
+def content_words(text: str) -> list[str]:
+    """Folded words without EN/FR stop words or one-letter tokens."""
+    return [w for w in words(text) if w not in STOP_WORDS and len(w) > 1]
+
+
+def fold_plural(word: str) -> str:
+    """A crude EN/FR singular: policies → policy, boxes → box, jours → jour, prix stays."""
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if word.endswith("aux") and len(word) > 4:
+        return word[:-3] + "al"
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def codes(text: str) -> list[str]:
+    """Exact codes in the text as written (TR-2200-07, E-041, SPRING-TUNE15, E041)."""
+    found = [m.group(0).strip(".") for m in _CODE.finditer(text)]
+    found += [m.group(0) for m in _ALNUM_MIX.finditer(text)]
+    seen: dict[str, None] = {}
+    for code in found:
+        if code and not code.replace(".", "").isdigit():
+            seen.setdefault(code, None)
+    return list(seen)
+
+
+def collapse_code(code: str) -> str:
+    """A code without separators, folded: TR-2200-07 → tr220007."""
+    return "".join(_WORD.findall(fold(code))).replace("_", "")
+
+
+_ABBREVIATIONS = frozenset(
+    """
+    e.g i.e etc vs mr mrs ms dr st no nos p pp fig approx incl ex min max env cf art m mme
+    inc ltd co dept
+    """.split()  # noqa: SIM905
+)
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”»)\]]*(?=\s+|$)|\n{2,}")
+
+
+def sentences(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) offsets of the sentences of `text`, stripped of surrounding whitespace.
+
+    Handles decimals (12.95), abbreviations (e.g., No.), closing quotes, and lines that end
+    without punctuation (a blank line ends a sentence)."""
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        end = match.end()
+        token = text[max(0, match.start() - 12) : match.start()].split()
+        last = token[-1].lower().rstrip(".") if token else ""
+        if match.group(0).startswith(".") and (last in _ABBREVIATIONS or len(last) == 1):
+            continue
+        span = _strip_span(text, start, end)
+        if span:
+            yield span
+        start = end
+    span = _strip_span(text, start, len(text))
+    if span:
+        yield span
+
+
+def _strip_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if end > start else None
