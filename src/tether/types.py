@@ -231,3 +231,93 @@ class Question:
     relevant: tuple[Relevant, ...] = ()
     tags: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A chunk as shown to the model: its header line, text and token count."""
+
+    chunk: Chunk
+    header: str
+    tokens: int
+    marker: int  # 1-based position, used as [n] in inline-marker mode
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A retrieved chunk that did not reach the model, and why."""
+
+    chunk: Chunk
+    reason: str  # e.g. "near-duplicate of 1a2b3c4d5e6f (0.97)", "over the token budget"
+
+
+@dataclass(frozen=True)
+class Context:
+    """The passages given to the model, in rank order, within a token budget."""
+
+    passages: tuple[Passage, ...]
+    dropped: tuple[Dropped, ...] = ()
+    budget: int = 0
+    tokens: int = 0
+    tokenizer: str = ""
+
+    @property
+    def chunk_ids(self) -> tuple[str, ...]:
+        return tuple(p.chunk.chunk_id for p in self.passages)
+
+    def render(self) -> str:
+        return "\n\n".join(f"{p.header}\n{p.chunk.text}" for p in self.passages)
+
+
+@dataclass(frozen=True)
+class Claim:
+    text: str
+    chunk_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the model answered: answerable or not, a short answer, claims with citations."""
+
+    answerable: bool
+    answer: str
+    claims: tuple[Claim, ...] = ()
+    mode: Literal["json", "inline"] = "json"
+
+
+AnswerProblemKind = Literal["cut", "refused", "not_json", "not_schema", "provider_error"]
+
+
+@dataclass(frozen=True)
+class AnswerProblem:
+    """Why a completion could not be read as an Answer."""
+
+    kind: AnswerProblemKind
+    detail: str
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The sentence(s) of a cited passage that best support a claim."""
+
+    chunk_id: str
+    text: str
+    start: int  # character offsets into the parsed document's text
+    end: int
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """The result of checking one claim: flags (empty means ok) and the evidence found."""
+
+    claim: Claim
+    flags: tuple[str, ...] = ()  # e.g. "missing_id:abc", "number_not_found:45"
+    evidence: tuple[Evidence, ...] = ()
+    entailment: float | None = None
+    removed: bool = False  # --strict removed this claim
+
+    @property
+    def ok(self) -> bool:
+        return not self.flags

@@ -1,0 +1,317 @@
+"""The SQLite index: sync (incremental, atomic, forgiving), deletions, filters, lexical search."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tether.errors import TetherError
+from tether.store import SqliteStore, fts_query
+from tether.types import ChunkerConfig, Filters
+
+STAFF = Filters(as_of=None, audience="staff")
+
+
+def md(doc_id: str, version: str, body: str, **meta: str) -> str:
+    fields = {"doc_id": doc_id, "version": version, "title": doc_id.replace("-", " ").title()}
+    fields.update(meta)
+    front = "\n".join(f"{k}: {v!r}" if k == "version" else f"{k}: {v}" for k, v in fields.items())
+    return f"---\n{front}\n---\n\n{textwrap.dedent(body).strip()}\n"
+
+
+@pytest.fixture
+def collection(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "returns-v3.md").write_text(
+        md(
+            "returns-policy",
+            "3",
+            """
+            # Returns policy
+            ## Return window
+            You can return items within 30 days of delivery.
+            ## Refunds
+            Refunds go back to the original payment method.
+            """,
+            access="public",
+            effective_from="2025-01-01",
+            effective_to="2026-02-28",
+        )
+    )
+    (folder / "returns-v4.md").write_text(
+        md(
+            "returns-policy",
+            "4",
+            """
+            # Returns policy
+            ## Return window
+            You can return items within 45 days of delivery.
+            ## Refunds
+            Refunds go back to the original payment method.
+            """,
+            access="public",
+            effective_from="2026-03-01",
+        )
+    )
+    (folder / "parts.md").write_text(
+        md(
+            "parts-catalogue",
+            "1",
+            """
+            # Parts
+            ## Derailleur hanger
+            The replacement hanger for the Trailhead frame is part PW-2200-07.
+            ## Garantie
+            La garantie couvre les défauts de fabrication pendant deux ans.
+            """,
+            access="public",
+        )
+    )
+    (folder / "fraud.md").write_text(
+        md(
+            "fraud-checks",
+            "1",
+            """
+            # Fraud checks
+            ## When to escalate
+            Escalate any refund above 500 dollars to a manager.
+            """,
+            access="staff",
+        )
+    )
+    return folder
+
+
+def snapshot(path: Path) -> dict[str, list]:
+    db = sqlite3.connect(path)
+    tables = ["files", "documents", "chunks", "embeddings", "meta"]
+    snap = {t: sorted(db.execute(f"SELECT * FROM {t}").fetchall()) for t in tables}
+    snap["fts"] = sorted(db.execute("SELECT chunk_id, text FROM chunks_fts").fetchall())
+    snap["meta"] = [r for r in snap["meta"] if r[0] != "updated_at"]
+    db.close()
+    return snap
+
+
+def test_ingest_then_search_with_filters(tmp_path: Path, collection: Path):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    report = store.sync(collection)
+    assert len(report.added) == 4 and not report.problems
+    hits = store.search_lexical("return window days", 5, Filters(date(2026, 11, 30), "public"))
+    assert hits[0].chunk.doc_id == "returns-policy" and hits[0].chunk.version == "4"
+    assert all(h.chunk.version != "3" for h in hits if h.chunk.doc_id == "returns-policy")
+    old = store.search_lexical("return window days", 5, Filters(date(2025, 6, 1), "public"))
+    assert {h.chunk.version for h in old if h.chunk.doc_id == "returns-policy"} == {"3"}
+    # the public never sees a staff chunk; staff does
+    assert not store.search_lexical("escalate refund manager", 5, Filters(None, "public"))
+    assert store.search_lexical("escalate refund manager", 5, STAFF)[0].chunk.doc_id == "fraud-checks"
+
+
+def test_codes_are_exact_and_accents_fold(tmp_path: Path, collection: Path):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    store.sync(collection)
+    for query in ("PW-2200-07", "pw220007", "which part is PW-2200-07?"):
+        hits = store.search_lexical(query, 3, STAFF)
+        assert hits and "PW-2200-07" in hits[0].chunk.text, query
+    assert not store.search_lexical("PW-2200-08", 3, STAFF)
+    for query in ("défauts de fabrication", "defauts de fabrication", "GARANTIE"):
+        hits = store.search_lexical(query, 3, STAFF)
+        assert hits and hits[0].chunk.section == "Garantie", query
+
+
+def test_fts_query_never_passes_syntax_through():
+    assert fts_query('"; DROP TABLE chunks; -- NEAR(') == '"drop" OR "table" OR "chunks" OR "near"'
+    assert fts_query("the of and") == ""
+
+
+def test_second_ingest_reads_nothing_and_reports_unchanged(tmp_path: Path, collection: Path):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    store.sync(collection)
+    before = snapshot(store.path)
+    report = store.sync(collection)
+    assert len(report.unchanged) == 4 and not (report.added or report.updated or report.removed)
+    assert snapshot(store.path) == before
+
+
+def test_touched_file_with_same_bytes_is_unchanged(tmp_path: Path, collection: Path):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    store.sync(collection)
+    f = collection / "parts.md"
+    os.utime(f, (time.time() + 100, time.time() + 100))
+    report = store.sync(collection)
+    assert report.unchanged and not report.updated
+
+
+def test_edit_keeps_ids_of_other_sections_and_delete_reaches_every_table(
+    tmp_path: Path, collection: Path
+):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    store.sync(collection)
+    before = {c.section: c.chunk_id for c in store.chunks("parts-catalogue")}
+    f = collection / "parts.md"
+    f.write_text(f.read_text().replace("deux ans", "trois ans"))
+    report = store.sync(collection)
+    assert report.updated == ("parts.md",)
+    after = {c.section: c.chunk_id for c in store.chunks("parts-catalogue")}
+    assert after["Derailleur hanger"] == before["Derailleur hanger"]
+    assert after["Garantie"] != before["Garantie"]
+
+    (collection / "fraud.md").unlink()
+    report = store.sync(collection)
+    assert report.removed == ("fraud.md",)
+    db = sqlite3.connect(store.path)
+    for table, col in (("documents", "doc_id"), ("chunks", "doc_id"), ("files", "doc_id")):
+        n = db.execute(f"SELECT COUNT(*) FROM {table} WHERE {col} = 'fraud-checks'").fetchone()[0]
+        assert n == 0, table
+    fts = db.execute("SELECT COUNT(*) FROM chunks_fts WHERE text LIKE '%Escalate%'").fetchone()[0]
+    assert fts == 0
+
+
+def test_bad_files_are_reported_and_the_rest_syncs(tmp_path: Path, collection: Path):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    store.sync(collection)
+    good = collection / "parts.md"
+    good_before = snapshot(store.path)["chunks"]
+    (collection / "empty.md").write_bytes(b"")
+    (collection / "binary.md").write_bytes(bytes(range(256)) * 10)
+    (collection / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    (collection / "badyaml.md").write_text("---\ntitle: [unclosed\n---\n\nbody\n")
+    (collection / "baddate.md").write_text(md("x", "1", "# X\ntext", effective_from="soon"))
+    (collection / "backwards.md").write_text(
+        md("y", "1", "# Y\ntext", effective_from="2026-05-01", effective_to="2026-01-01")
+    )
+    (collection / "new.md").write_text(md("brand-new", "1", "# New\n## Hello\nfresh text"))
+    # an edit that breaks a file already indexed keeps its previous version
+    good.write_text("---\ntitle: [broken\n---\n")
+    report = store.sync(collection)
+    reasons = {p.source: p.reason for p in report.problems}
+    assert set(reasons) == {
+        "empty.md",
+        "binary.md",
+        "latin1.txt",
+        "badyaml.md",
+        "baddate.md",
+        "backwards.md",
+        "parts.md",
+    }
+    assert report.added == ("new.md",)
+    assert "parts.md" in report.unchanged
+    assert [r for r in snapshot(store.path)["chunks"] if r[1] == "parts-catalogue"] == [
+        r for r in good_before if r[1] == "parts-catalogue"
+    ]
+    assert store.chunks("brand-new")
+
+
+def test_strict_writes_nothing_when_a_file_is_bad(tmp_path: Path, collection: Path):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    store.sync(collection)
+    before = snapshot(store.path)
+    (collection / "empty.md").write_bytes(b"")
+    (collection / "new.md").write_text(md("brand-new", "1", "# New\ntext"))
+    report = store.sync(collection, strict=True)
+    assert not report.committed and report.problems
+    assert snapshot(store.path) == before
+
+
+def test_duplicate_doc_id_and_version_is_refused(tmp_path: Path, collection: Path):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    store.sync(collection)
+    before = snapshot(store.path)
+    (collection / "copy.md").write_text(
+        md("returns-policy", "4", "# Copy\n## Return window\n90 days!", access="public")
+    )
+    report = store.sync(collection)
+    assert [p.source for p in report.problems] == ["copy.md"]
+    assert "also in returns-v4.md" in report.problems[0].reason
+    assert snapshot(store.path) == before
+
+
+def test_different_chunker_needs_rebuild(tmp_path: Path, collection: Path):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    store.sync(collection)
+    with pytest.raises(TetherError, match="--rebuild"):
+        store.sync(collection, chunker=ChunkerConfig("fixed", 50))
+    report = store.sync(collection, chunker=ChunkerConfig("fixed", 50), rebuild=True)
+    assert len(report.added) == 4
+    assert store.info()["chunker"] == "fixed(max_words=50)"
+
+
+class CountingEmbedder:
+    name = "counting"
+    version = "1"
+    dim = 4
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def embed_passages(self, texts):
+        self.seen.extend(texts)
+        return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+    def embed_queries(self, texts):
+        return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+
+def test_only_new_or_changed_chunks_are_embedded(tmp_path: Path, collection: Path):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    emb = CountingEmbedder()
+    store.sync(collection, embedder=emb)
+    first = len(emb.seen)
+    assert first == store.info()["chunks"] == store.info()["vectors"]
+    store.sync(collection, embedder=emb)
+    assert len(emb.seen) == first
+    f = collection / "parts.md"
+    f.write_text(f.read_text().replace("deux ans", "trois ans"))
+    store.sync(collection, embedder=emb)
+    assert len(emb.seen) == first + 1  # only the edited section
+    ids, matrix = store.vectors()
+    assert matrix.shape == (store.info()["chunks"], 4) and set(ids) == {c.chunk_id for c in store.chunks()}
+
+
+def test_kill_mid_sync_leaves_index_as_it_was(tmp_path: Path, collection: Path):
+    index = tmp_path / "index.sqlite"
+    SqliteStore(index).sync(collection)
+    before = snapshot(index)
+    for i in range(6):
+        (collection / f"extra{i}.md").write_text(md(f"extra-{i}", "1", f"# Extra {i}\n## S\ntext {i}"))
+    (collection / "parts.md").unlink()
+    flag = tmp_path / "paused"
+    env = {**os.environ, "TETHER_TEST_PAUSE_MID_WRITE": str(flag)}
+    code = f"from tether.store import SqliteStore; SqliteStore({str(index)!r}).sync({str(collection)!r})"
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    try:
+        deadline = time.time() + 60
+        while not flag.exists():
+            assert proc.poll() is None, "sync ended before pausing"
+            assert time.time() < deadline, "sync never reached the write phase"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert snapshot(index) == before
+    # and the next sync completes normally
+    report = SqliteStore(index).sync(collection)
+    assert len(report.added) == 6 and report.removed == ("parts.md",)
+
+
+def test_missing_folder_and_missing_index_are_clear(tmp_path: Path):
+    with pytest.raises(TetherError, match="no such folder"):
+        SqliteStore(tmp_path / "i.sqlite").sync(tmp_path / "nope")
+    with pytest.raises(TetherError, match="tether ingest"):
+        SqliteStore(tmp_path / "missing.sqlite", create=False)
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(TetherError, match="not a tether index"):
+        SqliteStore(junk)
