@@ -52,7 +52,15 @@ def test_ingest_search_documents_chunks_info(folder: Path, tmp_path: Path):
     result = run("search", "store hours", "--index", index, "--json", "--as-of", "none")
     assert json.loads(result.stdout) == []
     result = run(
-        "search", "store hours", "--index", index, "--json", "--audience", "staff", "--as-of", "none"
+        "search",
+        "store hours",
+        "--index",
+        index,
+        "--json",
+        "--audience",
+        "staff",
+        "--as-of",
+        "none",
     )
     assert json.loads(result.stdout)[0]["doc_id"] == "notes"
 
@@ -77,7 +85,10 @@ def test_user_mistakes_are_one_clear_line(folder: Path, tmp_path: Path):
         (["chunks", "nope", "--index", index], "no document with doc_id 'nope'"),
         (["chunks", "delivery-policy", "--version", "9", "--index", index], "has no version '9'"),
         (["search", "x", "--index", str(tmp_path / "none.sqlite")], "tether ingest"),
-        (["ingest", str(folder), "--index", index, "--chunker", "fixed", "--no-embed"], "--rebuild"),
+        (
+            ["ingest", str(folder), "--index", index, "--chunker", "fixed", "--no-embed"],
+            "--rebuild",
+        ),
     ]
     for args, message in cases:
         result = run(*args)

@@ -539,7 +539,7 @@ class SqliteStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             if rebuild:
-                for table in ("files", "documents", "chunks", "chunks_fts", "embeddings"):
+                for table in ("embeddings", "chunks_fts", "chunks", "documents", "files"):
                     db.execute(f"DELETE FROM {table}")
             for source in removed:
                 self._delete_source(source)
@@ -630,12 +630,14 @@ def fts_query(query: str) -> str:
     A code (PW-2200-07) becomes the exact phrase "pw 2200 07" or its collapsed form in the
     codes column; words are quoted so FTS5 syntax in a query is never interpreted."""
     parts: list[str] = []
+    in_codes: set[str] = set()
     for code in codes(query):
-        tokens = " ".join(t for t in fold(code).replace("_", " ").split() if t)
-        phrase = " ".join(_fts_tokens(tokens))
-        parts.append(f'("{phrase}" OR codes : "{collapse_code(code)}")')
+        tokens = _fts_tokens(fold(code))
+        in_codes.update(tokens)
+        parts.append(f'("{" ".join(tokens)}" OR codes : "{collapse_code(code)}")')
     for word in dict.fromkeys(content_words(query)):
-        parts.append(f'"{word}"')
+        if word not in in_codes:  # a code matches as a whole, not by its pieces
+            parts.append(f'"{word}"')
     return " OR ".join(parts)
 
 
