@@ -321,3 +321,42 @@ class ClaimCheck:
     @property
     def ok(self) -> bool:
         return not self.flags
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The support gate's decision, made before any model call."""
+
+    passed: bool
+    floor: float
+    min_support: int
+    supporting: int  # passages whose support score cleared the floor
+    best: float  # the best support score seen
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class AskResult:
+    """Everything one question produced, for the CLI, the API, the server and eval."""
+
+    question: str
+    as_of: date | None
+    audience: Audience
+    language: str
+    method: str
+    hits: tuple[Hit, ...] = ()
+    gate: Gate | None = None
+    context: Context | None = None
+    request: ModelRequest | None = None
+    completion: Completion | None = None
+    answer: Answer | None = None
+    problem: AnswerProblem | None = None
+    checks: tuple[ClaimCheck, ...] = ()
+    provider: str = ""
+    provider_note: str = ""
+    timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def refused(self) -> bool:
+        """True when no answer was given: refused by the gate, or not answerable."""
+        return self.answer is None or not self.answer.answerable

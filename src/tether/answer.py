@@ -1,0 +1,201 @@
+"""The answer: its schema, the request that asks for it, and reading it back.
+
+Two citation modes:
+- `json` (default): the model returns {"answerable", "answer", "claims": [{"text",
+  "chunk_ids"}]}, requested as strict structured output where the provider supports it, then
+  validated again here with Pydantic. Chunk IDs are not constrained by a pattern: a wrong ID
+  must stay visibly wrong for the checker.
+- `inline`: for models without structured output, numbered sources [1]..[n]; every sentence
+  cites markers; markers map back to chunk IDs; a marker outside 1..n is kept as the
+  invalid citation `marker:[n]` so the checker reports it; an exact refusal sentence.
+
+Prompts are files in `tether/prompts/`, loaded byte-exact and identified by name and the first
+12 hex characters of their SHA-256 (`answer@1a2b3c4d5e6f`); a change to a prompt changes the
+ID, so recordings made with the old prompt no longer replay as exact matches.
+
+Problems (`AnswerProblem`): cut (token limit), refused (provider refusal), not_json, not_schema.
+
+What it cannot do: it does not judge whether the answer is right (that is `verify`); in inline
+mode a sentence is a claim, so a sentence that states two facts is one claim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import date
+from functools import cache
+from importlib import resources
+from string import Template
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tether.text import sentences
+from tether.types import (
+    Answer,
+    AnswerProblem,
+    Claim,
+    Completion,
+    Context,
+    Message,
+    ModelRequest,
+)
+
+REFUSAL = {
+    "en": "The passages do not answer this question.",
+    "fr": "Les passages ne répondent pas à cette question.",
+}
+LANGUAGE_NAMES = {"en": "English", "fr": "French"}
+
+ANSWER_SCHEMA: dict = {
+    "type": "object",
+    "properties": {
+        "answerable": {"type": "boolean"},
+        "answer": {"type": "string"},
+        "claims": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string"},
+                    "chunk_ids": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["text", "chunk_ids"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["answerable", "answer", "claims"],
+    "additionalProperties": False,
+}
+
+
+class _ClaimModel(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    text: str = Field(min_length=1)
+    chunk_ids: list[str]
+
+
+class _AnswerModel(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    answerable: bool
+    answer: str
+    claims: list[_ClaimModel]
+
+
+@cache
+def load_prompt(name: str) -> tuple[str, str]:
+    """(text, prompt_id) of a prompt file, byte-exact; prompt_id is name@sha256[:12]."""
+    data = (resources.files("tether") / "prompts" / f"{name}.txt").read_bytes()
+    return data.decode("utf-8"), f"{name}@{hashlib.sha256(data).hexdigest()[:12]}"
+
+
+def refusal_sentence(language: str) -> str:
+    return REFUSAL.get(language, REFUSAL["en"])
+
+
+def build_request(
+    question: str,
+    context: Context,
+    *,
+    as_of: date | None,
+    language: str = "en",
+    mode: str = "json",
+    closed_book: bool = False,
+    max_tokens: int = 400,
+) -> ModelRequest:
+    """The request for one answer: prompt file filled with the passages and the question."""
+    name = "closed_book" if closed_book else ("answer_inline" if mode == "inline" else "answer")
+    template, prompt_id = load_prompt(name)
+    if mode == "inline":
+        passages = "\n\n".join(
+            f"[{p.marker}] {p.header.split('] ', 1)[1]}\n{p.chunk.text}" for p in context.passages
+        )
+    else:
+        passages = context.render()
+    text = Template(template).safe_substitute(
+        as_of=as_of.isoformat() if as_of else "unknown",
+        language=LANGUAGE_NAMES.get(language, language),
+        refusal=refusal_sentence(language),
+        passages=passages,
+        question=question,
+    )
+    shown = () if closed_book else context.chunk_ids
+    return ModelRequest(
+        messages=(Message("user", text),),
+        json_schema=None if mode == "inline" else ANSWER_SCHEMA,
+        schema_name="answer",
+        max_tokens=max_tokens,
+        purpose="closed_book" if closed_book else "answer",
+        prompt_id=prompt_id,
+        chunk_ids=shown,
+        question=question,
+        passages=tuple((p.chunk.chunk_id, p.chunk.text) for p in context.passages)
+        if not closed_book
+        else (),
+    )
+
+
+def parse_completion(
+    completion: Completion, context: Context, *, mode: str = "json", language: str = "en"
+) -> Answer | AnswerProblem:
+    """The Answer in a completion, or the AnswerProblem that stops it being read."""
+    if completion.refusal or completion.finish_reason == "refusal":
+        return AnswerProblem("refused", completion.refusal or "the provider refused to answer")
+    if mode == "inline":
+        if completion.finish_reason == "length":
+            return AnswerProblem("cut", "the answer hit the token limit")
+        return parse_inline(completion.text, context, language)
+    text = _strip_fences(completion.text)
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if completion.finish_reason == "length":
+            return AnswerProblem("cut", f"the answer hit the token limit ({exc.msg})")
+        return AnswerProblem("not_json", f"{exc.msg} at character {exc.pos}: {text[:80]!r}")
+    try:
+        model = _AnswerModel.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "answer"
+        return AnswerProblem("not_schema", f"{where}: {first['msg']}")
+    claims = tuple(
+        Claim(c.text.strip(), tuple(i.strip() for i in c.chunk_ids)) for c in model.claims
+    )
+    if not model.answerable:
+        claims = ()  # an unanswerable answer makes no claims
+    return Answer(model.answerable, model.answer.strip(), claims, "json")
+
+
+_MARKER = re.compile(r"\[(\d+)\]")
+_TRAILING_MARKERS = re.compile(r"([.!?])\s*((?:\[\d+\](?:\s*(?=\[))?)+)")
+
+
+def parse_inline(text: str, context: Context, language: str = "en") -> Answer:
+    """An inline-marker answer: each sentence a claim, its markers mapped to chunk IDs."""
+    body = text.strip()
+    refusals = {s.rstrip(".") for s in REFUSAL.values()}
+    if body.rstrip(".").strip() in refusals:
+        return Answer(False, body, (), "inline")
+    ids = context.chunk_ids
+    claims: list[Claim] = []
+    body = _TRAILING_MARKERS.sub(r"\2\1", body)  # "45 days.[1]" -> "45 days[1]."
+    for start, end in sentences(body):
+        sentence = body[start:end]
+        cited: list[str] = []
+        for n in (int(m) for m in _MARKER.findall(sentence)):
+            cited.append(ids[n - 1] if 1 <= n <= len(ids) else f"marker:[{n}]")
+        clean = _MARKER.sub("", sentence).strip()
+        if clean and clean.rstrip(".") not in refusals:
+            claims.append(Claim(clean, tuple(dict.fromkeys(cited))))
+    answer = _MARKER.sub("", body).strip()
+    return Answer(bool(claims), answer, tuple(claims), "inline")
+
+
+def _strip_fences(text: str) -> str:
+    text = text.strip()
+    if text.startswith("```"):
+        text = re.sub(r"^```[a-zA-Z]*\s*", "", text)
+        text = re.sub(r"\s*```$", "", text)
+    return text
