@@ -7,6 +7,7 @@ prints one line starting with "error:" and exits with status 1 (2 for a bad opti
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -415,6 +416,215 @@ def questions(
 def version() -> None:
     """Print tether's version."""
     out.print(__version__)
+
+
+# ---- asking -------------------------------------------------------------------------------
+
+QID = re.compile(r"^[A-Z]+\d+$")
+
+
+def _provider(name: str | None, model: str | None):
+    from tether.providers import make_provider
+    from tether.settings import load_settings
+
+    return make_provider(load_settings(), name=name, model=model)
+
+
+def _ask_options(
+    question: str, as_of: str | None, audience: str | None, method: str, k: int, **rest: Any
+) -> tuple[str, Any, bool]:
+    """(question text, AskOptions, whether it is a bundled question)."""
+    from tether.pipeline import AskOptions
+
+    bundled = None
+    if QID.match(question.strip()):
+        found = {q.id: q for q in load_questions()}
+        bundled = found.get(question.strip())
+        if bundled is None:
+            raise TetherError(
+                f"no question {question!r} in the bundled set (see `tether questions`)"
+            )
+    opts = AskOptions(
+        as_of=_as_of(as_of) if as_of is not None else (bundled.as_of if bundled else date.today()),
+        audience=_audience(audience) if audience else (bundled.audience if bundled else "public"),  # type: ignore[arg-type]
+        language=bundled.language if bundled else None,
+        method=method,
+        k=k,
+        **rest,
+    )
+    return (bundled.question if bundled else question), opts, bundled is not None
+
+
+@app.command()
+def ask(
+    question: Annotated[
+        str, typer.Argument(help="A question, or a bundled question ID such as Q007.")
+    ],
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of", help="Date the answer must hold on: YYYY-MM-DD, today (default) or none."
+        ),
+    ] = None,
+    audience: Annotated[
+        str | None, typer.Option(help="public (default, fail-closed) or staff.")
+    ] = None,
+    method: Annotated[
+        str, typer.Option(help="Retrieval: bm25, dense, hybrid or rerank.")
+    ] = "hybrid",
+    k: Annotated[int, typer.Option("--k", help="Passages to retrieve.", min=1, max=50)] = 5,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            help="openai, anthropic, local, extractive or replay (default: TETHER_PROVIDER, else local if installed, else extractive)."
+        ),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for the provider.")] = None,
+    closed_book: Annotated[
+        bool, typer.Option(help="Ask the model alone, without passages (for comparison).")
+    ] = False,
+    inline: Annotated[
+        bool,
+        typer.Option(
+            help="Numbered [n] citations instead of JSON (for models without structured output)."
+        ),
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option(help="Remove claims that fail an exact check; refuse when none is left.")
+    ] = False,
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a question from the index with cited, checked claims (or refuse honestly)."""
+    from tether.pipeline import ask as run_ask
+    from tether.pipeline import result_json
+
+    with _user_errors():
+        text, opts, bundled = _ask_options(
+            question, as_of, audience, method, k,
+            closed_book=closed_book, mode="inline" if inline else "json", strict=strict,
+        )  # fmt: skip
+        store = _open(index, demo or (bundled and index is None))
+        chosen = _provider(provider, model)
+        result = run_ask(text, store, chosen, opts)
+    if as_json:
+        _print_json(result_json(result))
+        return
+    _print_result(result, getattr(chosen, "note", ""))
+
+
+@app.command()
+def chat(
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="YYYY-MM-DD, today (default) or none.")
+    ] = None,
+    audience: Annotated[str | None, typer.Option(help="public (default) or staff.")] = None,
+    method: Annotated[str, typer.Option(help="bm25, dense, hybrid or rerank.")] = "hybrid",
+    provider: Annotated[str | None, typer.Option(help="As for `ask`.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for the provider.")] = None,
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+) -> None:
+    """Ask questions one after another (type `quit` to leave, `history` to list them)."""
+    from tether.pipeline import ask as run_ask
+
+    history: list[str] = []
+    with _user_errors():
+        store = _open(index, demo)
+        chosen = _provider(provider, model)
+        out.print("Ask a question (quit to leave, history to list your questions).")
+        while True:
+            try:
+                line = input("? ").strip()
+            except EOFError:
+                break
+            if line in ("quit", "exit", ":q"):
+                break
+            if line == "history":
+                for i, q in enumerate(history, 1):
+                    out.print(f"{i:>3}. {q}", highlight=False)
+                continue
+            if not line:
+                continue
+            history.append(line)
+            try:
+                text, opts, _ = _ask_options(line, as_of, audience, method, 5)
+                _print_result(run_ask(text, store, chosen, opts), getattr(chosen, "note", ""))
+            except TetherError as exc:
+                err.print(f"[red]error:[/red] {exc}", highlight=False)
+
+
+def _print_result(result: Any, provider_note: str = "") -> None:
+    when = result.as_of.isoformat() if result.as_of else "any date"
+    out.print(
+        f"[bold]Q:[/bold] {result.question}  [dim](as of {when}, audience {result.audience},"
+        f" {result.language}, {result.method})[/dim]",
+        highlight=False,
+    )
+    ctx = result.context
+    if ctx is not None and ctx.passages:
+        table = Table(title=f"passages ({ctx.tokens} of {ctx.budget} tokens, {ctx.tokenizer})")
+        for col in ("#", "chunk", "doc_id", "v", "section", "tokens"):
+            table.add_column(col, overflow="fold")
+        for p in ctx.passages:
+            c = p.chunk
+            table.add_row(str(p.marker), c.chunk_id, c.doc_id, c.version, c.section, str(p.tokens))
+        out.print(table)
+        for d in ctx.dropped:
+            out.print(
+                f"  dropped {d.chunk.chunk_id} ({d.chunk.doc_id}): {d.reason}", highlight=False
+            )
+    if result.gate is not None and not result.gate.passed:
+        out.print(
+            f"[yellow]Refused before the model:[/yellow] {result.gate.reason} (no model call, no cost)",
+            highlight=False,
+        )
+        return
+    for note in dict.fromkeys(n for n in (provider_note, result.provider_note) if n):
+        out.print(f"[dim]note: {note}[/dim]", highlight=False)
+    if result.problem is not None:
+        out.print(
+            f"[red]No usable answer ({result.problem.kind}):[/red] {result.problem.detail}",
+            highlight=False,
+        )
+    elif result.answer is not None:
+        label = (
+            "[green]Answer[/green]"
+            if result.answer.answerable
+            else "[yellow]Not answerable from the passages[/yellow]"
+        )
+        out.print(f"\n{label}: {result.answer.answer}", highlight=False)
+        checks = {id(ch.claim): ch for ch in result.checks}
+        by_text = {ch.claim.text: ch for ch in result.checks}
+        for i, claim in enumerate(result.answer.claims, 1):
+            ch = checks.get(id(claim)) or by_text.get(claim.text)
+            verdict = "ok" if ch is None or ch.ok else ", ".join(ch.flags)
+            color = "green" if ch is not None and ch.ok else ("yellow" if ch is None else "red")
+            cited = " ".join(claim.chunk_ids) or "(no citation)"
+            out.print(
+                f"  {i}. {claim.text}\n     cites {cited} → [{color}]{verdict if ch else 'not checked'}[/{color}]",
+                highlight=False,
+            )
+            for ev in ch.evidence if ch else ():
+                out.print(
+                    f"     evidence [{ev.chunk_id} {ev.start}:{ev.end}] “{ev.text}”",
+                    highlight=False,
+                )
+        for ch in result.checks:
+            if ch.removed:
+                out.print(
+                    f"  [red]removed (--strict):[/red] {ch.claim.text} ({', '.join(ch.flags)})",
+                    highlight=False,
+                )
+    comp = result.completion
+    if comp is not None:
+        cost = f"${comp.cost_usd:.4f}" if comp.cost_usd else "$0"
+        out.print(
+            f"[dim]{comp.provider or result.provider} · {comp.model} · {comp.input_tokens} tokens in,"
+            f" {comp.output_tokens} out · {comp.latency_s:.1f} s · {cost}[/dim]",
+            highlight=False,
+        )
 
 
 # ---- printing helpers ---------------------------------------------------------------------
