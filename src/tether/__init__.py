@@ -1,3 +1,21 @@
 """tether: answers from a document collection with claims an agent can check."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from tether.pipeline import Collection
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Collection":  # imported lazily: `tether --help` stays fast
+        from tether.pipeline import Collection
+
+        return Collection
+    raise AttributeError(name)
+
+
+__all__ = ["Collection", "__version__"]
