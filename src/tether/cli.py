@@ -33,8 +33,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
+# Piped output is not cut to 80 columns: tables keep their IDs and paths whole.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 DEMO_INDEX = Path(".tether") / "demo.sqlite"
 
@@ -328,17 +329,17 @@ def _print_hits(hits: list[Hit], filters: Filters) -> None:
     if not hits:
         out.print(f"no passages found (as of {when}, audience {filters.audience})")
         return
-    table = Table(title=f"{len(hits)} passages (as of {when}, audience {filters.audience})")
-    for col in ("#", "score", "chunk", "doc_id", "v", "section", "snippet"):
-        table.add_column(col, overflow="fold")
+    out.print(f"[dim]{len(hits)} passages (as of {when}, audience {filters.audience})[/dim]")
     for h in hits:
         c = h.chunk
         snippet = " ".join(c.text.split())
-        table.add_row(
-            str(h.rank), f"{h.score:.3f}", c.chunk_id, c.doc_id, c.version, c.section,
-            snippet[:160] + ("…" if len(snippet) > 160 else ""),
-        )  # fmt: skip
-    out.print(table)
+        snippet = snippet[:220] + ("…" if len(snippet) > 220 else "")
+        out.print(
+            f"[bold]{h.rank:>2}.[/bold] [cyan]{c.chunk_id}[/cyan]  {c.doc_id} v{c.version}"
+            f"  § {c.section}  [dim]{h.method} {h.score:.3f}[/dim]",
+            highlight=False,
+        )
+        out.print(f"    {snippet}", highlight=False, markup=False)
 
 
 @app.command()
