@@ -28,7 +28,7 @@ STOP_WORDS: frozenset[str] = frozenset(
     as avons avez ont suis es sommes etes sont fait faire peut peuvent puis quel quelle
     quels quelles quand comment combien ou si sans sous chez plus moins tres tout tous toute
     toutes autre autres dont cela ceci ca d s
-    """.split()  # noqa: SIM905
+    """.split()
 )
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -90,7 +90,7 @@ _ABBREVIATIONS = frozenset(
     """
     e.g i.e etc vs mr mrs ms dr st no nos p pp fig approx incl ex min max env cf art m mme
     inc ltd co dept
-    """.split()  # noqa: SIM905
+    """.split()
 )
 _SENTENCE_END = re.compile(r"[.!?…]+[\"'”»)\]]*(?=\s+|$)|\n{2,}")
 
@@ -122,3 +122,22 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int] | None:
     while end > start and text[end - 1].isspace():
         end -= 1
     return (start, end) if end > start else None
+
+
+def code_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, code) for the codes `codes()` finds, in text order, without overlaps.
+
+    Unlike `codes()`, pure numbers are not removed here (a caller that needs them out can
+    test the code), so a caller can mask what it has read."""
+    found: list[tuple[int, int, str]] = []
+    for m in _CODE.finditer(text):
+        raw = m.group(0)
+        start = m.start() + (len(raw) - len(raw.lstrip(".")))
+        code = raw.strip(".")
+        if code:
+            found.append((start, start + len(code), code))
+    for m in _ALNUM_MIX.finditer(text):
+        if not any(s <= m.start() < e for s, e, _ in found):
+            found.append((m.start(), m.end(), m.group(0)))
+    found.sort()
+    return found
