@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 $(BIN)/tether: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $(BIN)/tether
 
 .PHONY: install demo test lint bench

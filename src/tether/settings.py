@@ -1,0 +1,188 @@
+"""Settings from environment variables and an optional `.env` file.
+
+`load_settings()` reads the `TETHER_*` variables (and `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`
+as fallbacks for those providers). A `.env` file in the current directory (or the one passed
+as `env_file`) fills in variables that the real environment does not set; real environment
+variables always win. The `.env` values are read with python-dotenv but never written into
+`os.environ`, so loading settings has no side effects.
+
+What it cannot do: it does not check that a model exists, that a key is valid or that a URL
+answers; `tether.providers.make_provider` and the first request find that out. Bad values
+(an unknown provider, a timeout that is not a number) raise `TetherError` with a one-line
+message naming the variable.
+
+| variable | meaning | default |
+|---|---|---|
+| TETHER_PROVIDER | openai, anthropic, local, extractive, replay (or auto) | auto |
+| TETHER_MODEL | model name (or a .gguf path for `local`) | none |
+| TETHER_BASE_URL | server URL: OpenAI-compatible (Azure, Ollama, vLLM, llama.cpp) or Anthropic | none |
+| TETHER_API_KEY | API key; falls back to OPENAI_API_KEY / ANTHROPIC_API_KEY | none |
+| TETHER_TIMEOUT | seconds per request | 60 |
+| TETHER_MAX_RETRIES | retries after the first try (429, 5xx, timeouts) | 3 |
+| TETHER_RECORDINGS | JSONL file of recordings for the replay provider | none |
+| TETHER_REPLAY_MODE | replay, record or auto (for TETHER_PROVIDER=replay) | replay |
+| TETHER_REPLAY_INNER | provider that records (for replay modes record/auto) | auto |
+| TETHER_MODEL_CACHE | folder where the local model file is assembled | ~/.cache/tether/models |
+| TETHER_LOCAL_THREADS | CPU threads for the local model (0: auto) | cores - 1, 1 to 8 |
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from dotenv import dotenv_values
+
+from tether.errors import TetherError
+
+PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "local", "extractive", "replay")
+REPLAY_MODES: tuple[str, ...] = ("replay", "record", "auto")
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_MODEL_CACHE = Path("~/.cache/tether/models")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where answers come from. `provider` None means auto (local model, else extractive)."""
+
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None  # resolved for `provider` (TETHER_API_KEY, then its fallback)
+    timeout: float = DEFAULT_TIMEOUT
+    max_retries: int = DEFAULT_MAX_RETRIES
+    recordings: Path | None = None
+    replay_mode: str = "replay"
+    replay_inner: str | None = None
+    model_cache: Path = field(default_factory=lambda: DEFAULT_MODEL_CACHE.expanduser())
+    local_threads: int | None = None  # None: CPU cores - 1, between 1 and 8
+    openai_api_key: str | None = field(default=None, repr=False)
+    anthropic_api_key: str | None = field(default=None, repr=False)
+    tether_api_key: str | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:  # never print keys
+        key = "set" if self.api_key else "unset"
+        return (
+            f"Settings(provider={self.provider!r}, model={self.model!r}, "
+            f"base_url={self.base_url!r}, api_key={key}, timeout={self.timeout}, "
+            f"max_retries={self.max_retries}, recordings={self.recordings!r}, "
+            f"replay_mode={self.replay_mode!r}, replay_inner={self.replay_inner!r}, "
+            f"model_cache={self.model_cache!r}, local_threads={self.local_threads!r})"
+        )
+
+    def api_key_for(self, provider: str) -> str | None:
+        """TETHER_API_KEY, else the provider's own variable (OPENAI_/ANTHROPIC_API_KEY)."""
+        if self.tether_api_key:
+            return self.tether_api_key
+        if provider == "openai":
+            return self.openai_api_key
+        if provider == "anthropic":
+            return self.anthropic_api_key
+        return None
+
+
+def _clean(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+def _provider_name(value: str | None, variable: str, allowed: tuple[str, ...]) -> str | None:
+    value = _clean(value)
+    if value is None or value.lower() == "auto":
+        return None
+    if value.lower() not in allowed:
+        raise TetherError(
+            f"{variable}={value!r} is not a known provider; use one of: "
+            f"{', '.join(allowed)} (or leave it unset for auto)"
+        )
+    return value.lower()
+
+
+def _positive_float(value: str | None, variable: str, default: float) -> float:
+    value = _clean(value)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise TetherError(f"{variable}={value!r} is not a number of seconds") from None
+    if not math.isfinite(number) or number <= 0:
+        raise TetherError(f"{variable}={value!r} must be a positive number of seconds")
+    return number
+
+
+def _non_negative_int(value: str | None, variable: str, default: int) -> int:
+    value = _clean(value)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise TetherError(f"{variable}={value!r} is not a whole number") from None
+    if number < 0:
+        raise TetherError(f"{variable}={value!r} must be 0 or more")
+    return number
+
+
+def settings_from_mapping(env: Mapping[str, str | None]) -> Settings:
+    """Build `Settings` from a mapping of variable names to values (no file, no os.environ)."""
+    provider = _provider_name(env.get("TETHER_PROVIDER"), "TETHER_PROVIDER", PROVIDERS)
+    replay_inner = _provider_name(
+        env.get("TETHER_REPLAY_INNER"),
+        "TETHER_REPLAY_INNER",
+        tuple(p for p in PROVIDERS if p != "replay"),
+    )
+    mode = (_clean(env.get("TETHER_REPLAY_MODE")) or "replay").lower()
+    if mode not in REPLAY_MODES:
+        raise TetherError(
+            f"TETHER_REPLAY_MODE={mode!r} is not a replay mode; use one of: "
+            f"{', '.join(REPLAY_MODES)}"
+        )
+    recordings = _clean(env.get("TETHER_RECORDINGS"))
+    cache = _clean(env.get("TETHER_MODEL_CACHE"))
+    threads = _non_negative_int(env.get("TETHER_LOCAL_THREADS"), "TETHER_LOCAL_THREADS", 0)
+    settings = Settings(
+        provider=provider,
+        model=_clean(env.get("TETHER_MODEL")),
+        base_url=_clean(env.get("TETHER_BASE_URL")),
+        timeout=_positive_float(env.get("TETHER_TIMEOUT"), "TETHER_TIMEOUT", DEFAULT_TIMEOUT),
+        max_retries=_non_negative_int(
+            env.get("TETHER_MAX_RETRIES"), "TETHER_MAX_RETRIES", DEFAULT_MAX_RETRIES
+        ),
+        recordings=Path(recordings).expanduser() if recordings else None,
+        replay_mode=mode,
+        replay_inner=replay_inner,
+        model_cache=(Path(cache).expanduser() if cache else DEFAULT_MODEL_CACHE.expanduser()),
+        local_threads=threads or None,
+        openai_api_key=_clean(env.get("OPENAI_API_KEY")),
+        anthropic_api_key=_clean(env.get("ANTHROPIC_API_KEY")),
+        tether_api_key=_clean(env.get("TETHER_API_KEY")),
+    )
+    key = settings.api_key_for(provider) if provider else settings.tether_api_key
+    return replace(settings, api_key=key)
+
+
+def load_settings(env_file: Path | None = None) -> Settings:
+    """Settings from os.environ, filled in by `env_file` (default: `./.env` when it exists).
+
+    Real environment variables win over the file. A missing explicit `env_file` is an error;
+    a missing default `./.env` is not.
+    """
+    values: dict[str, str | None] = {}
+    if env_file is not None:
+        env_file = Path(env_file)
+        if not env_file.is_file():
+            raise TetherError(f"settings file {env_file} does not exist")
+        values.update(dotenv_values(env_file))
+    else:
+        default = Path.cwd() / ".env"
+        if default.is_file():
+            values.update(dotenv_values(default))
+    values.update(os.environ)
+    return settings_from_mapping(values)
