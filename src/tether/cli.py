@@ -302,7 +302,13 @@ def search(
     k: Annotated[int, typer.Option("--k", help="How many passages.", min=1, max=100)] = 5,
     as_of: AsOfOpt = "today",
     audience: AudienceOpt = "public",
-    method: Annotated[str, typer.Option(help="bm25 (more methods come with retrieval).")] = "bm25",
+    method: Annotated[
+        str,
+        typer.Option(
+            help="bm25, dense, hybrid or rerank. Default: hybrid when the index has vectors,"
+            " else bm25."
+        ),
+    ] = "auto",
     index: IndexOpt = None,
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
@@ -319,9 +325,15 @@ def search(
 
 
 def _search(store: SqliteStore, query: str, k: int, filters: Filters, method: str) -> list[Hit]:
-    if method != "bm25":
-        raise TetherError(f"unknown method {method!r}")
-    return store.search_lexical(query, k, filters)
+    from tether.retrieval import METHODS, Retriever, store_has_vectors
+
+    if method == "auto":
+        method = "hybrid" if store_has_vectors(store) else "bm25"
+    if method not in METHODS:
+        raise TetherError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+    if method == "bm25":
+        return Retriever(store).search(query, k, filters, method="bm25")
+    return Retriever.for_store(store).search(query, k, filters, method=method)
 
 
 def _print_hits(hits: list[Hit], filters: Filters) -> None:
@@ -364,19 +376,33 @@ def info(index: IndexOpt = None, demo: DemoOpt = False, as_json: JsonOpt = False
 @app.command()
 def demo(
     index: Annotated[Path, typer.Option(help="Where to put the demo index.")] = DEMO_INDEX,
+    question: Annotated[
+        str, typer.Option(help="The question to answer at the end (text or a bundled ID).")
+    ] = "Q053",
+    provider: Annotated[
+        str | None,
+        typer.Option(help="As for `ask` (default: local model if installed, else extractive)."),
+    ] = None,
 ) -> None:
-    """Ingest the bundled demo collection and run a search on it."""
+    """Ingest the bundled demo collection, search it, and answer a question with checked citations."""
+    from tether.pipeline import ask as run_ask
+
     with _user_errors():
         report = _ingest_demo(index)
         _print_report(report, index)
         store = open_store(index)
-        query = "How many days do I have to return a bike?"
-        out.print(f"\n[bold]search:[/bold] {query}")
-        _print_hits(
-            store.search_lexical(query, 5, Filters(as_of=date.today())), Filters(as_of=date.today())
-        )
+        text, opts, _ = _ask_options(question, None, None, "hybrid", 5)
+        filters = Filters(as_of=opts.as_of, audience=opts.audience)
+        out.print(f"\n[bold]search:[/bold] {text}", highlight=False)
+        _print_hits(_search(store, text, 5, filters, "hybrid"), filters)
+        chosen = _provider(provider, None)
+        out.print(f"\n[bold]ask[/bold] (answering with {chosen.describe()}):", highlight=False)
+        with err.status("thinking…"):
+            result = run_ask(text, store, chosen, opts)
+        _print_result(result, "")
         out.print(
-            f'\nNext: tether search "your question" --demo   (the index is {index})',
+            f'\nNext: tether ask "your question" --demo · tether questions · tether eval'
+            f"   (the index is {index})",
             highlight=False,
         )
 
@@ -666,6 +692,187 @@ def _hit_json(h: Hit) -> dict:
 
 def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+# ---- eval ---------------------------------------------------------------------------------
+
+
+@app.command("eval")
+def eval_command(
+    questions_file: Annotated[
+        Path | None,
+        typer.Option("--questions", help="A question set (JSON Lines); default: the bundled one."),
+    ] = None,
+    collection: Annotated[
+        Path | None,
+        typer.Option(
+            "--collection",
+            help="Ingest this folder first (into --index, else a temporary index) and evaluate"
+            " on it. Default: the demo index (ingested if missing).",
+        ),
+    ] = None,
+    methods: Annotated[
+        str, typer.Option(help="Comma-separated: bm25, dense, hybrid, rerank.")
+    ] = "bm25,dense,hybrid,rerank",
+    k: Annotated[
+        int, typer.Option("--k", help="Cut-off for hit/recall/precision/nDCG.", min=1, max=50)
+    ] = 5,
+    as_json: JsonOpt = False,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write a self-contained HTML report here.")
+    ] = None,
+    rewrite: Annotated[
+        bool,
+        typer.Option(help="Rewrite each question with a language model before searching."),
+    ] = False,
+    audience: Annotated[
+        str | None,
+        typer.Option(help="Override every question's audience (public or staff)."),
+    ] = None,
+    provider: Annotated[
+        str | None, typer.Option(help="Provider for --rewrite (as for `ask`).")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model for --rewrite.")] = None,
+    index: IndexOpt = None,
+) -> None:
+    """Measure retrieval on a question set: hit@k, recall@k, precision@k, MRR, nDCG@k per
+    method, overall, per kind and per language; failing questions say where the passage ranked."""
+    import tempfile
+
+    from tether.evaluate import run_retrieval_eval, write_report
+    from tether.retrieval import METHODS, LLMRewriter, Retriever, store_has_vectors
+
+    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    bad = [m for m in chosen if m not in METHODS]
+    if bad or not chosen:
+        raise typer.BadParameter(
+            f"{', '.join(bad) or 'none'}: choose from {', '.join(METHODS)}", param_hint="--methods"
+        )
+    if audience is not None:
+        _audience(audience)
+    with _user_errors():
+        qs = load_questions(questions_file)
+        if collection is not None:
+            if not collection.is_dir():
+                raise TetherError(f"no such folder: {collection}")
+            path = index or Path(tempfile.mkdtemp(prefix="tether-eval-")) / "index.sqlite"
+            store = SqliteStore(path)
+            _eval_ingest(store, collection)
+        else:
+            store = _open(index, demo=index is None)
+        dense = [m for m in chosen if m != "bm25"]
+        if dense and not store_has_vectors(store):
+            raise TetherError(
+                f"{', '.join(dense)} need vectors and {store.path} has none: ingest with"
+                " embeddings, or pass --methods bm25"
+            )
+        rewriter = LLMRewriter(_provider(provider, model)) if rewrite else None
+        if rewriter is not None and getattr(rewriter.provider, "name", "") == "extractive":
+            raise TetherError(
+                "--rewrite needs a language model; only the extractive answerer is available"
+            )
+        retriever = (
+            Retriever.for_store(store, rewrite=rewriter)
+            if dense
+            else Retriever(store, rewrite=rewriter)
+        )
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+            disable=as_json or not err.is_terminal,
+        ) as bar:
+            task = bar.add_task("Searching", total=None)
+            result = run_retrieval_eval(
+                store,
+                retriever,
+                qs,
+                chosen,
+                k,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                audience=audience,
+                questions_file=str(questions_file or "bundled"),
+            )
+        if report is not None:
+            write_report(result, report)
+    if as_json:
+        sys.stdout.write(result.to_json() + "\n")
+        return
+    _print_eval(result)
+    if report is not None:
+        out.print(f"report: {report}", highlight=False)
+
+
+def _eval_ingest(store: SqliteStore, folder: Path) -> None:
+    from tether.embeddings import default_embedder
+
+    with Progress(
+        TextColumn("{task.description:<17}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def step(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        report = store.sync(folder, embedder=default_embedder(), sentences=True, progress=step)
+    for problem in report.problems:
+        err.print(f"[yellow]problem[/yellow]  {problem.source}: {problem.reason}", highlight=False)
+
+
+def _print_eval(result: Any) -> None:
+    from tether.evaluate import METRIC_NAMES, METRICS
+
+    names = [METRIC_NAMES[m].replace("@k", f"@{result.k}") for m in METRICS]
+    overall = Table(title=f"retrieval, k = {result.k} ({result.n_scored} questions scored)")
+    overall.add_column("method")
+    for name in [*names, "median ms", "p95 ms"]:
+        overall.add_column(name, justify="right")
+    for method in result.methods:
+        agg = result.aggregates[method]["overall"]
+        t = result.timings[method]
+        overall.add_row(
+            method,
+            *(f"{agg[m]:.3f}" for m in METRICS),
+            f"{t['median_ms']:.1f}",
+            f"{t['p95_ms']:.1f}",
+        )
+    out.print(overall)
+    for method in result.methods:
+        agg = result.aggregates[method]
+        table = Table(title=f"{method}: per kind and language")
+        table.add_column("group")
+        table.add_column("n", justify="right")
+        for name in names:
+            table.add_column(name, justify="right")
+        for label, groups in (("kind", agg["by_kind"]), ("lang", agg["by_language"])):
+            for group, vals in groups.items():
+                table.add_row(
+                    f"{label}: {group}", str(int(vals["n"])), *(f"{vals[m]:.3f}" for m in METRICS)
+                )
+        out.print(table)
+    for method in result.methods:
+        failing = result.failures(method)
+        if failing:
+            out.print(
+                f"[bold]{method}[/bold]: {len(failing)} question(s) with nothing relevant in the top {result.k}"
+            )
+        for r in failing:
+            out.print(
+                f"  {r.id} [{r.kind}, {r.language}] {r.question}", highlight=False, markup=False
+            )
+            out.print(f"      {r.why(result.k)}", highlight=False, markup=False)
+    for note in result.notes:
+        out.print(note, highlight=False)
 
 
 def main() -> None:
