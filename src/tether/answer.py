@@ -4,7 +4,8 @@ Two citation modes:
 - `json` (default): the model returns {"answerable", "answer", "claims": [{"text",
   "chunk_ids"}]}, requested as strict structured output where the provider supports it, then
   validated again here with Pydantic. Chunk IDs are not constrained by a pattern: a wrong ID
-  must stay visibly wrong for the checker.
+  must stay visibly wrong for the checker (only the square brackets of the passage header,
+  which small models copy, are removed).
 - `inline`: for models without structured output, numbered sources [1]..[n]; every sentence
   cites markers; markers map back to chunk IDs; a marker outside 1..n is kept as the
   invalid citation `marker:[n]` so the checker reports it; an exact refusal sentence.
@@ -161,7 +162,7 @@ def parse_completion(
         where = ".".join(str(x) for x in first["loc"]) or "answer"
         return AnswerProblem("not_schema", f"{where}: {first['msg']}")
     claims = tuple(
-        Claim(c.text.strip(), tuple(i.strip() for i in c.chunk_ids)) for c in model.claims
+        Claim(c.text.strip(), tuple(_clean_id(i) for i in c.chunk_ids)) for c in model.claims
     )
     if not model.answerable:
         claims = ()  # an unanswerable answer makes no claims
@@ -191,6 +192,12 @@ def parse_inline(text: str, context: Context, language: str = "en") -> Answer:
             claims.append(Claim(clean, tuple(dict.fromkeys(cited))))
     answer = _MARKER.sub("", body).strip()
     return Answer(bool(claims), answer, tuple(claims), "inline")
+
+
+def _clean_id(chunk_id: str) -> str:
+    """An ID as cited, without the square brackets and spaces of the header it was copied from
+    ("[0a0c1063e971]" -> "0a0c1063e971"); anything else in it is kept, so a wrong ID stays wrong."""
+    return chunk_id.strip().removeprefix("[").removesuffix("]").strip()
 
 
 def _strip_fences(text: str) -> str:
