@@ -624,15 +624,27 @@ def _print_result(result: Any, provider_note: str = "") -> None:
         out.print(f"\n{label}: {result.answer.answer}", highlight=False)
         checks = {id(ch.claim): ch for ch in result.checks}
         by_text = {ch.claim.text: ch for ch in result.checks}
+        from tether.verify import describe
+
         for i, claim in enumerate(result.answer.claims, 1):
             ch = checks.get(id(claim)) or by_text.get(claim.text)
-            verdict = "ok" if ch is None or ch.ok else ", ".join(ch.flags)
-            color = "green" if ch is not None and ch.ok else ("yellow" if ch is None else "red")
             cited = " ".join(claim.chunk_ids) or "(no citation)"
-            out.print(
-                f"  {i}. {claim.text}\n     cites {cited} → [{color}]{verdict if ch else 'not checked'}[/{color}]",
-                highlight=False,
+            if ch is None:
+                verdict = "[yellow]not checked[/yellow]"
+            elif ch.ok:
+                verdict = "[green]ok[/green]"
+            else:
+                verdict = "[red]" + ", ".join(ch.flags) + "[/red]"
+            score = (
+                f" · entailment {ch.entailment:.2f}"
+                if ch is not None and ch.entailment is not None
+                else ""
             )
+            out.print(
+                f"  {i}. {claim.text}\n     cites {cited} → {verdict}{score}", highlight=False
+            )
+            for flag in ch.flags if ch else ():
+                out.print(f"     [dim]{flag}: {describe(flag)}[/dim]", highlight=False)
             for ev in ch.evidence if ch else ():
                 out.print(
                     f"     evidence [{ev.chunk_id} {ev.start}:{ev.end}] “{ev.text}”",

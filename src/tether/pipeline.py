@@ -144,6 +144,7 @@ def ask(
         from tether import verify
 
         t = time.perf_counter()
+        embedder = getattr(retriever, "embedder", None)
         checks = verify.check_answer(
             result.answer,
             store,
@@ -152,14 +153,27 @@ def ask(
             audience=o.audience,
             language=language,
             as_of=o.as_of,
-            judge=judge,
+            judge=judge if judge is not None else default_judge(provider, embedder),
+            embedder=embedder,
         )
         answer = result.answer
         if o.strict:
-            answer, checks = verify.apply_strict(answer, checks)
+            answer, checks = verify.apply_strict(answer, checks, language=language)
         timings["verify_s"] = time.perf_counter() - t
         result = replace(result, answer=answer, checks=tuple(checks), timings=timings)
     return result
+
+
+def default_judge(provider: Provider, embedder=None):
+    """The entailment judge `ask` uses: the local model when it is the provider (already
+    loaded), else the embedding judge over the retrieval embedder, else none."""
+    from tether.judges import EmbeddingJudge, LLMJudge
+
+    if getattr(provider, "name", "") == "local":
+        return LLMJudge(provider)
+    if embedder is not None:
+        return EmbeddingJudge(embedder)
+    return None
 
 
 def _answer(base: AskResult, provider: Provider, o: AskOptions, context, timings) -> AskResult:
