@@ -1097,7 +1097,8 @@ class ReplayProvider:
                 record = exact.get(key)
                 if record is not None:
                     return self._replayed(record, "")
-                record = self._loose.get(loose) if loose else None
+                # a different-passages replay only in replay mode: auto records it instead
+                record = self._loose.get(loose) if loose and self.mode == "replay" else None
                 if record is not None:
                     then = ", ".join(record.get("chunk_ids") or []) or "none"
                     now = ", ".join(request.chunk_ids or [p[0] for p in request.passages])
