@@ -78,8 +78,9 @@ def main() -> None:
             q,
             first_sentence(q.reference_answer),
             "supported",
-            "the reference answer's first sentence, cited to its first relevant passage",
+            "the reference answer's first sentence, cited to all its relevant passages",
             "true",
+            cites=[loc(r.doc_id, r.version, r.section) for r in q.relevant],
         )
     numbered = [q for q in plain if NUMBER.search(first_sentence(q.reference_answer))]
     for q in numbered[:18]:

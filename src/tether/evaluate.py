@@ -1,8 +1,9 @@
 """Question sets and measurement.
 
 Reads question sets (JSON Lines in the shared format, unknown fields kept), matches retrieved
-chunks to relevant passages by location, and (in later stages) computes retrieval, answer and
-citation metrics.
+chunks to relevant passages by location, and measures retrieval: hit@k, recall@k,
+precision@k, MRR and nDCG@k per question, overall, per kind and per language, for each method
+(`run_retrieval_eval`), with a JSON form and a self-contained HTML report (`write_report`).
 
 What it cannot do: relevance is by location (doc_id, version, section or anchor, evidence
 text), so a relevant passage that the chunker split across two chunks matches both halves only
@@ -11,13 +12,22 @@ when neither has an `evidence` string that straddles the cut.
 
 from __future__ import annotations
 
+import base64
+import html
+import io
 import json
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence, Set
+from dataclasses import dataclass
 from datetime import date
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from tether.errors import TetherError
-from tether.types import Chunk, Question, Relevant
+from tether.types import Chunk, Filters, Question, Relevant
 
 _KNOWN = {
     "id", "question", "language", "as_of", "audience", "abstain", "kind",
@@ -112,3 +122,479 @@ def matches(chunk: Chunk, rel: Relevant) -> bool:
 
 def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+# ---- retrieval metrics ---------------------------------------------------------------------
+#
+# Relevance is by location (`matches`). For one question with R reachable relevant passages
+# and a ranked list of chunks, where `covers[i]` is the set of passages chunk i matches:
+# - hit@k: 1 when a chunk in the top k matches a relevant passage;
+# - recall@k: the share of the R passages matched by some chunk in the top k;
+# - precision@k: the share of the k places held by a chunk that matches a relevant passage;
+# - MRR: 1 / the rank of the first matching chunk within the retrieved depth (50), else 0;
+# - nDCG@k: binary gains by passage: a chunk gains 1 when it matches a passage no earlier chunk
+#   matched (two halves of one section count once), ideal = min(R, k) gains at the top.
+# A relevant passage is reachable when the index holds a chunk that matches it and the
+# question's filters (as_of, audience) let that chunk through. Questions with no reachable
+# passage are not scored (those that expect abstention and list no passage, and those whose
+# passages are missing from the ingested documents or refused by the filters); the result
+# says how many and why.
+
+METRICS: tuple[str, ...] = ("hit", "recall", "precision", "mrr", "ndcg")
+DEPTH = 50  # how deep each ranking is read (MRR, "ranked 17", "not in top 50")
+
+
+def ranking_metrics(covers: Sequence[Set[int]], n_relevant: int, k: int) -> dict[str, float]:
+    """hit@k, recall@k, precision@k, MRR (whole list) and nDCG@k of one ranking.
+
+    `covers[i]` is the set of relevant-passage indices that the chunk at rank i+1 matches."""
+    if n_relevant <= 0:
+        raise ValueError("a ranking is scored against at least one relevant passage")
+    top = covers[:k]
+    found = set().union(*top) if top else set()
+    first = next((i + 1 for i, c in enumerate(covers) if c), None)
+    dcg = 0.0
+    seen: set[int] = set()
+    for i, c in enumerate(top):
+        if c - seen:
+            dcg += 1.0 / math.log2(i + 2)
+        seen |= c
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(n_relevant, k)))
+    return {
+        "hit": 1.0 if found else 0.0,
+        "recall": len(found) / n_relevant,
+        "precision": sum(1 for c in top if c) / k,
+        "mrr": 1.0 / first if first else 0.0,
+        "ndcg": dcg / ideal,
+    }
+
+
+def passage_label(rel: Relevant) -> str:
+    """A short, readable name for a relevant passage."""
+    where = rel.section or (f"#{rel.anchor}" if rel.anchor else "")
+    label = rel.doc_id + (f" v{rel.version}" if rel.version else "")
+    if where:
+        label += f" § {where}"
+    if rel.evidence:
+        label += f' ("{rel.evidence[:40]}")'
+    return label
+
+
+@dataclass(frozen=True)
+class QuestionRun:
+    """One question under one method: its metrics and where each relevant passage ranked."""
+
+    id: str
+    kind: str
+    language: str
+    method: str
+    metrics: dict[str, float]
+    expected: tuple[str, ...]  # labels of the reachable relevant passages
+    ranks: tuple[int | None, ...]  # first rank (1-based, within DEPTH) of each, or None
+    top: tuple[str, ...]  # the top k as "doc_id vN § section"
+    seconds: float
+    question: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.metrics["hit"] > 0
+
+    def why(self, k: int) -> str:
+        """What was expected and where it ranked (for a failing question)."""
+        parts = []
+        for label, rank in zip(self.expected, self.ranks, strict=True):
+            where = f"ranked {rank}" if rank is not None else f"not in top {DEPTH}"
+            parts.append(f"expected {label}: {where}")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """A retrieval evaluation: per-question rows, aggregates and what was not scored."""
+
+    methods: tuple[str, ...]
+    k: int
+    rows: tuple[QuestionRun, ...]
+    aggregates: dict[str, dict[str, dict]]  # method -> overall | by_kind | by_language
+    timings: dict[str, dict[str, float]]  # method -> median_ms, p95_ms, mean_ms
+    n_questions: int
+    skipped: tuple[tuple[str, str], ...]  # (question id, why it was not scored)
+    partial: tuple[tuple[str, str], ...] = ()  # scored on part of its passages: (id, why)
+    questions_file: str = ""
+    index: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def n_scored(self) -> int:
+        return len({r.id for r in self.rows})
+
+    def failures(self, method: str) -> list[QuestionRun]:
+        return [r for r in self.rows if r.method == method and not r.ok]
+
+    def to_dict(self) -> dict:
+        return {
+            "k": self.k,
+            "depth": DEPTH,
+            "methods": list(self.methods),
+            "questions_file": self.questions_file,
+            "index": self.index,
+            "n_questions": self.n_questions,
+            "n_scored": self.n_scored,
+            "n_skipped": len(self.skipped),
+            "skipped": [{"id": i, "reason": r} for i, r in self.skipped],
+            "partial": [{"id": i, "reason": r} for i, r in self.partial],
+            "aggregates": self.aggregates,
+            "timings": self.timings,
+            "notes": list(self.notes),
+            "rows": [
+                {
+                    "id": r.id,
+                    "kind": r.kind,
+                    "language": r.language,
+                    "method": r.method,
+                    **{m: round(v, 6) for m, v in r.metrics.items()},
+                    "expected": [
+                        {"passage": e, "rank": rank}
+                        for e, rank in zip(r.expected, r.ranks, strict=True)
+                    ],
+                    "top": list(r.top),
+                    "ms": round(r.seconds * 1000, 2),
+                    **({} if r.ok else {"why": r.why(self.k)}),
+                }
+                for r in self.rows
+            ],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
+
+
+def _mean_metrics(rows: Sequence[QuestionRun]) -> dict[str, float]:
+    out: dict[str, float] = {"n": float(len(rows))}
+    for m in METRICS:
+        out[m] = sum(r.metrics[m] for r in rows) / len(rows) if rows else 0.0
+    return out
+
+
+def aggregate(rows: Sequence[QuestionRun], methods: Sequence[str]) -> dict[str, dict[str, dict]]:
+    """Mean metrics per method: overall, per kind and per language."""
+    result: dict[str, dict[str, dict]] = {}
+    for method in methods:
+        mine = [r for r in rows if r.method == method]
+        by_kind: dict[str, list[QuestionRun]] = {}
+        by_lang: dict[str, list[QuestionRun]] = {}
+        for r in mine:
+            by_kind.setdefault(r.kind, []).append(r)
+            by_lang.setdefault(r.language, []).append(r)
+        result[method] = {
+            "overall": _mean_metrics(mine),
+            "by_kind": {kd: _mean_metrics(v) for kd, v in sorted(by_kind.items())},
+            "by_language": {lg: _mean_metrics(v) for lg, v in sorted(by_lang.items())},
+        }
+    return result
+
+
+class _Reachability:
+    """Which relevant passages the index holds, and which of them a question's filters allow."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.by_doc: dict[str, list[Chunk]] = {}
+        for c in store.chunks():
+            self.by_doc.setdefault(c.doc_id, []).append(c)
+        self._allowed: dict[tuple, set[str]] = {}
+        self._where: dict[Relevant, set[str]] = {}
+
+    def where(self, rel: Relevant) -> set[str]:
+        """IDs of the chunks (any version, any access) that match a relevant passage."""
+        if rel not in self._where:
+            chunks = self.by_doc.get(rel.doc_id, [])
+            self._where[rel] = {c.chunk_id for c in chunks if matches(c, rel)}
+        return self._where[rel]
+
+    def allowed(self, filters: Filters) -> set[str]:
+        key = (filters.as_of, filters.audience)
+        if key not in self._allowed:
+            self._allowed[key] = self.store.allowed_ids(filters)
+        return self._allowed[key]
+
+
+def question_filters(q: Question, audience: str | None = None) -> Filters:
+    return Filters(as_of=q.as_of, audience=audience or q.audience)  # type: ignore[arg-type]
+
+
+def run_retrieval_eval(
+    store: Any,
+    retriever: Any,
+    questions: Sequence[Question],
+    methods: Sequence[str],
+    k: int = 5,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    audience: str | None = None,
+    questions_file: str = "",
+) -> EvalResult:
+    """Run every scorable question through every method and measure the rankings.
+
+    `audience` overrides each question's own (for question sets written for the help desk)."""
+    if k < 1 or k > DEPTH:
+        raise TetherError(f"k must be between 1 and {DEPTH}")
+    reach = _Reachability(store)
+    skipped: list[tuple[str, str]] = []
+    partial: list[tuple[str, str]] = []
+    plan: list[tuple[Question, Filters, list[Relevant]]] = []
+    for q in questions:
+        if not q.relevant:
+            why = "expects abstention; no relevant passage" if q.abstain else "no relevant passage"
+            skipped.append((q.id, why))
+            continue
+        filters = question_filters(q, audience)
+        allowed = reach.allowed(filters)
+        usable: list[Relevant] = []
+        missing: list[str] = []
+        refused: list[str] = []
+        for rel in q.relevant:
+            found = reach.where(rel)
+            if not found:
+                missing.append(passage_label(rel))
+            elif not (found & allowed):
+                refused.append(passage_label(rel))
+            else:
+                usable.append(rel)
+        reasons = []
+        if missing:
+            reasons.append("not in the index: " + ", ".join(missing))
+        if refused:
+            reasons.append(
+                f"refused by the filters (as_of {filters.as_of}, audience {filters.audience}): "
+                + ", ".join(refused)
+            )
+        if not usable:
+            skipped.append((q.id, "; ".join(reasons)))
+            continue
+        if reasons:
+            partial.append((q.id, "; ".join(reasons)))
+        plan.append((q, filters, usable))
+
+    rows: list[QuestionRun] = []
+    times: dict[str, list[float]] = {m: [] for m in methods}
+    total = len(plan) * len(methods)
+    done = 0
+    for q, filters, usable in plan:
+        sets = [reach.where(rel) for rel in usable]
+        for method in methods:
+            if hasattr(retriever, "clear_query_cache"):
+                retriever.clear_query_cache()  # each method's time includes the query vector
+            began = time.perf_counter()
+            hits = retriever.search(q.question, DEPTH, filters, method=method)
+            seconds = time.perf_counter() - began
+            times[method].append(seconds)
+            covers = [
+                {j for j, s in enumerate(sets) if h.chunk.chunk_id in s} for h in hits[:DEPTH]
+            ]
+            ranks = tuple(
+                next((i + 1 for i, c in enumerate(covers) if j in c), None)
+                for j in range(len(usable))
+            )
+            rows.append(
+                QuestionRun(
+                    id=q.id,
+                    kind=q.kind,
+                    language=q.language,
+                    method=method,
+                    metrics=ranking_metrics(covers, len(usable), k),
+                    expected=tuple(passage_label(r) for r in usable),
+                    ranks=ranks,
+                    top=tuple(_hit_label(h) for h in hits[:k]),
+                    seconds=seconds,
+                    question=q.question,
+                )
+            )
+            done += 1
+            if progress:
+                progress(done, total)
+    timings = {
+        m: {
+            "median_ms": 1000 * statistics.median(v) if v else 0.0,
+            "p95_ms": 1000 * _percentile(v, 95) if v else 0.0,
+            "mean_ms": 1000 * statistics.fmean(v) if v else 0.0,
+        }
+        for m, v in times.items()
+    }
+    n_abstain = sum(1 for _, why in skipped if why.startswith("expects abstention"))
+    notes = (
+        f"{len(plan)} of {len(questions)} questions scored; {len(skipped)} not scored"
+        f" ({n_abstain} expect abstention and list no passage,"
+        f" {len(skipped) - n_abstain} have no reachable relevant passage);"
+        f" {len(partial)} scored on part of their passages",
+    )
+    return EvalResult(
+        methods=tuple(methods),
+        k=k,
+        rows=tuple(rows),
+        aggregates=aggregate(rows, methods),
+        timings=timings,
+        n_questions=len(questions),
+        skipped=tuple(skipped),
+        partial=tuple(partial),
+        questions_file=questions_file,
+        index=str(getattr(store, "path", "")),
+        notes=notes,
+    )
+
+
+def _hit_label(hit: Any) -> str:
+    c = hit.chunk
+    return f"{c.doc_id} v{c.version} § {c.section}"
+
+
+def _percentile(values: Sequence[float], pct: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    pos = (len(ordered) - 1) * pct / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def larkfield_collection(root: Path | str, dest: Path | str) -> Path:
+    """Stage the shared Larkfield benchmark's available documents once each in `dest`:
+    `corpus/documents/` plus the text forms of its two PDFs (`corpus/formats/warranty-policy.md`
+    and `product-care-pw2200.html`), as its README says. Returns `dest`."""
+    import shutil
+
+    corpus = Path(root) / "corpus"
+    if not (corpus / "documents").is_dir():
+        raise TetherError(f"no Larkfield corpus at {corpus}")
+    dest = Path(dest)
+    (dest / "documents").mkdir(parents=True, exist_ok=True)
+    (dest / "formats").mkdir(parents=True, exist_ok=True)
+    for f in sorted((corpus / "documents").iterdir()):
+        if f.is_file():
+            shutil.copyfile(f, dest / "documents" / f.name)
+    for name in ("warranty-policy.md", "product-care-pw2200.html"):
+        if (corpus / "formats" / name).is_file():
+            shutil.copyfile(corpus / "formats" / name, dest / "formats" / name)
+    return dest
+
+
+# ---- the HTML report -----------------------------------------------------------------------
+
+
+def _chart(result: EvalResult, metric: str) -> str:
+    """A grouped bar chart (overall and per kind, one bar per method) as a base64 PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = ["overall", *sorted({r.kind for r in result.rows})]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(groups) + 2), 3.2), dpi=100)
+    width = 0.8 / max(1, len(result.methods))
+    for i, method in enumerate(result.methods):
+        agg = result.aggregates[method]
+        values = [
+            agg["overall"][metric] if g == "overall" else agg["by_kind"].get(g, {}).get(metric, 0)
+            for g in groups
+        ]
+        xs = [j + (i - (len(result.methods) - 1) / 2) * width for j in range(len(groups))]
+        ax.bar(xs, values, width, label=method)
+    name = METRIC_NAMES.get(metric, metric).replace("@k", f"@{result.k}")
+    ax.set_title(name, loc="left")
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(0, 1.0)
+    ax.legend(
+        fontsize=8,
+        ncols=len(result.methods),
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        frameon=False,
+    )
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+METRIC_NAMES = {
+    "hit": "hit@k",
+    "recall": "recall@k",
+    "precision": "precision@k",
+    "mrr": "MRR",
+    "ndcg": "nDCG@k",
+}
+
+
+def write_report(result: EvalResult, path: Path | str) -> Path:
+    """A self-contained HTML report: tables, one chart per metric (bars per method, overall
+    and per kind) embedded as PNG, and the failing questions with why."""
+    esc = html.escape
+    k = result.k
+
+    def table(title: str, key: str | None) -> str:
+        head = "".join(f"<th>{esc(METRIC_NAMES[m].replace('@k', f'@{k}'))}</th>" for m in METRICS)
+        body = []
+        for method in result.methods:
+            agg = result.aggregates[method]
+            groups = {"overall": agg["overall"]} if key is None else agg[key]
+            for group, vals in groups.items():
+                cells = "".join(f"<td>{vals[m]:.3f}</td>" for m in METRICS)
+                body.append(
+                    f"<tr><td>{esc(method)}</td><td>{esc(group)}</td>"
+                    f"<td>{int(vals['n'])}</td>{cells}</tr>"
+                )
+        return (
+            f"<h2>{esc(title)}</h2><table><tr><th>method</th><th>group</th><th>n</th>{head}</tr>"
+            + "".join(body)
+            + "</table>"
+        )
+
+    charts = "".join(
+        f'<figure><img alt="{esc(m)}" src="data:image/png;base64,{_chart(result, m)}"></figure>'
+        for m in METRICS
+    )
+    fails = []
+    for method in result.methods:
+        for r in result.failures(method):
+            fails.append(
+                f"<tr><td>{esc(method)}</td><td>{esc(r.id)}</td><td>{esc(r.kind)}</td>"
+                f"<td>{esc(r.question)}</td><td>{esc(r.why(k))}</td></tr>"
+            )
+    skipped = "".join(f"<tr><td>{esc(i)}</td><td>{esc(why)}</td></tr>" for i, why in result.skipped)
+    timing = "".join(
+        f"<tr><td>{esc(m)}</td><td>{t['median_ms']:.1f}</td><td>{t['p95_ms']:.1f}</td></tr>"
+        for m, t in result.timings.items()
+    )
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>tether eval: retrieval</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; max-width: 75em; }}
+table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }}
+th {{ background: #f3f3f3; }}
+figure {{ display: inline-block; margin: 0.5em; }}
+</style></head><body>
+<h1>Retrieval evaluation</h1>
+<p>Questions: {esc(result.questions_file or "bundled set")} · index: {esc(result.index)} ·
+k = {k} · methods: {esc(", ".join(result.methods))}</p>
+<p>{esc(" ".join(result.notes))}</p>
+{table("Overall", None)}
+<h2>Charts</h2>{charts}
+{table("Per kind", "by_kind")}
+{table("Per language", "by_language")}
+<h2>Search time (ms per query)</h2>
+<table><tr><th>method</th><th>median</th><th>p95</th></tr>{timing}</table>
+<h2>Failing questions (no relevant passage in the top {k})</h2>
+<table><tr><th>method</th><th>id</th><th>kind</th><th>question</th><th>why</th></tr>
+{"".join(fails) or '<tr><td colspan="5">none</td></tr>'}</table>
+<h2>Not scored</h2>
+<table><tr><th>id</th><th>why</th></tr>{skipped or '<tr><td colspan="2">none</td></tr>'}</table>
+</body></html>
+"""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return out

@@ -36,7 +36,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -352,6 +352,26 @@ class SqliteStore:
             Hit(chunk=c, score=-float(s), rank=i + 1, method="bm25")
             for i, (c, s) in enumerate(kept[:k])
         ]
+
+    def lexical_ranking(
+        self, query: str, k: int, allowed: Container[str]
+    ) -> list[tuple[str, float]]:
+        """The ranking of `search_lexical` as (chunk_id, score) pairs, among the `allowed`
+        chunk IDs, without building chunks (for fusing rankings: hybrid search)."""
+        match = fts_query(query)
+        if not match:
+            return []
+        sql = (
+            "SELECT chunk_id, bm25(chunks_fts, 2.0, 1.0, 4.0) AS s FROM chunks_fts"
+            " WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?"
+        )
+        window = max(50, 10 * k)
+        while True:
+            rows = self.db.execute(sql, (match, window)).fetchall()
+            kept = [(cid, -float(s)) for cid, s in rows if cid in allowed]
+            if len(kept) >= k or len(rows) < window:
+                return kept[:k]
+            window *= 4
 
     # ---- vectors --------------------------------------------------------------------------
 

@@ -26,6 +26,20 @@ Clues (code can be wrong; `describe()` says so):
   claim's other numbers (found or derived) and the question's numbers: a ± b, a - b + 1,
   a × b, a ÷ b, a ± b × c, a percentage of/off/on ("$71: $35 for the first day plus 2 extra
   days at $18"), repeated until nothing changes.
+  A number is compared with its unit: a currency sign or word ("$10", "9,95 $", "dollars"),
+  "%", or the word after it (days/jours, weeks, months, years, hours, points, km, kg...,
+  "45-day", "6 business days"); it counts as found only where a passage or the question has
+  it with the same unit or with none ("4 points" is not the passage's "4 years"). A range
+  ("3 to 7", "3-7", "between 3 and 7", "de 3 à 7") is compared as a whole: one not found as a
+  range is flagged as `number_not_found:6 to 7` when an end is not found, and its ends are
+  never derived by arithmetic. The document's version counts only for a number written after
+  "version" (so "4 points" is not found in version 4's header). "N extra days" may be a known
+  number less one (the first day plus 2 extra days).
+- `name_not_found:NAME` — a model name of the claim (a capitalised word, not opening a
+  sentence, followed by a number or code: "Ridgeline 2", "Kestrel TR-2200") that no cited
+  passage names (text, title, section), when the question does not name it either or when a
+  cited passage names the same word with another number or code (a claim about one product
+  citing a near-duplicate guide for another).
 - `unsupported:SHARE` — under half of the claim's content words (EN/FR stop words, month
   names, number words and yes/no removed; accents and plurals folded; -ed/-ing stripped; cut
   to 6 letters) appear in the cited passages, their title or section. When no cited passage
@@ -39,6 +53,11 @@ Clues (code can be wrong; `describe()` says so):
   governs are those after the cue up to the end of the clause, at most `_SCOPE_WORDS` content
   words (EN not/no/never/cannot/n't/without/none/nothing/exclude..., FR ne...pas/jamais/
   aucun/sans/rien/ni/ne...plus/exclut; for French also the verb between "ne" and the cue).
+  A claim of several clauses (split at ";", ": " and sentence ends) is also checked clause by
+  clause against each clause's own best sentences (`CLAUSE_MIN` words). When both sides
+  negate a word in common, each of the claim's negations is taken on its own: one whose words
+  the passage states plainly, and negates none of, is a mismatch ("has no bicycle workshop
+  but no e-bike service" against "Workshop for bicycles; no e-bike service").
   Not checked across languages (left to the judge).
 - `not_entailed:SCORE` — the judge (`tether.judges`) scored the claim against its cited
   passages below the threshold (the `threshold` argument, else the judge's own `threshold`).
@@ -46,10 +65,14 @@ Clues (code can be wrong; `describe()` says so):
 Sources:
 - `instruction_in_source:ID` — a cited passage contains text addressed to AI assistants, chat
   bots, language models or the reader of the prompt, or says to ignore previous instructions
-  (`find_instructions`). The passage stays searchable and is shown; it is never obeyed.
+  (`find_instructions`). The passage stays searchable and is shown; it is never obeyed. Also
+  when the instruction is in another chunk of a cited document (same version) and the claim's
+  words missing from its cited passages are mostly the instruction's (ID is then the
+  instruction's chunk): a claim copied from a supplier sheet's note, citing its overview.
 - `lower_precedence:ID` — every cited passage's type ranks below another passage of the
   context that covers the same point (at least half of the claim's words and numbers, and at
-  least two of them, in one of its sentences); ID is the best-ranked cited passage. The order
+  least two of them, in one of its sentences; a table row is read with its header row); ID is
+  the best-ranked cited passage. The order
   is `precedence` (default `DEFAULT_PRECEDENCE`, policy > procedure > help > supplier, as the
   bundled governance document says). Types outside the order are mapped by `TYPE_ALIASES`:
   governance and notice rank with policy (a notice in force may give more than a policy for
@@ -75,7 +98,9 @@ negation is a word test: it misses a negation said with other words ("is kept" f
 refunded") and a flipped clause whose sentence is not among the two best, and it can fire on
 "nothing in the sheet changes it" against "does not change it"; the arithmetic allowance can
 let a wrong number pass when it happens to be a sum or product of the claim's other numbers;
-computed values of more than one step, averages and unit conversions are flagged; dates such as
+computed values of more than one step, averages and unit conversions are flagged, and so is a
+computed range; a unit said in other words ("1,000 Pine Points") is read as no unit and
+passes; a model name written otherwise in the passage ("TR2200") is flagged; dates such as
 14/03/2026 are compared as written; the stemmer is crude; `lower_precedence` and
 `weaker_citation` use word overlap only, so they miss paraphrases and may fire on passages that
 share words without covering the same point; instruction detection is a list of patterns (EN
@@ -84,8 +109,11 @@ and FR) and misses an instruction worded otherwise.
 Measured on the bundled collection (bench/bench_verify.py, no judge): of 195 true claims (the
 bundled questions' reference answers, one claim per sentence, cited to their relevant
 passages) 8 get a flag (number_not_found 4, unsupported 3, negation_mismatch 2,
-lower_precedence 1); of changed copies, 124 of 130 with a changed number and 35 of 70 with a
-flipped negation are flagged.
+lower_precedence 1); of changed copies, 125 of 130 with a changed number and 40 of 70 with a
+flipped negation are flagged. On the labelled claim set (demo/claims-constructed.jsonl, 112
+constructed claims, no judge) 0 of 58 unsupported claims pass and 2 of 54 supported ones are
+flagged (both cite a passage that lacks the claim's point: the 45-day window, "cannot be
+returned by mail").
 """
 
 from __future__ import annotations
@@ -143,7 +171,7 @@ EXACT_FLAGS: frozenset[str] = frozenset(
     {"no_citation", "missing_id", "not_in_context", "not_allowed"}
 )
 CLUE_FLAGS: frozenset[str] = frozenset(
-    {"number_not_found", "unsupported", "negation_mismatch", "not_entailed"}
+    {"number_not_found", "name_not_found", "unsupported", "negation_mismatch", "not_entailed"}
 )
 SOURCE_FLAGS: frozenset[str] = frozenset(
     {"instruction_in_source", "lower_precedence", "weaker_citation"}
@@ -165,6 +193,7 @@ SAME_POINT_SHARE = 0.5  # lower_precedence: a higher-ranked sentence covering th
 SAME_POINT_MIN = 2  # ...and at least this many of the claim's words and numbers
 WEAKER_MIN = 0.7  # weaker_citation: an uncited sentence covering this share...
 WEAKER_MARGIN = 0.3  # ...and this much more than the best cited sentence
+CLAUSE_MIN = 3  # negation by clause: content words of a clause, and shared with a sentence
 CROSS_LANGUAGE_CUT = 0.81  # cosine (claim as query, sentence as passage) under which to flag
 DEFAULT_JUDGE_THRESHOLD = 0.5
 
@@ -315,18 +344,59 @@ _NEGATION_HINT = re.compile(
 )
 
 
+_PRONOUN_CUES = frozenset("plus nothing none nobody neither rien nul nulle".split())
+
+
+@lru_cache(maxsize=4096)
+def _negation_groups(folded: str) -> tuple[frozenset[str], ...]:
+    """The stems each negation cue of a folded text governs, one set per cue: the words after
+    it up to the end of its clause or the next cue, at most `_SCOPE_WORDS` (used only when the
+    pooled test of `_negation_mismatch` is undecided). Pronoun cues (nothing, none, rien) are
+    left out: what follows them is not what they negate."""
+    tokens = _NEG_TOKEN.findall(_COMPOUND_NO.sub(r"\1", _NT.sub(" not", folded)))
+    groups: list[frozenset[str]] = []
+    for i, token in enumerate(tokens):
+        if token not in _NEGATION_CUES or token in _PRONOUN_CUES:
+            continue  # "nothing to claim from Harbor & Pine" negates no predicate
+        if token == "no" and i + 1 < len(tokens) and not tokens[i + 1][0].isalpha():
+            continue
+        group: set[str] = set()
+        taken = 0
+        for t in tokens[i + 1 :]:
+            if not t[0].isalnum() or t in _NEGATION_CUES:
+                break
+            if t not in _SKIP_WORDS:
+                if len(t) > 1 and not _DIGIT.search(t):
+                    group.add(_stem(t))
+                taken += 1
+                if taken == _SCOPE_WORDS:
+                    break
+        if group:
+            groups.append(frozenset(group))
+    return tuple(groups)
+
+
 def _negation_mismatch(
     claim_stems: frozenset[str],
     claim_scope: tuple[frozenset[str], frozenset[str]],
     stems: frozenset[str],
     scope: tuple[frozenset[str], frozenset[str]],
+    claim_folded: str = "",
 ) -> bool:
     """True when one side negates content words that the other states only without negation
     (at least two of them, or every one when the negation governs fewer), and the two sides do
-    not negate any word in common."""
+    not negate any word in common. When they do, each negation of the claim is taken on its
+    own (`_negation_groups` of `claim_folded`, a scope ending at the next cue): one that shares no word with the
+    passage's negations and whose words the passage states plainly is a mismatch ("has no
+    bicycle workshop but no e-bike service" against "Workshop for bicycles; no e-bike
+    service"). That can be wrong when the passage's negation covers a list its scope does
+    not reach."""
     (claim_under, claim_outside), (under, outside) = claim_scope, scope
     if claim_under & under:
-        return False
+        return bool(claim_folded) and any(
+            not (group & under) and len(group & (stems - under)) >= min(2, len(group))
+            for group in _negation_groups(claim_folded)
+        )
     sides = (
         (under - outside, claim_stems - claim_under),
         (claim_under - claim_outside, stems - under),
@@ -585,6 +655,102 @@ def _found_keys(q: _Quantities, folded: str) -> set[str]:
     return keys
 
 
+# Units and ranges. A number is compared with the word that says what it counts: "$10" (a
+# currency sign before or after it, "dollars"), "4 points", "6 business days", "45-day",
+# "2.35 kg", "15%". A claim's number with a unit counts as found only when a passage (or the
+# question) has it with the same unit or with none (a bare table cell, a code, a date, a
+# number word): "4 points" is not found in a passage whose only 4 is "4 years". Units are
+# canonical across EN/FR (jours → day, ans → year, dollars → $). A range ("3 to 7", "3-7",
+# "between 3 and 7", "de 3 à 7") is also read as a whole, and a number written after
+# "version" is compared with the passage's version. It can be wrong: a unit said with
+# another word ("45 calendar days" vs "a 45-day window" reads the same, but "1,000 Pine
+# Points" vs "1,000 points" reads "pine" as no unit, so passes), and a true range the
+# passage gives as two separate limits is flagged.
+_UNITS: dict[str, str] = {
+    "$": "$", "€": "$", "£": "$", "dollar": "$", "dollars": "$", "euro": "$", "euros": "$",
+    "cad": "$", "usd": "$", "%": "%", "percent": "%", "pour": "%",
+    "day": "day", "days": "day", "jour": "day", "jours": "day",
+    "week": "week", "weeks": "week", "semaine": "week", "semaines": "week",
+    "month": "month", "months": "month", "mois": "month",
+    "year": "year", "years": "year", "yr": "year", "yrs": "year", "an": "year", "ans": "year",
+    "annee": "year", "annees": "year",
+    "hour": "hour", "hours": "hour", "hr": "hour", "hrs": "hour", "heure": "hour",
+    "heures": "hour", "minute": "minute", "minutes": "minute", "min": "minute",
+    "point": "point", "points": "point", "pts": "point",
+    "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km",
+    "m": "m", "metre": "m", "metres": "m", "meter": "m", "meters": "m", "cm": "cm",
+    "mm": "mm", "kg": "kg", "g": "g", "lb": "lb", "lbs": "lb", "pound": "lb", "pounds": "lb",
+    "ml": "ml", "litre": "l", "litres": "l", "liter": "l", "liters": "l",
+}  # fmt: skip
+_NUM_AT = re.compile(r"\d+(?:[.,\u00a0\u202f]\d+)*")
+_UNIT_AFTER = re.compile(
+    r"\s?-?\s?(?:(business|working|calendar|full|clear|(extra|more|additional|further))\s+)?"
+    r"(%|\$|€|£|[^\W\d_]+)(?:\s+(supplementaires?|additionnels?|de plus))?"
+)
+_CURRENCY_BEFORE = re.compile(r"[$€£]\s?$")
+_VERSION_BEFORE = re.compile(r"\b(?:version|ver|v|rev|revision)\.?\s?$")
+_RANGE_JOIN = re.compile(r"\s*[$€£]?\s*(?:to|through|thru|-|–|—|à|a|au)\s*[$€£]?\s*")
+_RANGE_AND = re.compile(r"\s*[$€£]?\s*(?:and|et)\s*[$€£]?\s*")
+_RANGE_OPEN = re.compile(r"\b(?:between|entre)\s*[$€£]?\s*$")
+
+
+def _qualify(text: str, q: _Quantities) -> tuple[list[str], list[tuple[int, int]]]:
+    """(unit of each item, or "" — "version" after the word version; pairs of item indexes
+    that form a range). Only plain numbers ("n:" keys) get a unit."""
+    units = [""] * len(q.items)  # "day+" for "N extra days"
+    ends = [0] * len(q.items)
+    for i, ((key, _), start) in enumerate(zip(q.items, q.where, strict=True)):
+        if not key.startswith("n:"):
+            continue
+        m = _NUM_AT.match(text, start)
+        end = m.end() if m else start
+        ends[i] = end
+        before = _fold(text[max(0, start - 12) : start])
+        if _CURRENCY_BEFORE.search(before):
+            units[i] = "$"
+            continue
+        if _VERSION_BEFORE.search(before):
+            units[i] = "version"
+            continue
+        after = _UNIT_AFTER.match(_fold(text[end : end + 40]))
+        if after:
+            units[i] = _UNITS.get(after.group(3), "")
+            if units[i] and (after.group(2) or after.group(4)):
+                units[i] += "+"  # "2 extra days": the days after a first one
+    ranges: list[tuple[int, int]] = []
+    for i in range(len(q.items) - 1):
+        if not (q.items[i][0].startswith("n:") and q.items[i + 1][0].startswith("n:")):
+            continue
+        between = _fold(text[ends[i] : q.where[i + 1]])
+        opened = _RANGE_OPEN.search(_fold(text[max(0, q.where[i] - 12) : q.where[i]]))
+        if _RANGE_JOIN.fullmatch(between) or (opened and _RANGE_AND.fullmatch(between)):
+            ranges.append((i, i + 1))
+            if not units[i] and units[i + 1] != "version":
+                units[i] = units[i + 1]  # "3 to 7 business days": 3 is in days too
+    return units, ranges
+
+
+def _unit_keys(text: str, q: _Quantities, keys: set[str]) -> set[str]:
+    """The unit and range keys a passage or question makes available: "u:N|unit" for a number
+    with a unit, "u:N|" for one without (and for every number read from a date, time, code or
+    number word), "r:A-B" for a range."""
+    out: set[str] = set()
+    if not q.items and not keys:
+        return out
+    units, ranges = _qualify(text, q) if q.items else ([], [])
+    plain: set[str] = set()
+    for (key, _), unit in zip(q.items, units, strict=True):
+        if key.startswith("n:"):
+            plain.add(key)
+            out.add(f"u:{key[2:]}|{'' if unit == 'version' else unit}")
+    for key in keys:
+        if key.startswith("n:") and key not in plain:
+            out.add(f"u:{key[2:]}|")
+    for a, b in ranges:
+        out.add(f"r:{q.items[a][0][2:]}-{q.items[b][0][2:]}")
+    return out
+
+
 def _add_period(day: date, n: int, unit: str, business: bool, sign: int) -> date | None:
     try:
         if unit == "day":
@@ -715,6 +881,7 @@ class _Prepared:
     instructions: tuple[tuple[int, int], ...]  # spans in chunk.text
 
 
+_TABLE_RULE = re.compile(r"[\s|:-]+")  # a table's "---|---" line
 _CACHE: dict[str, _Prepared] = {}  # by chunk ID; the entry is used when its chunk is equal
 _CACHE_MAX = 8192
 
@@ -732,15 +899,15 @@ def _prepare(chunk: Chunk) -> _Prepared:
     meta = chunk.meta
     language = meta.language
     # what the passage header shows: title, section path, type, version, effective dates
-    header_text = " ".join(
-        [meta.title, *chunk.heading_path, meta.doc_type, "version", meta.version, "effective"]
-    )
+    # (the version number is kept apart: "4 points" is not found in version 4's header)
+    header_text = " ".join([meta.title, *chunk.heading_path, meta.doc_type, "effective"])
     full = f"{header_text}\n{chunk.text}"
     folded = fold(full)
     q = _quantities(full, language)
     keys = _found_keys(q, folded)
     dates = list(q.dates)
-    keys.add("n:" + _canon_number(meta.version, "en") if _NUMBER.fullmatch(meta.version) else "")
+    keys |= _unit_keys(full, q, keys)
+    keys.add("v:" + _canon_number(meta.version, "en") if _NUMBER.fullmatch(meta.version) else "")
     keys.add("c:" + collapse_code("v" + meta.version))
     keys.add("c:" + collapse_code(meta.version))
     for when in (meta.effective_from, meta.effective_to):
@@ -748,19 +915,32 @@ def _prepare(chunk: Chunk) -> _Prepared:
             dates.append(when)
             iso = when.isoformat()
             keys.update({"d:" + iso, "md:" + iso[5:], "ym:" + iso[:7], "n:" + iso[:4]})
+            keys.add(f"u:{iso[:4]}|")
     keys.discard("")
     body_offset = len(chunk.lead) + 1 if chunk.lead else 0
     body = chunk.text[body_offset:]
     headings = {fold(h).strip(" #") for h in (*chunk.heading_path, meta.title)}
     items: list[_Sentence] = []
+    # A table row is read with its table's header row: "Atlantic provinces | $7.95 | $99"
+    # under "Zone | Standard delivery | ... | Free standard delivery from" holds "free" and
+    # "standard delivery" (for evidence, `lower_precedence` and `weaker_citation`). Can be
+    # wrong on a table whose first row is data, whose words then count for every row.
+    header: frozenset[str] | None = None
     for s, e in sentences(body):
         text = body[s:e]
+        tokens = _sentence_tokens(text, language)
+        if "|" not in text:
+            header = None
+        elif header is None:
+            header = _stems(text)
+        elif not _TABLE_RULE.fullmatch(text):
+            tokens = tokens | header
         items.append(
             _Sentence(
                 start=chunk.start + s,
                 end=chunk.start + e,
                 text=text,
-                tokens=_sentence_tokens(text, language),
+                tokens=tokens,
                 stems=_stems(text),
                 scope=_negation_scope(_fold(text)),
                 heading=fold(text).strip(" #") in headings,
@@ -808,6 +988,9 @@ class _ClaimInfo:
     quantities: _Quantities
     periods: tuple[tuple[int, str, bool], ...]
     scope: tuple[frozenset[str], frozenset[str]]  # stems under a negation, and outside one
+    folded: str = ""  # the folded text
+    units: tuple[str, ...] = ()  # the unit of each quantity item ("" for none)
+    ranges: tuple[tuple[int, int], ...] = ()  # pairs of item indexes read as a range
 
 
 def _claim_info(text: str, language: str) -> _ClaimInfo:
@@ -816,12 +999,16 @@ def _claim_info(text: str, language: str) -> _ClaimInfo:
     tokens = _WORD_RE.findall(folded)
     stems = _stems(text, folded, tokens)
     keys = {key.rstrip("?") if key.startswith("t:") else key for key, _ in q.items}
+    units, ranges = _qualify(text, q) if q.items else ([], [])
     return _ClaimInfo(
         stems=stems,
         tokens=stems | frozenset(keys),
         quantities=q,
         periods=tuple(_periods(folded)),
         scope=_negation_scope(folded, tokens),
+        folded=folded,
+        units=tuple(units),
+        ranges=tuple(ranges),
     )
 
 
@@ -969,22 +1156,114 @@ def _found(key: str, known: _Known) -> bool:
     return False
 
 
+def _found_with_unit(key: str, unit: str, known: _Known) -> bool:
+    """`_found`, and for a number with a unit, found with that unit or with none."""
+    if unit == "version":
+        return "v:" + key[2:] in known.keys or _found(key, known)
+    unit = unit.rstrip("+")
+    if not _found(key, known):
+        return False
+    if not unit or not key.startswith("n:"):
+        return True
+    return f"u:{key[2:]}|" in known.keys or f"u:{key[2:]}|{unit}" in known.keys
+
+
+# A model name: a capitalised word followed by a number or code ("Ridgeline 2", "Kestrel
+# TR-2200", "Trailhead 40L"), not at the start of a sentence, not a month or weekday, not a
+# year, not a quantity (a number followed by a unit word or %, or opening a range).
+_MODEL_NAME = re.compile(
+    r"(?<![\w$€£'’-])([A-Z][A-Za-z'’&-]*[a-z][A-Za-z'’&-]*)\s+((?:[A-Z]{1,4}-?)?\d[\w.]*(?:-\w+)*)"
+    r"(?![\w%$€£-]|[.,]\d|\s*(?:to|-|–|à)\s*\d)"
+)
+_SENTENCE_OPEN = re.compile(r"(?:^|[.!?:;]\s+|\n)[\"'“«(\s]*$")
+_NOT_NAMES = (
+    frozenset(
+        "monday tuesday wednesday thursday friday saturday sunday lundi mardi mercredi jeudi"
+        " vendredi samedi dimanche".split()
+    )
+    | _MONTH_NAMES
+)
+
+
+def _model_names(text: str) -> list[tuple[str, str]]:
+    """(name word, designation) of each model name of a claim (see `_MODEL_NAME`)."""
+    out: list[tuple[str, str]] = []
+    for m in _MODEL_NAME.finditer(text):
+        word, code = m.group(1), m.group(2)
+        folded = _fold(word)
+        if folded in STOP_WORDS or folded in _NOT_NAMES:
+            continue
+        if _SENTENCE_OPEN.search(text, max(0, m.start() - 4), m.start()):
+            continue  # "Allow 5 ...": a sentence's first word is capitalised anyway
+        if re.fullmatch(r"(?:19|20)\d\d", code):
+            continue  # a year
+        after = _UNIT_AFTER.match(_fold(text[m.end() : m.end() + 40]))
+        if after and _UNITS.get(after.group(3)):
+            continue  # "Summit 2 points": a quantity
+        out.append((word, code))
+    return out
+
+
+def _name_flags(claim: str, cited: Sequence[Chunk], question: str) -> list[str]:
+    """name_not_found flags: a model name of the claim ("Ridgeline 2") that no cited passage
+    (text, title, section) names — its word, then at most two capitalised words, then the same
+    number or code — when the question does not name it either, or when a cited passage names
+    the same word with another number or code (a claim about the Ridgeline 3 that cites the
+    Ridgeline 2 guide, whose figures it copies). Catches another product's figures; can be
+    wrong on a name written differently in the passage ("Ridgeline-2", "TR2200"), and on a
+    capitalised word before a count that is not a unit ("Bring 2 forms" mid-sentence)."""
+    names = _model_names(claim) if _DIGIT.search(claim) else ()
+    if not names:
+        return []
+    texts = ["\n".join([c.meta.title, *c.heading_path, c.text]) for c in cited]
+    flags: list[str] = []
+    for word, code in names:
+        name = re.escape(word)
+        same = re.compile(
+            rf"(?i:\b{name})(?:\s+[A-Z][\w'’&-]*){{0,2}}\s+(?i:{re.escape(code)})(?![\w-])"
+        )
+        if any(same.search(t) for t in texts):
+            continue
+        other = re.compile(rf"(?i:\b{name})\s+((?:[A-Z]{{1,4}}-?)?\d[\w.]*(?:-\w+)*)")
+        conflict = any(_fold(m.group(1)) != _fold(code) for t in texts for m in other.finditer(t))
+        if conflict or not same.search(question):
+            flags.append(f"name_not_found:{word} {code}")
+    return flags
+
+
 def _number_flags(claim: _ClaimInfo, known: _Known) -> list[str]:
-    """number_not_found flags. A number not found as written may still be a conclusion: see
-    `_computed`; and, when the claim shows its work, one step of arithmetic (`_arithmetic`) on
-    the claim's other numbers (found or already derived) and the question's numbers, repeated
-    until nothing changes ("$71: $35 for the first day plus 2 extra days at $18")."""
-    pending: list[tuple[str, str]] = []
+    """number_not_found flags. A number is compared with its unit (`_qualify`); a range of the
+    claim found as a range in a passage or the question is found. A number not found as
+    written may still be a conclusion: see `_computed`; and, when the claim shows its work,
+    one step of arithmetic (`_arithmetic`) on the claim's other numbers (found or already
+    derived) and the question's numbers, repeated until nothing changes ("$71: $35 for the
+    first day plus 2 extra days at $18"). An end of a range not found as a range is never
+    derived by arithmetic (7 - 1 must not excuse "6 to 7 business days"), and is shown with
+    its range ("number_not_found:6 to 7"). "N extra days" (or weeks, points...) may be a known
+    number less one (the first day plus 2 extra days of a 3-day rental); that can let a wrong
+    count pass when it is one less than another number of the claim or the question."""
+    items = claim.quantities.items
+    units = claim.units or ("",) * len(items)
+    in_range: dict[int, tuple[int, int]] = {}
+    found_ranges: set[int] = set()
+    for a, b in claim.ranges:
+        if f"r:{items[a][0][2:]}-{items[b][0][2:]}" in known.keys:
+            found_ranges.update((a, b))
+        else:
+            in_range[a] = in_range[b] = (a, b)
+    pending: list[int] = []
     operands: list[float] = list(known.question_amounts)
-    for key, display in claim.quantities.items:
-        if _found(key, known) or _computed(key.rstrip("?"), claim, known):
+    for i, (key, _) in enumerate(items):
+        if i in found_ranges or (
+            _found_with_unit(key, units[i], known) or _computed(key.rstrip("?"), claim, known)
+        ):
             if key.startswith("n:"):
                 operands.append(float(key[2:]))
         else:
-            pending.append((key, display))
-    numeric = [item for item in pending if item[0].startswith("n:")]
-    if numeric and len(claim.quantities.items) > 1:
-        unfound = {key for key, _ in pending}
+            pending.append(i)
+    numeric = [i for i in pending if items[i][0].startswith("n:") and i not in in_range]
+    if numeric and len(items) > 1:
+        unfound = {items[i][0] for i in pending}
         percents = list(known.percents) + [
             p
             for p in claim.quantities.percents
@@ -993,15 +1272,22 @@ def _number_flags(claim: _ClaimInfo, known: _Known) -> list[str]:
         changed = True
         while changed and numeric:
             changed = False
-            for item in list(numeric):
-                value = float(item[0][2:])
-                if _arithmetic(value, operands, percents):
-                    numeric.remove(item)
-                    pending.remove(item)
+            for i in list(numeric):
+                value = float(items[i][0][2:])
+                extra = units[i].endswith("+") and any(  # the first day plus 2 extra days: 3
+                    math.isclose(value + 1, x, abs_tol=0.005) for x in operands
+                )
+                if extra or _arithmetic(value, operands, percents):
+                    numeric.remove(i)
+                    pending.remove(i)
                     operands.append(value)
                     changed = True
     flags: list[str] = []
-    for _, display in pending:
+    for i in pending:
+        display = items[i][1]
+        if i in in_range:
+            a, b = in_range[i]
+            display = f"{items[a][1]} to {items[b][1]}"
         flag = f"number_not_found:{display}"
         if flag not in flags:
             flags.append(flag)
@@ -1045,6 +1331,66 @@ def _evidence(
     return out
 
 
+_CLAUSE_SPLIT = re.compile(r"\s*;\s*|:\s+|(?<=[.!?])\s+")
+
+
+def _clause_negation(info: _ClaimInfo, text: str, preps: Sequence[_Prepared]) -> bool:
+    """The negation test on each clause of a claim of several clauses (split at ";", ": " and
+    sentence ends), each against its own best sentences: a flipped clause is often not the
+    point of the whole claim's best sentences ("At least 18, with photo ID...; boat renters
+    must not also sign the safety briefing form"). A clause needs `CLAUSE_MIN` content words
+    (negation cues such as "nothing" not counted) and a sentence sharing that many of them and
+    `EVIDENCE_MIN` of its words and numbers; short clauses ("There is nothing to claim from
+    Harbor & Pine") match too many sentences. Can be wrong like the whole-claim test."""
+    if ";" not in text and ": " not in text and not _CLAUSE_END.search(text):
+        return False
+    if not info.scope[0] and not any(s.scope[0] for p in preps for s in p.sentences):
+        return False  # no negation on either side
+    bounds = [0]
+    for m in _CLAUSE_SPLIT.finditer(text):
+        bounds += [m.start(), m.end()]
+    bounds.append(len(text))
+    spans = [(a, b) for a, b in zip(bounds[::2], bounds[1::2], strict=True) if b > a]
+    if len(spans) < 2:
+        return False
+    q = info.quantities
+    for a, b in spans:
+        folded = _fold(text[a:b])
+        words = _WORD_RE.findall(folded)
+        stems = _stems("", folded, words) - _CUE_STEMS
+        if len(stems) < CLAUSE_MIN:
+            continue
+        keys = {
+            key.rstrip("?") for (key, _), at in zip(q.items, q.where, strict=True) if a <= at < b
+        }
+        clause = _ClaimInfo(
+            stems=stems,
+            tokens=stems | keys,
+            quantities=q,
+            periods=(),
+            scope=_negation_scope(folded, words),
+            folded=folded,
+        )
+        candidates: list[tuple[float, _Sentence]] = []
+        for prep in preps:
+            candidates += _ranked_sentences(clause, prep)[:NEGATION_SENTENCES]
+        candidates.sort(key=lambda x: -x[0])
+        if any(
+            score >= EVIDENCE_MIN
+            and len(clause.tokens & sentence.tokens) >= CLAUSE_MIN
+            and _negation_mismatch(
+                clause.stems, clause.scope, sentence.stems, sentence.scope, clause.folded
+            )
+            for score, sentence in candidates[:NEGATION_SENTENCES]
+        ):
+            return True
+    return False
+
+
+_CLAUSE_END = re.compile(r"[.!?]\s+\S")
+_CUE_STEMS = frozenset(_stem(w) for w in _NEGATION_CUES)
+
+
 def check_answer(
     answer: Answer,
     store,
@@ -1072,16 +1418,19 @@ def check_answer(
     q_info = _quantities(question, language)
     q_folded = _fold(question)
     base_keys = _found_keys(q_info, q_folded)
+    unit_keys_added = False  # the question's unit and range keys, added when first needed
     base_dates = list(q_info.dates)
     if as_of is not None:
         iso = as_of.isoformat()
         base_keys.update({"d:" + iso, "md:" + iso[5:], "ym:" + iso[:7], "n:" + iso[:4]})
+        base_keys.add(f"u:{iso[:4]}|")
         base_dates.append(as_of)
     q_periods = _periods(q_folded)
     context_preps = [
         (_prepare(p.chunk), _rank(p.chunk.meta.doc_type, precedence)) for p in context.passages
     ]
     state = _State(embedder=embedder, judge=judge)
+    doc_cache: dict = {}
 
     checks: list[ClaimCheck] = []
     for claim in answer.claims:
@@ -1106,6 +1455,9 @@ def check_answer(
         info = _claim_info(claim.text, language)
         preps = [_prepare(c) for c in cited]
         if info.quantities.items:
+            if not unit_keys_added:
+                base_keys |= _unit_keys(question, q_info, base_keys)
+                unit_keys_added = True
             known = _Known(
                 keys=_Keys(base_keys, *(prep.keys for prep in preps)),
                 dates=set(base_dates),
@@ -1120,6 +1472,7 @@ def check_answer(
                 known.percents.extend(prep.percents)
                 known.amounts.extend(prep.amounts)
             flags += _number_flags(info, known)
+        flags += _name_flags(claim.text, cited, question)
 
         same_language = any(c.meta.language == language for c in cited)
         evidence: list[Evidence] = []
@@ -1136,9 +1489,11 @@ def check_answer(
             candidates.sort(key=lambda x: -x[0])
             if any(
                 score >= EVIDENCE_MIN
-                and _negation_mismatch(info.stems, info.scope, sentence.stems, sentence.scope)
+                and _negation_mismatch(
+                    info.stems, info.scope, sentence.stems, sentence.scope, info.folded
+                )
                 for score, sentence in candidates[:NEGATION_SENTENCES]
-            ):
+            ) or _clause_negation(info, claim.text, preps):
                 flags.append("negation_mismatch")
         else:
             cross = state.cross_language(claim.text, preps)
@@ -1163,9 +1518,62 @@ def check_answer(
         for prep in preps:
             if prep.instructions:
                 flags.append(f"instruction_in_source:{prep.chunk.chunk_id}")
+        if info.stems and not any(p.instructions for p in preps):
+            flags += _sibling_instruction(info.stems, preps, store, in_context, doc_cache)
         flags += _source_flags(info, preps, context_preps, precedence)
         checks.append(ClaimCheck(claim, tuple(dict.fromkeys(flags)), tuple(evidence), entailment))
     return checks
+
+
+_SIBLINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # store → {doc: ...}
+_SIBLINGS_MAX = 4096
+
+
+def _sibling_instruction(
+    stems: frozenset[str],
+    preps: Sequence[_Prepared],
+    store,
+    in_context: dict[str, Chunk],
+    doc_cache: dict[tuple[str, str], tuple[frozenset[str], list[tuple[str, frozenset[str]]]]],
+) -> list[str]:
+    """instruction_in_source for an instruction in another passage of a cited document: the
+    claim's content words missing from its cited passages (at least half of them, and two or
+    all) are in an instruction span (`find_instructions`) of another chunk of the same document
+    and version (from the store's `chunks(doc_id, version)` when it has one, else the context).
+    Catches a claim copied from a supplier sheet's note to AI assistants while citing the
+    sheet's overview; can be wrong when a true claim's missing words happen to be the ones an
+    instruction uses (the flag names the instruction's chunk so it can be read). What a
+    document holds is kept per store object, and read again when a cited chunk is not in it."""
+    missing = stems.difference(*(p.stems for p in preps))
+    if not missing:
+        return []
+    need = max(min(2, len(missing)), math.ceil(len(missing) / 2))
+    cited_ids = {p.chunk.chunk_id for p in preps}
+    kept: dict = doc_cache
+    with contextlib.suppress(TypeError):  # not weak-referenceable: per call
+        kept = _SIBLINGS.setdefault(store, {})
+    for key in dict.fromkeys((p.chunk.doc_id, p.chunk.version) for p in preps):
+        entry = kept.get(key)
+        ids_here = {p.chunk.chunk_id for p in preps if (p.chunk.doc_id, p.chunk.version) == key}
+        if entry is None or not ids_here <= entry[0]:
+            siblings = [c for c in in_context.values() if (c.doc_id, c.version) == key]
+            lister = getattr(store, "chunks", None)
+            if lister is not None:
+                with contextlib.suppress(Exception):  # a store that cannot list: the context
+                    siblings = list(lister(key[0], key[1]))
+            said = []
+            for chunk in siblings:
+                spans = _prepare(chunk).instructions
+                if spans:
+                    words = frozenset().union(*(_stems(chunk.text[a:b]) for a, b in spans))
+                    said.append((chunk.chunk_id, words))
+            if len(kept) >= _SIBLINGS_MAX:
+                kept.clear()
+            entry = kept[key] = (frozenset(c.chunk_id for c in siblings), said)
+        for chunk_id, words in entry[1]:
+            if chunk_id not in cited_ids and len(missing & words) >= need:
+                return [f"instruction_in_source:{chunk_id}"]
+    return []
 
 
 def _source_flags(
@@ -1477,6 +1885,11 @@ _DESCRIPTIONS: dict[str, str] = {
         "{arg} is in none of the cited passages, their headers, the question or its date"
         " (a clue, can be wrong: a value computed in a way the checker does not know)"
     ),
+    "name_not_found": (
+        "the claim names {arg}, which the cited passages do not name (or name with another"
+        " number or code) and the question does not name either"
+        " (a clue, can be wrong: the name may be written differently in the passage)"
+    ),
     "unsupported": (
         "only {arg} of the claim's words are found in the cited passages"
         " (a clue, can be wrong: a true paraphrase can share few words)"
@@ -1490,7 +1903,8 @@ _DESCRIPTIONS: dict[str, str] = {
         " (a clue, can be wrong: judges make mistakes)"
     ),
     "instruction_in_source": (
-        "passage {arg} contains text addressed to AI assistants; it is shown, never obeyed:"
+        "passage {arg} (cited, or of a cited document, repeating the claim's unsupported words)"
+        " contains text addressed to AI assistants; it is shown, never obeyed:"
         " check that the claim does not come from it (a clue about the source)"
     ),
     "lower_precedence": (

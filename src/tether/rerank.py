@@ -1,0 +1,317 @@
+"""Rerankers: reorder a short candidate list (the hybrid top 20) for one query.
+
+- `SentenceReranker` (the default; milliseconds, no model call): a weighted mean of features
+  that are all on absolute scales, so its score can be compared with a floor:
+  `maxsim`, the best cosine of the query to one of the candidate's sentences (sentence
+  vectors are computed at ingest, see `store.sentence_spans`; the chunk cosine stands in when
+  a chunk has none); `dense`, the cosine to the whole chunk; `xdense`, the same cosine after
+  removing from each side the mean vector of its language (the query's language detected, the
+  chunk's from its metadata; means over the index's chunk vectors), mapped to 0..1: e5 vectors
+  carry a strong language component that makes an English question prefer English passages,
+  and centring each language removes most of it; `bm25`, the BM25 score squashed
+  to 0..1 (b / (b + 5)); `coverage`, the share of the query's content words (accents folded,
+  plurals folded) found in the chunk; `heading`, the share found in its title and headings;
+  `code`, the share of the query's exact codes (PW-2200-07, SPRING15) that the chunk contains,
+  and `rrf`, the hybrid fusion score scaled to 0..1. The weights were tuned on the bundled
+  questions and checked on the held-out Larkfield set (bench/results/retrieval.md).
+- `LLMReranker`: pointwise yes/no by a language model (prompt `prompts/rerank.txt`); the
+  score is P(yes) from the first token's log-probabilities when the provider returns them,
+  else 1/0 from the text. Seconds per candidate with a local model: only for short lists.
+- `CrossEncoderReranker`: a sentence-transformers `CrossEncoder` the user has on disk (the
+  optional `rerank` extra). None ships in any package we can install, so none is the default.
+
+What it cannot do: `SentenceReranker` knows no more than e5-small's sentence vectors and
+surface words (no reasoning about negation or conditions); `LLMReranker` trusts a model's
+yes/no; `CrossEncoderReranker` needs `sentence-transformers` (and torch) and a local model.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from tether.errors import ProviderError, TetherError
+from tether.protocols import Embedder, Provider
+from tether.store import SqliteStore, embed_text
+from tether.text import codes, collapse_code, content_words, fold_plural, words
+from tether.types import Hit, Message, ModelRequest
+
+# Tuned on the bundled questions by a random search over these features (objective: recall@5
+# + MRR of the reranked hybrid top 20), then checked on the Larkfield questions (held out); see
+# bench/results/retrieval.md. Each feature is in 0..1, so the score is a weighted mean. The
+# code, heading and rrf features got no weight: BM25 in the hybrid list already brings every
+# exact code to the top, and a weight on them lowered MRR; they stay in `signals` for reading.
+DEFAULT_WEIGHTS: Mapping[str, float] = {
+    "maxsim": 3.0,
+    "dense": 0.5,
+    "xdense": 1.0,
+    "bm25": 0.1,
+    "coverage": 0.05,
+    "heading": 0.0,
+    "code": 0.0,
+    "rrf": 0.0,
+}
+BM25_HALF = 5.0  # the BM25 score that maps to 0.5
+MIN_LANGUAGE_CHUNKS = 3  # fewer chunks in a language: centre it on the mean of all chunks
+
+
+def _terms(text: str) -> set[str]:
+    return {fold_plural(w) for w in content_words(text)}
+
+
+def _code_keys(text: str) -> set[str]:
+    return {collapse_code(c) for c in codes(text)}
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n > 1e-12 else v
+
+
+@lru_cache(maxsize=4096)
+def _query_language(query: str) -> str:
+    from tether.documents import detect_language
+
+    return detect_language(query)
+
+
+class SentenceReranker:
+    """The default reranker: sentence max-similarity plus lexical signals (module docstring)."""
+
+    name = "sentence-maxsim"
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        query_vector: Callable[[str], np.ndarray] | Embedder,
+        weights: Mapping[str, float] | None = None,
+    ) -> None:
+        self.store = store
+        if callable(query_vector):
+            self._qvec = query_vector
+        else:
+            embedder = query_vector
+            self._qvec = lambda q: np.asarray(embedder.embed_queries([q]), dtype=np.float32)[0]
+        self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
+        self._positions: tuple[Any, dict[str, int], np.ndarray] | None = None
+        self._means: tuple[Any, dict[str, np.ndarray], np.ndarray] | None = None
+
+    def features(self, query: str, hits: Sequence[Hit]) -> list[dict[str, float]]:
+        """The feature values of each candidate, in the order given."""
+        q = self._qvec(query)
+        sentences = self.store.sentence_vectors(h.chunk.chunk_id for h in hits)
+        positions = self._chunk_rows()
+        means, overall = self._language_means()
+        qc = _unit(q - means.get(_query_language(query), overall))
+        qterms = _terms(query)
+        qcodes = _code_keys(query)
+        out: list[dict[str, float]] = []
+        for h in hits:
+            c = h.chunk
+            dense = h.signals.get("dense")
+            if dense is None:
+                row = positions[1].get(c.chunk_id)
+                dense = float(positions[2][row] @ q) if row is not None else 0.0
+            found = sentences.get(c.chunk_id)
+            maxsim = float(np.max(found[1] @ q)) if found is not None and len(found[0]) else dense
+            maxsim = max(maxsim, dense)
+            row = positions[1].get(c.chunk_id)
+            xdense = (
+                float(_unit(positions[2][row] - means.get(c.meta.language, overall)) @ qc)
+                if row is not None
+                else 0.0
+            )
+            bm25 = float(h.signals.get("bm25", 0.0) or 0.0)
+            text_terms = _terms(c.text)
+            head_terms = _terms(" ".join((c.meta.title, *c.heading_path)))
+            rrf = float(h.signals.get("rrf", 0.0) or 0.0)
+            out.append(
+                {
+                    "maxsim": maxsim,
+                    "dense": float(dense),
+                    "xdense": (xdense + 1.0) / 2.0,
+                    "bm25": bm25 / (bm25 + BM25_HALF) if bm25 > 0 else 0.0,
+                    "coverage": len(qterms & text_terms) / len(qterms) if qterms else 0.0,
+                    "heading": len(qterms & head_terms) / len(qterms) if qterms else 0.0,
+                    "code": (
+                        len(qcodes & _code_keys(c.text + " " + " ".join(c.heading_path)))
+                        / len(qcodes)
+                        if qcodes
+                        else 0.0
+                    ),
+                    "rrf": min(1.0, rrf * 61 / 2),
+                }
+            )
+        return out
+
+    def score(self, feats: Mapping[str, float]) -> float:
+        total = sum(self.weights.values()) or 1.0
+        return sum(w * feats.get(name, 0.0) for name, w in self.weights.items()) / total
+
+    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
+        if not hits:
+            return []
+        feats = self.features(query, hits)
+        scored = [
+            (self.score(f), i, h, f) for i, (h, f) in enumerate(zip(hits, feats, strict=True))
+        ]
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        return [
+            replace(
+                h,
+                score=s,
+                rank=r,
+                method="rerank",
+                signals={**h.signals, **{f"rr_{n}": v for n, v in f.items()}, "rerank": s},
+            )
+            for r, (s, _, h, f) in enumerate(scored[:k], start=1)
+        ]
+
+    def _chunk_rows(self) -> tuple[Any, dict[str, int], np.ndarray]:
+        ids, matrix = self.store.vectors()
+        if self._positions is None or self._positions[0] is not ids:
+            self._positions = (ids, {c: i for i, c in enumerate(ids)}, matrix)
+        return self._positions
+
+    def _language_means(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Mean chunk vector per language (of languages with enough chunks) and overall."""
+        ids, positions, matrix = self._chunk_rows()
+        if self._means is None or self._means[0] is not ids:
+            dim = matrix.shape[1] if matrix.ndim == 2 else 0
+            overall = matrix.mean(axis=0) if len(ids) else np.zeros(dim, dtype=np.float32)
+            by_lang: dict[str, list[int]] = {}
+            languages = dict(
+                self.store.db.execute(
+                    "SELECT c.chunk_id, d.language FROM chunks c JOIN documents d"
+                    " USING (doc_id, version)"
+                ).fetchall()
+            )
+            for cid, row in positions.items():
+                by_lang.setdefault(languages.get(cid, ""), []).append(row)
+            means = {
+                lang: matrix[rows].mean(axis=0)
+                for lang, rows in by_lang.items()
+                if lang and len(rows) >= MIN_LANGUAGE_CHUNKS
+            }
+            self._means = (ids, means, overall)
+        return self._means[1], self._means[2]
+
+
+# ---- LLM reranker ---------------------------------------------------------------------------
+
+
+def p_yes(top_logprobs: Mapping[str, float], text: str) -> float:
+    """P(yes) from first-token log-probabilities ("Yes", "yes", " YES" … summed against the
+    "no" forms); from the text (yes 1, no 0, else 0.5) when there are none."""
+    yes = sum(math.exp(v) for t, v in top_logprobs.items() if t.strip().lower() == "yes")
+    no = sum(math.exp(v) for t, v in top_logprobs.items() if t.strip().lower() == "no")
+    if yes + no > 0:
+        return yes / (yes + no)
+    first = words(text)[:1]
+    if first == ["yes"] or first == ["oui"]:
+        return 1.0
+    if first == ["no"] or first == ["non"]:
+        return 0.0
+    return 0.5
+
+
+class LLMReranker:
+    """Pointwise yes/no relevance by a language model, for short lists (`max_candidates`);
+    candidates past that keep their order after the judged ones."""
+
+    name = "llm-yes-no"
+
+    def __init__(
+        self, provider: Provider, *, max_candidates: int = 10, max_chars: int = 2000
+    ) -> None:
+        self.provider = provider
+        self.max_candidates = max_candidates
+        self.max_chars = max_chars
+
+    def request(self, query: str, hit: Hit) -> ModelRequest:
+        from tether.answer import load_prompt
+
+        template, prompt_id = load_prompt("rerank")
+        passage = embed_text(hit.chunk)[: self.max_chars]
+        text = template.replace("$question", query).replace("$passage", passage)
+        return ModelRequest(
+            messages=(Message("user", text),),
+            max_tokens=1,
+            purpose="rerank",
+            prompt_id=prompt_id,
+            chunk_ids=(hit.chunk.chunk_id,),
+            logprobs=True,
+            question=query,
+            passages=((hit.chunk.chunk_id, hit.chunk.text),),
+        )
+
+    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
+        head, tail = list(hits[: self.max_candidates]), list(hits[self.max_candidates :])
+        scored: list[tuple[float, int, Hit]] = []
+        for i, h in enumerate(head):
+            try:
+                done = self.provider.complete(self.request(query, h))
+                p = p_yes(done.top_logprobs, done.text)
+            except ProviderError:
+                p = 0.5  # unknown: keeps its place among the undecided
+            scored.append((p, i, h))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        out = [
+            replace(h, score=p, rank=r, method="rerank", signals={**h.signals, "p_yes": p})
+            for r, (p, _, h) in enumerate(scored, start=1)
+        ]
+        for h in tail:
+            out.append(replace(h, score=0.0, rank=len(out) + 1, method="rerank"))
+        return out[:k]
+
+
+# ---- cross-encoder --------------------------------------------------------------------------
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers CrossEncoder from a local folder (or a name already cached)."""
+
+    def __init__(
+        self, name_or_path: str, *, max_length: int = 512, batch_size: int = 32, device="cpu"
+    ) -> None:
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError as exc:
+            raise TetherError(
+                "the cross-encoder reranker needs sentence-transformers (and torch):"
+                " pip install 'tether[rerank]'"
+            ) from exc
+        try:
+            self.model = CrossEncoder(name_or_path, max_length=max_length, device=device)
+        except Exception as exc:  # the library raises OSError, ValueError, HF errors …
+            raise TetherError(f"cannot load the cross-encoder {name_or_path!r}: {exc}") from exc
+        self.name = f"cross-encoder:{re.sub(r'.*/', '', str(name_or_path).rstrip('/'))}"
+        self.batch_size = batch_size
+
+    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
+        if not hits:
+            return []
+        pairs = [(query, embed_text(h.chunk)) for h in hits]
+        raw = np.asarray(
+            self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False),
+            dtype=np.float64,
+        )
+        if raw.ndim > 1:  # a model with several labels: the last is "relevant"
+            raw = raw[:, -1]
+        order = sorted(range(len(hits)), key=lambda i: (-raw[i], i))
+        return [
+            replace(
+                hits[i],
+                score=float(raw[i]),
+                rank=r,
+                method="rerank",
+                signals={**hits[i].signals, "cross_encoder": float(raw[i])},
+            )
+            for r, i in enumerate(order[:k], start=1)
+        ]

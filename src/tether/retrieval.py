@@ -1,0 +1,501 @@
+"""Retrieval: lexical (BM25), dense, hybrid (reciprocal rank fusion) and rerank, after filters.
+
+`Retriever(store, embedder, reranker).search(query, k, filters, method)` returns `Hit`s ranked
+1..k. Every method applies the filters (the version in force on `as_of`, what `audience` may
+see) BEFORE ranking, so a passage the filters refuse can never take a place in the list:
+- bm25: the store's FTS5 search, filtered in SQL;
+- dense: cosine of the query vector to the chunk vectors, held in memory as one float32
+  matrix (cached until the index changes); rows the filters refuse are masked before the top
+  k is taken. Above `ANN_THRESHOLD` vectors (or with `ann="hnsw"`) a faiss HNSW index is used:
+  it is searched with oversampling, the results outside the filters are dropped, and when
+  fewer than k survive the allowed rows are searched by brute force. The HNSW graph is cached
+  next to the index file (`<index>.<signature>.hnsw`);
+- hybrid: reciprocal rank fusion (k = 60, equal weights unless `rrf_weights`) of the BM25
+  and dense top 50;
+- rerank: the hybrid top 20 reordered by a `Reranker` (the default, `SentenceReranker`, runs
+  in milliseconds; see `tether.rerank`); hits past 20 keep their hybrid order.
+
+Each `Hit` carries `signals`, the component scores that placed it: `bm25`, `bm25_rank`,
+`dense` (the cosine, computed for every fused hit, also those BM25 alone found), `dense_rank`,
+`rrf`, and the reranker's features. An optional `rewrite` hook (for example `LLMRewriter`)
+rewrites the query before any method sees it.
+
+What it cannot do: a dense search needs an index built with an embedder and the same
+embedder to embed queries (checked against the name recorded in the index); the HNSW graph
+is approximate (recall measured in bench/bench_retrieval.py) and takes minutes to build for
+hundreds of thousands of vectors; the query rewriter costs one model call per query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tether.errors import TetherError
+from tether.protocols import Embedder, Provider, Reranker
+from tether.store import SqliteStore
+from tether.types import Filters, Hit, Message, ModelRequest
+
+METHODS: tuple[str, ...] = ("bm25", "dense", "hybrid", "rerank")
+RRF_K = 60
+CANDIDATES = 50  # per component list in hybrid
+RERANK_DEPTH = 20  # hybrid candidates the reranker reorders
+ANN_THRESHOLD = 50_000  # vectors above which ann="auto" builds an HNSW index
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 384  # recall@10 about 0.97 at 200,000 e5-like vectors (bench)
+
+
+def rrf_scores(
+    rankings: Sequence[Sequence[str]],
+    k: int = RRF_K,
+    weights: Sequence[float] | None = None,
+) -> dict[str, float]:
+    """Reciprocal rank fusion: each list adds weight / (k + rank) (rank 1-based) to its
+    items; weights default to 1."""
+    fused: dict[str, float] = {}
+    for n, ranking in enumerate(rankings):
+        w = 1.0 if weights is None else weights[n]
+        for rank, item in enumerate(ranking, start=1):
+            fused[item] = fused.get(item, 0.0) + w / (k + rank)
+    return fused
+
+
+# ---- dense index ----------------------------------------------------------------------------
+
+
+class DenseIndex:
+    """Cosine search over L2-normalised rows, optionally through a faiss HNSW graph.
+
+    `ann`: "auto" (HNSW above `threshold` rows), "hnsw" (always), "none" (brute force only).
+    `search(q, k, mask)` returns (row indices, cosines) best first, only rows where `mask` is
+    true (all rows when `mask` is None).
+    """
+
+    def __init__(
+        self,
+        matrix: np.ndarray,
+        *,
+        ann: str = "auto",
+        threshold: int = ANN_THRESHOLD,
+        cache_path: Path | None = None,
+        ef_search: int = HNSW_EF_SEARCH,
+    ) -> None:
+        if ann not in ("auto", "hnsw", "none"):
+            raise TetherError(f"unknown ann {ann!r}: auto, hnsw or none")
+        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        self.n = self.matrix.shape[0]
+        self.use_ann = ann == "hnsw" or (ann == "auto" and self.n > threshold and _has_faiss())
+        self.hnsw: Any = None
+        self.build_seconds = 0.0
+        self.ef_search = ef_search
+        self.cache_path = cache_path
+        self.last_path = "brute"  # how the last search ran: brute | hnsw | hnsw+brute
+
+    def _ensure_hnsw(self) -> Any:
+        if self.hnsw is not None:
+            return self.hnsw
+        try:
+            import faiss
+        except ImportError as exc:  # pragma: no cover - faiss is a dependency
+            raise TetherError(f"the ANN index needs faiss-cpu ({exc})") from exc
+        import time
+
+        began = time.perf_counter()
+        index = None
+        if self.cache_path is not None and self.cache_path.exists():
+            try:
+                index = faiss.read_index(str(self.cache_path))
+                if index.ntotal != self.n:
+                    index = None
+            except RuntimeError:
+                index = None
+        if index is None:
+            index = faiss.IndexHNSWFlat(self.matrix.shape[1], HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+            index.add(self.matrix)
+            if self.cache_path is not None:
+                _write_faiss(index, self.cache_path)
+        index.hnsw.efSearch = self.ef_search
+        self.hnsw = index
+        self.build_seconds = time.perf_counter() - began
+        return index
+
+    def search(
+        self, query: np.ndarray, k: int, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        allowed = self.n if mask is None else int(mask.sum())
+        k = min(k, allowed)
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if self.use_ann and allowed > 4 * k and allowed / max(self.n, 1) >= 0.02:
+            index = self._ensure_hnsw()
+            fraction = allowed / self.n
+            want = min(self.n, max(4 * k, math.ceil(2 * k / fraction), 64))
+            index.hnsw.efSearch = max(self.ef_search, want)
+            scores, rows = index.search(q[None, :], want)
+            rows, scores = rows[0], scores[0]
+            keep = rows >= 0
+            if mask is not None:
+                keep &= mask[np.maximum(rows, 0)]
+            rows, scores = rows[keep], scores[keep]
+            if len(rows) >= k:
+                self.last_path = "hnsw"
+                return rows[:k].astype(np.int64), scores[:k].astype(np.float32)
+            self.last_path = "hnsw+brute"
+        else:
+            self.last_path = "brute"
+        if mask is None:
+            scores = self.matrix @ q
+            rows = np.arange(self.n)
+        else:
+            rows = np.flatnonzero(mask)
+            scores = self.matrix[rows] @ q
+        top = _top_k(scores, k)
+        return rows[top].astype(np.int64), scores[top].astype(np.float32)
+
+    def brute(self, query: np.ndarray, k: int) -> np.ndarray:
+        """Exact top-k row indices (for measuring the ANN recall)."""
+        scores = self.matrix @ np.asarray(query, dtype=np.float32).reshape(-1)
+        return _top_k(scores, k)
+
+
+def _has_faiss() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("faiss") is not None
+
+
+def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest scores, best first (ties by index)."""
+    if k >= len(scores):
+        return np.lexsort((np.arange(len(scores)), -scores))
+    part = np.argpartition(-scores, k - 1)[:k]
+    return part[np.lexsort((part, -scores[part]))]
+
+
+def _write_faiss(index: Any, path: Path) -> None:
+    import faiss
+
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    try:
+        faiss.write_index(index, str(tmp))
+        os.replace(tmp, path)
+        for stale in path.parent.glob(path.name.split(".hnsw-")[0] + ".hnsw-*"):
+            if stale != path and not stale.name.endswith(".tmp"):
+                stale.unlink(missing_ok=True)
+    except (OSError, RuntimeError):
+        tmp.unlink(missing_ok=True)
+
+
+# ---- the retriever --------------------------------------------------------------------------
+
+
+class _LRU(OrderedDict):
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def put(self, key: Any, value: Any) -> Any:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
+class Retriever:
+    """Ranks chunks of one store for a query, by method, after the filters."""
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+        *,
+        ann: str = "auto",
+        ann_threshold: int = ANN_THRESHOLD,
+        rewrite: Callable[[str], str] | None = None,
+        candidates: int = CANDIDATES,
+        rerank_depth: int = RERANK_DEPTH,
+        rrf_weights: tuple[float, float] = (1.0, 1.0),
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.ann = ann
+        self.ann_threshold = ann_threshold
+        self.rewrite = rewrite
+        self.candidates = candidates
+        self.rerank_depth = rerank_depth
+        self.rrf_weights = rrf_weights  # (bm25, dense)
+        self._query_vectors: _LRU = _LRU(512)
+        self._masks: _LRU = _LRU(32)
+        self._dense: tuple[Any, list[str], dict[str, int], DenseIndex] | None = None
+        if embedder is not None:
+            _check_embedder(store, embedder)
+        if reranker is None and embedder is not None:
+            from tether.rerank import SentenceReranker
+
+            reranker = SentenceReranker(store, self.query_vector)
+        self.reranker = reranker
+
+    @classmethod
+    def for_store(cls, store: SqliteStore, **kwargs: Any) -> Retriever:
+        """A retriever with the default embedder when the index has vectors (else BM25 only)."""
+        embedder = kwargs.pop("embedder", None)
+        if embedder is None and store_has_vectors(store):
+            from tether.embeddings import default_embedder
+
+            embedder = default_embedder()
+        return cls(store, embedder, **kwargs)
+
+    @property
+    def has_dense(self) -> bool:
+        return self.embedder is not None and store_has_vectors(self.store)
+
+    @property
+    def default_method(self) -> str:
+        return "hybrid" if self.has_dense else "bm25"
+
+    # ---- public -------------------------------------------------------------------------------
+
+    def search(self, query: str, k: int, filters: Filters, method: str = "hybrid") -> list[Hit]:
+        """The top k chunks for `query` by `method`, among the chunks `filters` let through."""
+        if method not in METHODS:
+            raise TetherError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+        if k < 1:
+            return []
+        if self.rewrite is not None:
+            rewritten = self.rewrite(query)
+            query = rewritten.strip() or query
+        if method == "bm25":
+            return self._bm25(query, k, filters)
+        self._need_dense(method)
+        if method == "dense":
+            return self._dense_hits(query, k, filters)
+        if method == "hybrid":
+            return self._hybrid(query, k, filters)
+        return self._rerank(query, k, filters)
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """The embedder's vector for a query (cached per query text)."""
+        if self.embedder is None:
+            raise TetherError("no embedder: dense methods are not available")
+        vec = self._query_vectors.get(query)
+        if vec is None:
+            vec = np.asarray(self.embedder.embed_queries([query]), dtype=np.float32)[0]
+            self._query_vectors.put(query, vec)
+        else:
+            self._query_vectors.move_to_end(query)
+        return vec
+
+    def clear_query_cache(self) -> None:
+        """Forget cached query vectors (so a timing includes embedding the query)."""
+        self._query_vectors.clear()
+
+    def dense_index(self) -> DenseIndex:
+        return self._dense_state()[3]
+
+    # ---- methods ------------------------------------------------------------------------------
+
+    def _bm25(self, query: str, k: int, filters: Filters) -> list[Hit]:
+        hits = self.store.search_lexical(query, k, filters)
+        return [
+            replace(h, method="bm25", signals={"bm25": h.score, "bm25_rank": float(h.rank)})
+            for h in hits
+        ]
+
+    def _dense_ranked(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
+        _, ids, _, index = self._dense_state()
+        rows, scores = index.search(self.query_vector(query), k, self._mask(filters))
+        return [(ids[r], float(s)) for r, s in zip(rows, scores, strict=True)]
+
+    def _dense_hits(self, query: str, k: int, filters: Filters) -> list[Hit]:
+        ranked = self._dense_ranked(query, k, filters)
+        chunks = self.store.get_many(cid for cid, _ in ranked)
+        return [
+            Hit(
+                chunk=chunks[cid],
+                score=s,
+                rank=i,
+                method="dense",
+                signals={"dense": s, "dense_rank": float(i)},
+            )
+            for i, (cid, s) in enumerate(ranked, start=1)
+        ]
+
+    def _hybrid(self, query: str, k: int, filters: Filters) -> list[Hit]:
+        depth = max(self.candidates, k)
+        lexical = self.store.lexical_ranking(query, depth, self._allowed(filters))
+        dense = self._dense_ranked(query, depth, filters)
+        fused = rrf_scores(
+            [[cid for cid, _ in lexical], [cid for cid, _ in dense]], weights=self.rrf_weights
+        )
+        bm25 = {cid: (s, i) for i, (cid, s) in enumerate(lexical, start=1)}
+        dense_rank = {cid: (s, i) for i, (cid, s) in enumerate(dense, start=1)}
+        order = sorted(
+            fused,
+            key=lambda c: (
+                -fused[c],
+                min(bm25.get(c, (0, 10**9))[1], dense_rank.get(c, (0, 10**9))[1]),
+                c,
+            ),
+        )[:k]
+        chunks = self.store.get_many(order)
+        cosines = self._cosines(query, order)
+        hits: list[Hit] = []
+        for i, cid in enumerate(order, start=1):
+            signals = {"rrf": fused[cid], "dense": cosines[cid]}
+            if cid in bm25:
+                signals["bm25"], signals["bm25_rank"] = bm25[cid][0], float(bm25[cid][1])
+            if cid in dense_rank:
+                signals["dense_rank"] = float(dense_rank[cid][1])
+            hits.append(Hit(chunks[cid], fused[cid], i, "hybrid", signals))
+        return hits
+
+    def _rerank(self, query: str, k: int, filters: Filters) -> list[Hit]:
+        if self.reranker is None:
+            raise TetherError("no reranker configured")
+        candidates = self._hybrid(query, max(k, self.rerank_depth), filters)
+        head, tail = candidates[: self.rerank_depth], candidates[self.rerank_depth :]
+        reranked = self.reranker.rerank(query, head, len(head))
+        if len(reranked) < len(head):  # a reranker that cut the list: keep the rest in order
+            seen = {h.chunk.chunk_id for h in reranked}
+            reranked = [*reranked, *(h for h in head if h.chunk.chunk_id not in seen)]
+        floor = min((h.score for h in reranked), default=0.0)
+        out: list[Hit] = []
+        for i, h in enumerate(reranked, start=1):
+            out.append(replace(h, rank=i, method="rerank"))
+        for j, h in enumerate(tail, start=len(out) + 1):  # past the reranked head: hybrid order
+            out.append(replace(h, rank=j, method="rerank", score=floor - j * 1e-6))
+        return out[:k]
+
+    # ---- helpers ------------------------------------------------------------------------------
+
+    def _need_dense(self, method: str) -> None:
+        if self.embedder is None:
+            raise TetherError(
+                f"method {method!r} needs an embedder; this retriever has none (use bm25)"
+            )
+        if not store_has_vectors(self.store):
+            raise TetherError(
+                f"method {method!r} needs vectors: this index has none; run"
+                " `tether ingest FOLDER` with embeddings (the default), or use --method bm25"
+            )
+
+    def _dense_state(self) -> tuple[Any, list[str], dict[str, int], DenseIndex]:
+        ids, matrix = self.store.vectors()
+        if self._dense is None or self._dense[0] is not ids:
+            cache = _hnsw_cache_path(self.store, ids)
+            index = DenseIndex(matrix, ann=self.ann, threshold=self.ann_threshold, cache_path=cache)
+            self._dense = (ids, ids, {c: i for i, c in enumerate(ids)}, index)  # (key, …)
+            self._masks.clear()
+        return self._dense
+
+    def _allowed(self, filters: Filters) -> set[str]:
+        """IDs of the chunks the filters let through (cached until the index changes)."""
+        key = ("ids", self.store.generation, filters.as_of, filters.audience)
+        found = self._masks.get(key)
+        if found is None:
+            found = self._masks.put(key, self.store.allowed_ids(filters))
+        return found
+
+    def _mask(self, filters: Filters) -> np.ndarray | None:
+        key = (filters.as_of, filters.audience)
+        mask = self._masks.get(key)
+        if mask is not None:
+            return mask
+        _, ids, position, _ = self._dense_state()
+        mask = np.zeros(len(ids), dtype=bool)
+        for cid in self._allowed(filters):
+            row = position.get(cid)
+            if row is not None:
+                mask[row] = True
+        return self._masks.put(key, mask)
+
+    def _cosines(self, query: str, chunk_ids: Sequence[str]) -> dict[str, float]:
+        _, _, position, index = self._dense_state()
+        q = self.query_vector(query)
+        out: dict[str, float] = {}
+        for cid in chunk_ids:
+            row = position.get(cid)
+            out[cid] = float(index.matrix[row] @ q) if row is not None else 0.0
+        return out
+
+
+def store_has_vectors(store: SqliteStore) -> bool:
+    row = store.db.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone()
+    return row is not None
+
+
+def _check_embedder(store: SqliteStore, embedder: Embedder) -> None:
+    built = store.meta_value("embedder")
+    want = f"{embedder.name} ({embedder.version})"
+    if built is not None and store_has_vectors(store) and built != want:
+        raise TetherError(
+            f"this index was embedded with {built}; queries would be embedded with {want}:"
+            " re-ingest with --rebuild, or use the same embedder"
+        )
+
+
+def _hnsw_cache_path(store: SqliteStore, ids: list[str]) -> Path | None:
+    if not ids:
+        return None
+    sig = hashlib.sha256("\n".join(ids).encode()).hexdigest()[:12]
+    return store.path.with_name(f"{store.path.name}.hnsw-{sig}")
+
+
+# ---- query rewriting ------------------------------------------------------------------------
+
+
+class LLMRewriter:
+    """Rewrites a question into a search query with a model (prompt `prompts/rewrite.txt`).
+
+    Any failure (provider error, empty or cut output) returns the question unchanged."""
+
+    name = "llm-rewrite"
+
+    def __init__(self, provider: Provider, *, max_tokens: int = 64) -> None:
+        self.provider = provider
+        self.max_tokens = max_tokens
+        self._cache: _LRU = _LRU(1024)
+
+    def __call__(self, query: str) -> str:
+        if query in self._cache:
+            return self._cache[query]
+        from tether.answer import load_prompt
+
+        template, prompt_id = load_prompt("rewrite")
+        text = template.replace("$question", query)
+        request = ModelRequest(
+            messages=(Message("user", text),),
+            max_tokens=self.max_tokens,
+            purpose="rewrite",
+            prompt_id=prompt_id,
+            question=query,
+        )
+        try:
+            completion = self.provider.complete(request)
+        except Exception:  # a rewrite is an optional improvement: never fail the search
+            return query
+        rewritten = _first_line(completion.text) if completion.finish_reason == "stop" else ""
+        return self._cache.put(query, rewritten or query)
+
+
+def _first_line(text: str) -> str:
+    for line in text.strip().splitlines():
+        line = re.sub(r"^(query|search query|requête)\s*:\s*", "", line.strip(), flags=re.I)
+        line = line.strip().strip('"').strip()
+        if line:
+            return line[:500]
+    return ""

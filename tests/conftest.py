@@ -1,0 +1,34 @@
+"""Shared fixtures. `demo_store`: the bundled demo collection ingested ONCE per test session
+with the default embedder (chunk and sentence vectors), in a temporary folder; tests must
+not write to it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LARKFIELD = REPO.parent / "shared" / "benchmarks" / "larkfield"
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory: pytest.TempPathFactory):
+    """A SqliteStore holding the demo collection, with vectors (built once per session)."""
+    from tether.embeddings import default_embedder
+    from tether.evaluate import demo_collection
+    from tether.store import SqliteStore
+
+    store = SqliteStore(tmp_path_factory.mktemp("demo-index") / "index.sqlite")
+    report = store.sync(demo_collection(), embedder=default_embedder(), sentences=True)
+    assert report.committed and not report.problems, report.problems
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def larkfield() -> Path:
+    """The shared Larkfield benchmark (../shared/benchmarks/larkfield from the repo root)."""
+    if not (LARKFIELD / "questions" / "questions.jsonl").is_file():
+        pytest.skip(f"the Larkfield benchmark is not at {LARKFIELD}")
+    return LARKFIELD
