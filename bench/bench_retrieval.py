@@ -179,16 +179,18 @@ def synthetic_ann(store: SqliteStore, n: int, queries: np.ndarray, seed: int = 0
             rows.append({"ef": ef, "recall": found / (10 * len(queries)), "ms": ms(times)})
         # a filter that lets two rows in three through (as an audience or date filter would)
         mask = rng.random(n) < 2 / 3
+        sub = np.flatnonzero(mask)
+        kept = matrix[sub]
+        exact = [set(sub[np.argsort(-(kept @ q))[:10]].tolist()) for q in queries]
+        del kept
         index.ef_search = HNSW_EF_SEARCH
         times, found, paths = [], 0, set()
-        for q in queries:
-            sub = np.flatnonzero(mask)
-            exact = set(sub[np.argsort(-(matrix[sub] @ q))[:10]].tolist())
+        for q, want in zip(queries, exact, strict=True):
             began = time.perf_counter()
             got, _ = index.search(q, 10, mask)
             times.append(time.perf_counter() - began)
             paths.add(index.last_path)
-            found += len(exact & set(got.tolist()))
+            found += len(want & set(got.tolist()))
         filtered = {"recall": found / (10 * len(queries)), "ms": ms(times), "paths": paths}
     return {"n": n, "build_s": build, "brute_ms": ms(brute_t), "rows": rows, "filtered": filtered}
 

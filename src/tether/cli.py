@@ -666,6 +666,129 @@ def _print_result(result: Any, provider_note: str = "") -> None:
         )
 
 
+def _eval_verifier(index: Path | None, judge_name: str, as_json: bool) -> None:
+    from tether.evaluate import load_claims, run_verifier_eval
+    from tether.judges import EmbeddingJudge, LLMJudge
+    from tether.retrieval import Retriever
+
+    with _user_errors():
+        if judge_name not in ("none", "embedding", "llm"):
+            raise TetherError(f"unknown judge {judge_name!r}: none, embedding or llm")
+        store = _open(index, demo=index is None)
+        embedder = Retriever.for_store(store).embedder
+        judge = {
+            "none": None,
+            "embedding": EmbeddingJudge(embedder) if embedder is not None else None,
+            "llm": LLMJudge(_provider("local", None)) if judge_name == "llm" else None,
+        }[judge_name]
+        items = load_claims()
+        with Progress(
+            TextColumn("checking claims"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err, transient=True, disable=not err.is_terminal,
+        ) as bar:  # fmt: skip
+            task = bar.add_task("claims", total=len(items))
+            result = run_verifier_eval(
+                store, items, judge=judge, embedder=embedder,
+                progress=lambda done, total: bar.update(task, completed=done),
+            )  # fmt: skip
+    if as_json:
+        _print_json(
+            {
+                "judge": result.judge, "claims": len(result.rows),
+                "false_passes": result.false_passes, "unsupported": result.unsupported,
+                "false_alarms": result.false_alarms, "supported": result.supported,
+                "false_pass_rate": result.false_pass_rate, "false_alarm_rate": result.false_alarm_rate,
+                "per_check": result.per_check, "per_kind": result.per_kind,
+                "median_ms_per_claim": result.median_ms,
+                "wrong": [{"id": r.item_id, "kind": r.kind, "label": r.label, "flags": list(r.flags)}
+                          for r in result.rows if r.passed == (r.label == "unsupported")],
+            }
+        )  # fmt: skip
+        return
+    out.print(
+        f"[bold]verifier on {len(result.rows)} labelled claims[/bold] (judge: {result.judge})\n"
+        f"  false passes (unsupported marked ok): {result.false_passes}/{result.unsupported}"
+        f" = {result.false_pass_rate:.1%}\n"
+        f"  false alarms (supported flagged):     {result.false_alarms}/{result.supported}"
+        f" = {result.false_alarm_rate:.1%}\n"
+        f"  median time per claim: {result.median_ms:.1f} ms",
+        highlight=False,
+    )
+    table = Table(title="per check: how often it fired")
+    for col in ("check", "on supported claims (false alarms)", "on unsupported claims"):
+        table.add_column(col)
+    for kind, counts in sorted(result.per_check.items()):
+        table.add_row(kind, str(counts["fired_on_supported"]), str(counts["fired_on_unsupported"]))
+    out.print(table)
+    table = Table(title="per kind of item: overall verdict wrong")
+    for col in ("item kind", "n", "wrong"):
+        table.add_column(col)
+    for kind, counts in sorted(result.per_kind.items()):
+        table.add_row(kind, str(counts["n"]), str(counts["wrong"]))
+    out.print(table)
+    for r in result.rows:
+        if r.passed == (r.label == "unsupported"):
+            out.print(
+                f"  wrong: {r.item_id} ({r.kind}, {r.label}) flags: {', '.join(r.flags) or 'none'}",
+                highlight=False,
+            )
+
+
+@app.command()
+def calibrate(
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    questions_file: Annotated[
+        Path | None, typer.Option("--questions", help="Question set; default: the bundled one.")
+    ] = None,
+    max_wrongly_refused: Annotated[
+        float, typer.Option(help="Share of answerable questions the gate may refuse.")
+    ] = 0.02,
+    as_json: JsonOpt = False,
+) -> None:
+    """Calibrate the support gate's floor per retrieval method and store it in the index."""
+    from tether.evaluate import calibrate_gate
+    from tether.retrieval import Retriever
+
+    with _user_errors():
+        store = _open(index, demo or index is None)
+        qs = load_questions(questions_file)
+        retriever = Retriever.for_store(store)
+        methods = ("bm25", "dense", "hybrid", "rerank") if retriever.embedder else ("bm25",)
+        with Progress(
+            TextColumn("calibrating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err, transient=True, disable=not err.is_terminal,
+        ) as bar:  # fmt: skip
+            task = bar.add_task("gate", total=len(qs) * len(methods))
+            cal = calibrate_gate(
+                store, retriever, qs, methods, max_wrongly_refused=max_wrongly_refused,
+                progress=lambda done, total: bar.update(task, completed=done),
+            )  # fmt: skip
+        store.set_gate_floors(cal.floors)
+    if as_json:
+        _print_json({"floors": cal.floors, "table": [asdict(r) for r in cal.table]})
+        return
+    table = Table(title="support gate: trade-off per floor (min_support 1)")
+    for col in (
+        "method",
+        "floor",
+        "answerable wrongly refused",
+        "must-refuse let through",
+        "chosen",
+    ):
+        table.add_column(col)
+    chosen = {(r.method, r.floor) for r in cal.chosen}
+    for r in sorted({*cal.table, *cal.chosen}, key=lambda r: (r.method, r.floor)):
+        table.add_row(
+            r.method, f"{r.floor:.4g}", f"{r.wrongly_refused}/{r.answerable}",
+            f"{r.let_through}/{r.must_refuse}", "✓" if (r.method, r.floor) in chosen else "",
+        )  # fmt: skip
+    out.print(table)
+    out.print(
+        f"stored in {store.path}: " + ", ".join(f"{m} {f:.4g}" for m, f in cal.floors.items())
+    )
+
+
 # ---- printing helpers ---------------------------------------------------------------------
 
 
@@ -746,9 +869,23 @@ def eval_command(
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model for --rewrite.")] = None,
     index: IndexOpt = None,
+    verifier: Annotated[
+        bool,
+        typer.Option(
+            "--verifier",
+            help="Measure the citation checker instead, on the bundled labelled claim set:"
+            " false passes and false alarms per check and overall, time per claim.",
+        ),
+    ] = False,
+    judge: Annotated[
+        str, typer.Option(help="With --verifier: none, embedding, or llm (the local model).")
+    ] = "embedding",
 ) -> None:
     """Measure retrieval on a question set: hit@k, recall@k, precision@k, MRR, nDCG@k per
     method, overall, per kind and per language; failing questions say where the passage ranked."""
+    if verifier:
+        _eval_verifier(index, judge, as_json)
+        return
     import tempfile
 
     from tether.evaluate import run_retrieval_eval, write_report

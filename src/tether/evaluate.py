@@ -598,3 +598,235 @@ k = {k} · methods: {esc(", ".join(result.methods))}</p>
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     return out
+
+
+# ---- the verifier measured on a labelled claim set ----------------------------------------
+
+
+def demo_claims() -> list[Path]:
+    """The bundled labelled claim set: constructed claims and labelled recorded ones."""
+    folder = Path(str(resources.files("tether") / "demo"))
+    return sorted(folder.glob("claims-*.jsonl"))
+
+
+def load_claims(paths: Sequence[Path] | None = None) -> list[dict]:
+    items: list[dict] = []
+    for path in paths or demo_claims():
+        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    item = json.loads(line)
+                    if item["label"] not in ("supported", "unsupported"):
+                        _bad("label")
+                    if not (item["claim"] and item["made"]):
+                        _bad("claim/made")
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise TetherError(
+                        f"{Path(path).name} line {n}: not a labelled claim ({exc})"
+                    ) from None
+                items.append(item)
+    return items
+
+
+def _bad(what: str) -> None:
+    raise ValueError(f"bad {what}")
+
+
+@dataclass(frozen=True)
+class VerifierRow:
+    item_id: str
+    made: str
+    kind: str
+    label: str
+    flags: tuple[str, ...]
+    seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return not self.flags
+
+
+@dataclass(frozen=True)
+class VerifierResult:
+    judge: str
+    rows: tuple[VerifierRow, ...]
+    false_passes: int  # unsupported claims marked ok
+    false_alarms: int  # supported claims flagged
+    unsupported: int
+    supported: int
+    per_check: dict[
+        str, dict[str, int]
+    ]  # flag kind -> {"fired_on_supported", "fired_on_unsupported"}
+    per_kind: dict[str, dict[str, int]]  # item kind -> {"n", "wrong"}
+    median_ms: float
+
+    @property
+    def false_pass_rate(self) -> float:
+        return self.false_passes / self.unsupported if self.unsupported else 0.0
+
+    @property
+    def false_alarm_rate(self) -> float:
+        return self.false_alarms / self.supported if self.supported else 0.0
+
+
+def _resolve(store: Any, location: dict, cache: dict) -> str | None:
+    key = (location["doc_id"], location.get("version"), location.get("section"))
+    if key not in cache:
+        rel = Relevant(location["doc_id"], location.get("version"), location.get("section"))
+        cache[key] = next(
+            (c.chunk_id for c in store.chunks(rel.doc_id, rel.version) if matches(c, rel)), None
+        )
+    return cache[key]
+
+
+def run_verifier_eval(
+    store: Any,
+    items: Sequence[dict],
+    *,
+    judge: Any = None,
+    embedder: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> VerifierResult:
+    """Check every labelled claim and count where the checker is wrong.
+
+    The overall verdict is ok when a claim carries no flag at all; a false pass is an
+    unsupported claim marked ok, a false alarm a supported claim flagged."""
+    import time as _time
+
+    from tether.context import header
+    from tether.types import Answer, Claim, Context, Passage
+    from tether.verify import check_answer, flag_kind
+
+    cache: dict = {}
+    rows: list[VerifierRow] = []
+    for n, item in enumerate(items, 1):
+        context_ids = list(item.get("context_ids") or [])
+        context_ids += [
+            cid for loc in item.get("context", []) if (cid := _resolve(store, loc, cache))
+        ]
+        cites = list(item.get("cite_ids") or [])
+        cites += [cid for loc in item.get("cites", []) if (cid := _resolve(store, loc, cache))]
+        chunks = store.get_many(context_ids)
+        passages = tuple(
+            Passage(chunks[cid], header(chunks[cid]), 0, i + 1)
+            for i, cid in enumerate(dict.fromkeys(context_ids))
+            if cid in chunks
+        )
+        context = Context(passages)
+        claim = Claim(item["claim"], tuple(cites))
+        as_of = date.fromisoformat(item["as_of"]) if item.get("as_of") else None
+        t = _time.perf_counter()
+        (check,) = check_answer(
+            Answer(True, item["claim"], (claim,)),
+            store,
+            context,
+            item.get("question", ""),
+            audience=item.get("audience", "public"),
+            language=item.get("language", "en"),
+            as_of=as_of,
+            judge=judge,
+            embedder=embedder,
+        )
+        rows.append(
+            VerifierRow(item["id"], item["made"], item.get("kind", "recorded"), item["label"],
+                        check.flags, _time.perf_counter() - t)
+        )  # fmt: skip
+        if progress:
+            progress(n, len(items))
+    per_check: dict[str, dict[str, int]] = {}
+    per_kind: dict[str, dict[str, int]] = {}
+    for row in rows:
+        for kind in {flag_kind(f) for f in row.flags}:
+            slot = per_check.setdefault(kind, {"fired_on_supported": 0, "fired_on_unsupported": 0})
+            slot["fired_on_" + row.label] += 1
+        wrong = row.passed == (row.label == "unsupported")
+        slot = per_kind.setdefault(f"{row.made}:{row.kind}", {"n": 0, "wrong": 0})
+        slot["n"] += 1
+        slot["wrong"] += int(wrong)
+    times = sorted(r.seconds for r in rows)
+    return VerifierResult(
+        judge=getattr(judge, "name", "none") if judge is not None else "none",
+        rows=tuple(rows),
+        false_passes=sum(r.passed and r.label == "unsupported" for r in rows),
+        false_alarms=sum((not r.passed) and r.label == "supported" for r in rows),
+        unsupported=sum(r.label == "unsupported" for r in rows),
+        supported=sum(r.label == "supported" for r in rows),
+        per_check=per_check,
+        per_kind=per_kind,
+        median_ms=1000 * times[len(times) // 2] if times else 0.0,
+    )
+
+
+# ---- the support gate's floors ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GateRow:
+    """One floor's trade-off for one method."""
+
+    method: str
+    floor: float
+    wrongly_refused: int  # answerable questions the gate would refuse
+    answerable: int
+    let_through: int  # questions that must be refused (unanswerable, staff-only for the public)
+    must_refuse: int
+
+
+@dataclass(frozen=True)
+class GateCalibration:
+    floors: dict[str, float]
+    chosen: tuple[GateRow, ...]
+    table: tuple[GateRow, ...]  # a few floors per method, for the README
+
+
+def calibrate_gate(
+    store: Any,
+    retriever: Any,
+    questions: Sequence[Question],
+    methods: Sequence[str] = ("bm25", "dense", "hybrid", "rerank"),
+    *,
+    k: int = 5,
+    max_wrongly_refused: float = 0.02,
+    progress: Callable[[int, int], None] | None = None,
+) -> GateCalibration:
+    """For each method: the highest floor that refuses at most `max_wrongly_refused` of the
+    answerable questions (min_support 1), and how many must-refuse questions it lets through.
+
+    Answerable: `abstain` false. Must refuse: `abstain` true (unanswerable questions and
+    staff-only questions asked by the public)."""
+    from tether.pipeline import support_score
+
+    best: dict[str, list[tuple[float, bool]]] = {m: [] for m in methods}
+    steps = len(questions) * len(methods)
+    done = 0
+    for q in questions:
+        filters = Filters(as_of=q.as_of, audience=q.audience)
+        for method in methods:
+            hits = retriever.search(q.question, k, filters, method=method)
+            score = max((support_score(h) for h in hits), default=float("-inf"))
+            best[method].append((score, q.abstain))
+            done += 1
+            if progress:
+                progress(done, steps)
+    floors: dict[str, float] = {}
+    chosen: list[GateRow] = []
+    table: list[GateRow] = []
+    for method, pairs in best.items():
+        answerable = sorted(s for s, abstain in pairs if not abstain)
+        refuse = [s for s, abstain in pairs if abstain]
+        allowed = int(max_wrongly_refused * len(answerable))
+        floor = answerable[allowed] if answerable else 0.0  # refuse `allowed` at most
+
+        def row(f: float, method: str = method, answerable=answerable, refuse=refuse) -> GateRow:
+            return GateRow(
+                method, f, sum(s < f for s in answerable), len(answerable),
+                sum(s >= f for s in refuse), len(refuse),
+            )  # fmt: skip
+
+        floors[method] = floor
+        chosen.append(row(floor))
+        quantiles = sorted(
+            {answerable[int(p * (len(answerable) - 1))] for p in (0.0, 0.05, 0.1, 0.2, 0.3)}
+        )
+        table.extend(row(f) for f in quantiles)
+    return GateCalibration(floors, tuple(chosen), tuple(table))

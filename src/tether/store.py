@@ -202,6 +202,13 @@ class SqliteStore:
             (key, value),
         )
 
+    def set_gate_floors(self, floors: dict[str, float]) -> None:
+        """Store the support gate's calibrated floor per retrieval method."""
+        self.db.execute("BEGIN IMMEDIATE")
+        for method, floor in floors.items():
+            self._set_meta(f"gate_floor:{method}", repr(float(floor)))
+        self.db.execute("COMMIT")
+
     def info(self) -> dict[str, object]:
         """What the index holds and how it was built."""
         one = self.db.execute
