@@ -356,9 +356,15 @@ def _print_hits(hits: list[Hit], filters: Filters) -> None:
 
 @app.command()
 def info(index: IndexOpt = None, demo: DemoOpt = False, as_json: JsonOpt = False) -> None:
-    """What the index holds and how it was built."""
+    """What the index holds, how it was built, and which embedder this machine would use."""
     with _user_errors():
-        data = _open(index, demo).info()
+        store = _open(index, demo)
+        data = store.info()
+        if data.get("vectors"):
+            from tether.embeddings import default_embedder, describe, embed_text_report
+
+            data["embedder_in_use"] = describe(default_embedder())
+            data.update(embed_text_report(store))
     if as_json:
         _print_json(data)
         return

@@ -452,3 +452,32 @@ def describe(embedder: Embedder) -> str:
     return f"{name} {getattr(embedder, 'dim', '?')}-d ({type(embedder).__name__}), " + str(
         getattr(embedder, "version", "no version")
     )
+
+
+def default_token_counter() -> tuple[str, Callable[[str], int]] | None:
+    """(name, count) with the default embedder's own tokenizer, or None when it has none."""
+    embedder = default_embedder()
+    count = getattr(embedder, "token_count", None)
+    if count is None:
+        return None
+    return (f"{embedder.name} tokenizer", count)
+
+
+def window_report(texts: Sequence[str], embedder: Embedder | None = None) -> dict[str, int]:
+    """How many texts exceed the embedder's window (they are embedded as averaged windows,
+    never cut), counted with the embedder's own tokenizer."""
+    embedder = embedder or default_embedder()
+    count = getattr(embedder, "token_count", None)
+    limit = getattr(embedder, "max_tokens", None)
+    if count is None or not limit:
+        return {"over_window": 0, "truncated": 0}
+    over = sum(count(t) > limit for t in texts)
+    return {"over_window": over, "truncated": 0, "window_tokens": int(limit)}
+
+
+def embed_text_report(store: Any) -> dict[str, int]:
+    """`window_report` over what the index embedded for each chunk."""
+    from tether.store import embed_text
+
+    report = window_report([embed_text(c) for c in store.chunks()])
+    return {f"chunks_{key}": value for key, value in report.items()}
