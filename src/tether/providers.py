@@ -40,7 +40,6 @@ import re
 import tempfile
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +48,7 @@ from typing import Any, Literal, cast
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Provider
 from tether.settings import Settings
+from tether.text import STOP_WORDS, fold
 from tether.types import Completion, ModelRequest
 
 Sleep = Callable[[float], None]
@@ -828,27 +828,6 @@ class LocalProvider:
 # --------------------------------------------------------------------------------------
 
 
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
-
-
-_STOP_EN = """a an the and or but if then else of to in on at by for with from as is are was
-were be been being do does did done have has had having i you he she it we they me my your our
-their them this that these those there here what which who whom whose when where why how can
-could should would will shall may might must not no yes any all some each many much more most
-other such only own same so than too very just also about into over under after before
-between out up down off again once per via its am isn't aren't please tell give know need
-want get got let us please s t d ll re ve m"""
-_STOP_FR = """le la les l un une des du de d et ou mais donc or ni car en au aux a à ce cet cette
-ces se sa son ses leur leurs mon ma mes ton ta tes notre nos votre vos je tu il elle on nous
-vous ils elles me te lui y qui que quoi qu dont où quel quelle quels quelles est sont être été
-était étaient avoir ai as ont avez avons avait pour par sur dans avec sans sous chez entre
-vers pas ne n plus moins très peut peuvent puis puisse doit doivent combien comment pourquoi
-quand faut c s j m t si tout tous toute toutes autre autres fait faire même aussi ici là ça
-cela ceci"""
-STOP_WORDS: frozenset[str] = frozenset(_fold(w) for w in (_STOP_EN + " " + _STOP_FR).split())
-
 _WORD = re.compile(r"[a-z0-9]+")
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*[A-Za-z0-9]|\d")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'»)\]]*\s+(?=[\"'«(\[]?[A-Z0-9À-ÖØ-Þ])")
@@ -865,7 +844,7 @@ def _stem(word: str) -> str:
 
 
 def _terms(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD.findall(_fold(text)) if w not in STOP_WORDS}
+    return {_stem(w) for w in _WORD.findall(fold(text)) if w not in STOP_WORDS}
 
 
 def _codes(question: str) -> set[str]:
@@ -917,12 +896,10 @@ class ExtractiveProvider:
         overlap = len(q_terms & s_terms) / len(q_terms)
         if overlap == 0:
             return 0.0
-        folded = _fold(sentence)
+        folded = fold(sentence)
         codes = _codes(question)
         hits = sum(
-            1
-            for c in codes
-            if re.search(rf"(?<![a-z0-9]){re.escape(_fold(c))}(?![a-z0-9])", folded)
+            1 for c in codes if re.search(rf"(?<![a-z0-9]){re.escape(fold(c))}(?![a-z0-9])", folded)
         )
         return overlap + min(1.0, 0.5 * hits) + 0.1 / (1 + rank)
 
@@ -944,7 +921,7 @@ class ExtractiveProvider:
             for index, sentence in enumerate(split_sentences(text)):
                 if len(sentence.split()) < self._MIN_WORDS:
                     continue
-                key = " ".join(_fold(sentence).split())
+                key = " ".join(fold(sentence).split())
                 if key in seen:
                     continue
                 seen.add(key)
