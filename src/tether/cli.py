@@ -145,6 +145,7 @@ def _run_sync(
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[rate]}"),
         console=err,
         transient=True,
         disable=not err.is_terminal,
@@ -152,8 +153,13 @@ def _run_sync(
         tasks: dict[str, Any] = {}
 
         def step(phase: str, done: int, total: int) -> None:
+            if phase == "embed:tokens":  # tokens embedded so far: show the rate
+                task = bar.tasks[tasks["embed"]] if "embed" in tasks else None
+                if task is not None and task.elapsed:
+                    bar.update(task.id, rate=f"{done / task.elapsed:,.0f} tokens/s")
+                return
             if phase not in tasks:
-                tasks[phase] = bar.add_task(labels.get(phase, phase), total=total)
+                tasks[phase] = bar.add_task(labels.get(phase, phase), total=total, rate="")
             bar.update(tasks[phase], completed=done, total=total)
 
         return store.sync(
@@ -975,6 +981,11 @@ def _eval_ingest(store: SqliteStore, folder: Path) -> None:
         tasks: dict[str, Any] = {}
 
         def step(phase: str, done: int, total: int) -> None:
+            if phase == "embed:tokens":  # tokens embedded so far: show the rate
+                task = bar.tasks[tasks["embed"]] if "embed" in tasks else None
+                if task is not None and task.elapsed:
+                    bar.update(task.id, rate=f"{done / task.elapsed:,.0f} tokens/s")
+                return
             if phase not in tasks:
                 tasks[phase] = bar.add_task(phase, total=total)
             bar.update(tasks[phase], completed=done, total=total)

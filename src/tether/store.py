@@ -32,6 +32,7 @@ effective dates and access only.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import sqlite3
@@ -620,16 +621,23 @@ class SqliteStore:
                     todo.append((chunk.chunk_id, th, text))
         if not todo:
             return {}
-        out: dict[str, tuple[str, bytes]] = {}
-        batch = 32
-        for i in range(0, len(todo), batch):
-            step("embed", i, len(todo))
-            part = todo[i : i + batch]
-            matrix = np.asarray(embedder.embed_passages([t for _, _, t in part]), dtype=np.float32)
-            for (cid, th, _), vec in zip(part, matrix, strict=True):
-                out[cid] = (th, vec.tobytes())
+        texts = [t for _, _, t in todo]
+
+        def report(done_texts: int, done_tokens: int) -> None:
+            step("embed", done_texts, len(todo))
+            step("embed:tokens", done_tokens, 0)  # the CLI shows tokens/s
+
+        step("embed", 0, len(todo))
+        if "progress" in inspect.signature(embedder.embed_passages).parameters:
+            # one call: the embedder sorts by length and pads within its own batches
+            matrix = embedder.embed_passages(texts, progress=report)  # type: ignore[call-arg]
+        else:
+            matrix = np.concatenate(
+                [embedder.embed_passages(texts[i : i + 32]) for i in range(0, len(texts), 32)]
+            )
         step("embed", len(todo), len(todo))
-        return out
+        matrix = np.asarray(matrix, dtype=np.float32)
+        return {cid: (th, vec.tobytes()) for (cid, th, _), vec in zip(todo, matrix, strict=True)}
 
     def _embed_sentences(
         self,
