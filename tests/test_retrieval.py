@@ -3,8 +3,8 @@ query-rewrite hook. Uses the session's demo index (`demo_store`, built once in c
 
 from __future__ import annotations
 
-import importlib.util
 import math
+import sys
 from datetime import date
 
 import numpy as np
@@ -308,9 +308,9 @@ def test_llm_reranker_orders_by_p_yes(retriever: Retriever):
 # ---- the cross-encoder (optional extra) --------------------------------------------------------------
 
 
-def test_cross_encoder_reranker_is_a_clear_error_without_sentence_transformers():
-    if importlib.util.find_spec("sentence_transformers") is not None:
-        pytest.skip("sentence-transformers is installed: see the loading test")
+def test_cross_encoder_reranker_is_a_clear_error_without_sentence_transformers(monkeypatch):
+    # a None entry in sys.modules makes `import sentence_transformers` fail, as when missing
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     with pytest.raises(TetherError, match="sentence-transformers"):
         CrossEncoderReranker("/nonexistent/model")
 
