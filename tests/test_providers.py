@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import tether.providers as providers
+from tether.answer import ANSWER_SCHEMA
 from tether.errors import ProviderError, TetherError
 from tether.providers import (
     AnthropicProvider,
@@ -29,29 +30,6 @@ from tether.providers import (
 )
 from tether.settings import Settings, load_settings, settings_from_mapping
 from tether.types import Completion, Message, ModelRequest
-
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "answerable": {"type": "boolean"},
-        "answer": {"type": "string"},
-        "claims": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string"},
-                    "chunk_ids": {"type": "array", "items": {"type": "string"}},
-                },
-                "required": ["text", "chunk_ids"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["answerable", "answer", "claims"],
-    "additionalProperties": False,
-}
-
 
 # --------------------------------------------------------------------------------------
 # A scripted fake HTTP server

@@ -968,29 +968,7 @@ def eval_command(
 
 
 def _eval_ingest(store: SqliteStore, folder: Path) -> None:
-    from tether.embeddings import default_embedder
-
-    with Progress(
-        TextColumn("{task.description:<17}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as bar:
-        tasks: dict[str, Any] = {}
-
-        def step(phase: str, done: int, total: int) -> None:
-            if phase == "embed:tokens":  # tokens embedded so far: show the rate
-                task = bar.tasks[tasks["embed"]] if "embed" in tasks else None
-                if task is not None and task.elapsed:
-                    bar.update(task.id, rate=f"{done / task.elapsed:,.0f} tokens/s")
-                return
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
-            bar.update(tasks[phase], completed=done, total=total)
-
-        report = store.sync(folder, embedder=default_embedder(), sentences=True, progress=step)
+    report = _run_sync(store, folder, ChunkerConfig(), False, False, True)
     for problem in report.problems:
         err.print(f"[yellow]problem[/yellow]  {problem.source}: {problem.reason}", highlight=False)
 
