@@ -337,28 +337,16 @@ class SqliteStore:
     # ---- lexical search -------------------------------------------------------------------
 
     def search_lexical(self, query: str, k: int, filters: Filters) -> list[Hit]:
-        """BM25 over heading, text and codes, keeping only what the filters allow; best first.
+        """BM25 over heading, text and codes, keeping only what the filters allow; best first."""
+        chunks: dict[str, Chunk] = {}
 
-        The FTS table is ranked alone (a join per match costs 4x), over a candidate window
-        that doubles until k allowed chunks are found or the matches run out."""
-        match = fts_query(query)
-        if not match:
-            return []
-        sql = (
-            "SELECT chunk_id, bm25(chunks_fts, 2.0, 1.0, 4.0) AS s FROM chunks_fts"
-            " WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?"
-        )
-        window = max(50, 10 * k)
-        while True:
-            rows = self.db.execute(sql, (match, window)).fetchall()
-            chunks = self.get_many(r[0] for r in rows)
-            kept = [(chunks[cid], s) for cid, s in rows if filters.allows(chunks[cid].meta)]
-            if len(kept) >= k or len(rows) < window:
-                break
-            window *= 4
+        def allowed(ids: list[str]) -> set[str]:
+            chunks.update(self.get_many(i for i in ids if i not in chunks))
+            return {i for i in ids if filters.allows(chunks[i].meta)}
+
         return [
-            Hit(chunk=c, score=-float(s), rank=i + 1, method="bm25")
-            for i, (c, s) in enumerate(kept[:k])
+            Hit(chunk=chunks[cid], score=score, rank=n + 1, method="bm25")
+            for n, (cid, score) in enumerate(self._bm25(query, k, allowed))
         ]
 
     def lexical_ranking(
@@ -366,6 +354,15 @@ class SqliteStore:
     ) -> list[tuple[str, float]]:
         """The ranking of `search_lexical` as (chunk_id, score) pairs, among the `allowed`
         chunk IDs, without building chunks (for fusing rankings: hybrid search)."""
+        return self._bm25(query, k, lambda ids: allowed)
+
+    def _bm25(
+        self, query: str, k: int, allowed: Callable[[list[str]], Container[str]]
+    ) -> list[tuple[str, float]]:
+        """The top k (chunk_id, BM25 score) among the IDs `allowed` lets through.
+
+        The FTS table is ranked alone (a join per match costs 4x), over a candidate window
+        that grows until k allowed chunks are found or the matches run out."""
         match = fts_query(query)
         if not match:
             return []
@@ -376,7 +373,8 @@ class SqliteStore:
         window = max(50, 10 * k)
         while True:
             rows = self.db.execute(sql, (match, window)).fetchall()
-            kept = [(cid, -float(s)) for cid, s in rows if cid in allowed]
+            ok = allowed([cid for cid, _ in rows])
+            kept = [(cid, -float(s)) for cid, s in rows if cid in ok]
             if len(kept) >= k or len(rows) < window:
                 return kept[:k]
             window *= 4
