@@ -124,14 +124,18 @@ def test_rrf_arithmetic_on_a_constructed_example():
     assert sorted(fused, key=lambda x: -fused[x]) == ["a", "c", "b", "d"]
 
 
-def test_hybrid_is_the_rrf_of_the_bm25_and_dense_top_50(
-    demo_store: SqliteStore, retriever: Retriever
-):
+def test_plain_hybrid_is_the_rrf_of_the_bm25_and_dense_top_50(demo_store: SqliteStore):
+    plain = Retriever(
+        demo_store,
+        Retriever.for_store(demo_store).embedder,
+        lexical_gate=None,
+        rrf_weights=(1.0, 1.0),
+    )
     query = "Can I return a bike I rode?"
-    bm25 = retriever.search(query, 50, PUBLIC, "bm25")
-    dense = retriever.search(query, 50, PUBLIC, "dense")
+    bm25 = plain.search(query, 50, PUBLIC, "bm25")
+    dense = plain.search(query, 50, PUBLIC, "dense")
     expected = rrf_scores([[h.chunk.chunk_id for h in bm25], [h.chunk.chunk_id for h in dense]])
-    hybrid = retriever.search(query, 10, PUBLIC, "hybrid")
+    hybrid = plain.search(query, 10, PUBLIC, "hybrid")
     assert [h.score for h in hybrid] == sorted(expected.values(), reverse=True)[:10]
     for h in hybrid:
         assert h.score == pytest.approx(expected[h.chunk.chunk_id])
@@ -139,11 +143,39 @@ def test_hybrid_is_the_rrf_of_the_bm25_and_dense_top_50(
         assert -1.0 <= h.signals["dense"] <= 1.0  # every fused hit carries its cosine
     ids, matrix = demo_store.vectors()
     row = ids.index(hybrid[0].chunk.chunk_id)
-    q = retriever.query_vector(query)
+    q = plain.query_vector(query)
     assert hybrid[0].signals["dense"] == pytest.approx(float(matrix[row] @ q), abs=1e-5)
 
 
-def test_rerank_reorders_the_hybrid_top_20_and_keeps_the_rest(retriever: Retriever):
+@pytest.mark.parametrize(
+    "query", ["Can I return a bike I rode?", "Quel est le délai de retour pour un vélo ?"]
+)
+def test_default_hybrid_gates_bm25_by_cosine_then_fuses_with_weights(
+    demo_store: SqliteStore, retriever: Retriever, query: str
+):
+    """Recomputed by hand: BM25 candidates under top - 0.4 x (top - 50th) of the dense
+    cosines take no part; the rest are fused with BM25 weighted 0.7."""
+    assert retriever.lexical_gate == 0.4 and retriever.rrf_weights == (0.7, 1.0)
+    bm25 = retriever.search(query, 50, PUBLIC, "bm25")
+    dense = retriever.search(query, 50, PUBLIC, "dense")
+    ids, matrix = demo_store.vectors()
+    q = retriever.query_vector(query)
+    floor = dense[0].score - 0.4 * (dense[0].score - dense[-1].score)
+    kept = [
+        h.chunk.chunk_id for h in bm25 if float(matrix[ids.index(h.chunk.chunk_id)] @ q) >= floor
+    ]
+    expected = rrf_scores([kept, [h.chunk.chunk_id for h in dense]], weights=(0.7, 1.0))
+    hybrid = retriever.search(query, 10, PUBLIC, "hybrid")
+    assert [h.score for h in hybrid] == pytest.approx(sorted(expected.values(), reverse=True)[:10])
+    assert len(kept) < len(bm25)  # the gate dropped something on these questions
+
+
+def _plain_rerank(store: SqliteStore) -> Retriever:
+    return Retriever(store, Retriever.for_store(store).embedder, per_document=None, rule_types=())
+
+
+def test_rerank_reorders_the_hybrid_top_20_and_keeps_the_rest(demo_store: SqliteStore):
+    retriever = _plain_rerank(demo_store)
     query = "Is the stove recall about my ST-410?"
     hybrid = retriever.search(query, 30, PUBLIC, "hybrid")
     rerank = retriever.search(query, 30, PUBLIC, "rerank")
@@ -155,6 +187,47 @@ def test_rerank_reorders_the_hybrid_top_20_and_keeps_the_rest(retriever: Retriev
     features = rerank[0].signals
     for name in ("rr_maxsim", "rr_dense", "rr_xdense", "rr_bm25", "rr_code", "rerank"):
         assert name in features
+
+
+def test_rerank_caps_one_document_at_three_of_the_top_10(
+    demo_store: SqliteStore, retriever: Retriever
+):
+    query = "Does the Kestrel TR-2200 frame have a lifetime warranty?"
+    plain = _plain_rerank(demo_store).search(query, 10, PUBLIC, "rerank")
+    capped = retriever.search(query, 10, PUBLIC, "rerank")
+    assert sum(h.chunk.doc_id == "kestrel-tr2200-sheet" for h in plain) > 3  # what the cap is for
+    assert (
+        sum(h.chunk.doc_id == "kestrel-tr2200-sheet" for h in capped if "rule" not in h.signals)
+        <= 3
+    )
+    assert [h.rank for h in capped] == list(range(1, 11))
+
+
+@pytest.mark.parametrize(
+    ("query", "section"),
+    [
+        ("Do Pine Points expire?", "Which source wins"),  # help FAQ vs policy, same point
+        ("Does the Kestrel TR-2200 frame have a lifetime warranty?", "Supplier content"),
+    ],
+)
+def test_rerank_brings_the_standing_rule_when_sources_of_different_standing_meet(
+    demo_store: SqliteStore, retriever: Retriever, query: str, section: str
+):
+    plain = _plain_rerank(demo_store).search(query, 5, PUBLIC, "rerank")
+    assert all(h.chunk.doc_id != "document-governance" for h in plain)
+    hits = retriever.search(query, 5, PUBLIC, "rerank")
+    rules = [h for h in hits if h.chunk.doc_id == "document-governance"]
+    assert len(rules) == 1 and rules[0].rank == 5 and rules[0].signals["rule"] == 1.0
+    assert rules[0].chunk.heading_path[-1] == section
+    # the governance document is not in force before 2026-01-01: no rule then
+    early = retriever.search(query, 5, Filters(as_of=date(2025, 6, 1), audience="public"), "rerank")
+    assert all(h.chunk.doc_id != "document-governance" for h in early)
+
+
+def test_rerank_adds_no_rule_when_one_kind_of_source_answers(retriever: Retriever):
+    for query in ("Can I price match Amazon?", "How do I charge the BT-500 battery?"):
+        hits = retriever.search(query, 5, PUBLIC, "rerank")
+        assert all("rule" not in h.signals for h in hits), query
 
 
 def test_sentence_vectors_were_stored_at_ingest(demo_store: SqliteStore):

@@ -87,7 +87,7 @@ import os
 import re
 import textwrap
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
@@ -118,6 +118,33 @@ SUFFIXES: dict[str, FileFormat] = {
     ".pdf": "pdf",
     ".txt": "text",
 }
+# Source precedence: which document type wins when two disagree (the bundled governance
+# document's order). Types outside the order rank as their alias; others have no rank.
+DEFAULT_PRECEDENCE: tuple[str, ...] = ("policy", "procedure", "help", "supplier")
+TYPE_ALIASES: dict[str, str] = {
+    "governance": "policy",
+    "notice": "policy",
+    "guide": "help",
+    "faq": "help",
+}
+
+
+def source_rank(doc_type: str, precedence: Sequence[str] = DEFAULT_PRECEDENCE) -> int | None:
+    """The place of a document type in `precedence` (0 = wins), through `TYPE_ALIASES`; None
+    for a type outside the order (never used against another passage)."""
+    return _rank_in(doc_type, tuple(precedence))
+
+
+@functools.lru_cache(maxsize=1024)
+def _rank_in(doc_type: str, precedence: tuple[str, ...]) -> int | None:
+    order = [p.lower() for p in precedence]
+    kind = doc_type.lower()
+    if kind in order:
+        return order.index(kind)
+    alias = TYPE_ALIASES.get(kind)
+    return order.index(alias) if alias in order else None
+
+
 INVENTORY_FILE = "inventory.csv"
 META_FIELDS: tuple[str, ...] = (
     "doc_id",

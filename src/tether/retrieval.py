@@ -10,10 +10,29 @@ see) BEFORE ranking, so a passage the filters refuse can never take a place in t
   it is searched with oversampling, the results outside the filters are dropped, and when
   fewer than k survive the allowed rows are searched by brute force. The HNSW graph is cached
   next to the index file (`<index>.<signature>.hnsw`);
-- hybrid: reciprocal rank fusion (k = 60, equal weights unless `rrf_weights`) of the BM25
-  and dense top 50;
+- hybrid: reciprocal rank fusion (k = 60; weights `rrf_weights`, BM25 0.7 and dense 1) of
+  the BM25 and dense top 50, after a cosine gate on the BM25 list: a BM25 candidate takes part only
+  when its cosine to the query lies in the upper `lexical_gate` share (default 0.4) of the
+  dense top 50's cosine range (top cosine minus 0.4 x (top - 50th)). BM25 alone still finds
+  codes and rare words the embedder blurs (they score high on both), but a passage that
+  shares a few words and nothing else, such as a French passage for a French question whose
+  answer is in English, no longer pushes the dense result down. `lexical_gate=None` fuses
+  the plain lists. (Measured in bench/results/retrieval.md; the share and the weight were
+  chosen on the bundled questions and checked on Larkfield.)
 - rerank: the hybrid top 20 reordered by a `Reranker` (the default, `SentenceReranker`, runs
-  in milliseconds; see `tether.rerank`); hits past 20 keep their hybrid order.
+  in milliseconds; see `tether.rerank`); hits past 20 keep their hybrid order. Two steps
+  follow, both on by default (`per_document=None`, `rule_types=()` turn them off):
+  - at most `per_document` (3) chunks of one document in the top 10, so that one long
+    document (a supplier sheet in five chunks) cannot fill the list; the rest move down;
+  - standing rules: when the top 5 holds supplier content, or two passages of different
+    standing on the same point (a help article or guide and a passage that outranks it, as
+    `documents.source_rank` orders them, with chunk cosine >= 0.92), the passage of a
+    governance document (`rule_types`, default doc_type "governance") that names those lower
+    sources most often takes 5th place (signal `rule`), unless one is already in the top 5.
+    The rule that says which source wins is then in front of the answerer and the verifier.
+  The cap, the window and the cosine were chosen on the bundled questions (its contradiction
+  and injection-bait kinds) and cannot be checked on Larkfield, which has no governance
+  document; bench/results/retrieval.md gives rerank with and without them.
 
 Each `Hit` carries `signals`, the component scores that placed it: `bm25`, `bm25_rank`,
 `dense` (the cosine, computed for every fused hit, also those BM25 alone found), `dense_rank`,
@@ -40,18 +59,27 @@ from typing import Any
 
 import numpy as np
 
+from tether.documents import TYPE_ALIASES, source_rank
 from tether.errors import TetherError
 from tether.protocols import Embedder, Provider, Reranker
 from tether.store import SqliteStore
-from tether.types import Filters, Hit, Message, ModelRequest
+from tether.text import fold
+from tether.types import Chunk, Filters, Hit, Message, ModelRequest
 
 METHODS: tuple[str, ...] = ("bm25", "dense", "hybrid", "rerank")
 RRF_K = 60
+RRF_WEIGHTS = (0.7, 1.0)  # hybrid: (bm25, dense)
 CANDIDATES = 50  # per component list in hybrid
 RERANK_DEPTH = 20  # hybrid candidates the reranker reorders
 ANN_THRESHOLD = 50_000  # vectors above which ann="auto" builds an HNSW index
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 80
+LEXICAL_GATE = 0.4  # hybrid: share of the dense cosine range a BM25 candidate must reach
+PER_DOCUMENT = 3  # rerank: most chunks of one document in the top DIVERSITY_WINDOW
+DIVERSITY_WINDOW = 10
+RULE_TYPES: tuple[str, ...] = ("governance",)  # doc types whose passages are standing rules
+RULES_WINDOW = 5  # rerank: the top places a standing rule is checked for and put into
+SAME_POINT_COSINE = 0.92  # chunk cosine above which two passages are on the same point
 HNSW_EF_SEARCH = 384  # recall@10 about 0.97 at 200,000 e5-like vectors (bench)
 
 
@@ -228,7 +256,10 @@ class Retriever:
         rewrite: Callable[[str], str] | None = None,
         candidates: int = CANDIDATES,
         rerank_depth: int = RERANK_DEPTH,
-        rrf_weights: tuple[float, float] = (1.0, 1.0),
+        rrf_weights: tuple[float, float] = RRF_WEIGHTS,
+        lexical_gate: float | None = LEXICAL_GATE,
+        per_document: int | None = PER_DOCUMENT,
+        rule_types: Sequence[str] = RULE_TYPES,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -238,6 +269,10 @@ class Retriever:
         self.candidates = candidates
         self.rerank_depth = rerank_depth
         self.rrf_weights = rrf_weights  # (bm25, dense)
+        self.lexical_gate = lexical_gate
+        self.per_document = per_document
+        self.rule_types = tuple(t.lower() for t in rule_types)
+        self._rules: tuple[int, list[Chunk]] | None = None
         self._query_vectors: _LRU = _LRU(512)
         self._masks: _LRU = _LRU(32)
         self._dense: tuple[Any, list[str], dict[str, int], DenseIndex] | None = None
@@ -338,9 +373,13 @@ class Retriever:
         depth = max(self.candidates, k)
         lexical = self.store.lexical_ranking(query, depth, self._allowed(filters))
         dense = self._dense_ranked(query, depth, filters)
-        fused = rrf_scores(
-            [[cid for cid, _ in lexical], [cid for cid, _ in dense]], weights=self.rrf_weights
-        )
+        fusing = [cid for cid, _ in lexical]
+        if self.lexical_gate is not None and dense:
+            top, low = dense[0][1], dense[-1][1]
+            floor = top - self.lexical_gate * (top - low)
+            lexical_cos = self._cosines(query, fusing)
+            fusing = [cid for cid in fusing if lexical_cos[cid] >= floor]
+        fused = rrf_scores([fusing, [cid for cid, _ in dense]], weights=self.rrf_weights)
         bm25 = {cid: (s, i) for i, (cid, s) in enumerate(lexical, start=1)}
         dense_rank = {cid: (s, i) for i, (cid, s) in enumerate(dense, start=1)}
         order = sorted(
@@ -378,7 +417,45 @@ class Retriever:
             out.append(replace(h, rank=i, method="rerank"))
         for j, h in enumerate(tail, start=len(out) + 1):  # past the reranked head: hybrid order
             out.append(replace(h, rank=j, method="rerank", score=floor - j * 1e-6))
-        return out[:k]
+        if self.per_document:
+            out = _cap_per_document(out, self.per_document, DIVERSITY_WINDOW)
+        if self.rule_types:
+            out = self._with_rule(out, filters)
+        return [replace(h, rank=i) for i, h in enumerate(out[:k], start=1)]
+
+    def _with_rule(self, hits: list[Hit], filters: Filters) -> list[Hit]:
+        """Put the standing rule that governs the sources in the top places at 5th place."""
+        window = hits[:RULES_WINDOW]
+        if len(window) < 2 or any(h.chunk.meta.doc_type.lower() in self.rule_types for h in window):
+            return hits
+        lower = _lower_sources(window, self._chunk_vector)
+        if not lower:
+            return hits
+        allowed = self._allowed(filters)
+        rules = [c for c in self._rule_chunks() if c.chunk_id in allowed]
+        words = [w for t in sorted(lower) for w in _type_words(t)]
+        scored = [(_mentions(c, words), -i, c) for i, c in enumerate(rules)]
+        if not scored:
+            return hits
+        best_count, _, rule = max(scored, key=lambda x: (x[0], x[1]))
+        if best_count == 0:
+            return hits
+        rest = [h for h in hits if h.chunk.chunk_id != rule.chunk_id]
+        at = min(RULES_WINDOW, len(rest) + 1) - 1
+        score = rest[at].score if at < len(rest) else rest[-1].score
+        hit = Hit(rule, score, at + 1, "rerank", {"rule": 1.0, "rule_for": float(len(lower))})
+        return [*rest[:at], hit, *rest[at:]]
+
+    def _rule_chunks(self) -> list[Chunk]:
+        if self._rules is None or self._rules[0] != self.store.generation:
+            found = [c for c in self.store.chunks() if c.meta.doc_type.lower() in self.rule_types]
+            self._rules = (self.store.generation, found)
+        return self._rules[1]
+
+    def _chunk_vector(self, chunk_id: str) -> np.ndarray | None:
+        _, _, position, index = self._dense_state()
+        row = position.get(chunk_id)
+        return None if row is None else index.matrix[row]
 
     # ---- helpers ------------------------------------------------------------------------------
 
@@ -431,6 +508,57 @@ class Retriever:
             row = position.get(cid)
             out[cid] = float(index.matrix[row] @ q) if row is not None else 0.0
         return out
+
+
+def _cap_per_document(hits: list[Hit], cap: int, window: int) -> list[Hit]:
+    """At most `cap` chunks of one document (doc_id) in the first `window` places; the
+    chunks over the cap move just past the window, in their order."""
+    head: list[Hit] = []
+    over: list[Hit] = []
+    count: dict[str, int] = {}
+    rest = iter(hits)
+    for h in rest:
+        if count.get(h.chunk.doc_id, 0) >= cap:
+            over.append(h)
+            continue
+        count[h.chunk.doc_id] = count.get(h.chunk.doc_id, 0) + 1
+        head.append(h)
+        if len(head) == window:
+            break
+    return [*head, *over, *rest]
+
+
+def _lower_sources(window: Sequence[Hit], vector: Callable[[str], np.ndarray | None]) -> set[str]:
+    """Doc types in `window` that a governance rule speaks about: supplier content (always),
+    and a help-level source on the same point as a passage that outranks it."""
+    help_rank = source_rank("help")
+    supplier_rank = source_rank("supplier")
+    ranks = [source_rank(h.chunk.meta.doc_type) for h in window]
+    lower: set[str] = set()
+    for h, r in zip(window, ranks, strict=True):
+        if r is not None and supplier_rank is not None and r >= supplier_rank:
+            lower.add(h.chunk.meta.doc_type.lower())
+    if help_rank is None:
+        return lower
+    for i, (a, ra) in enumerate(zip(window, ranks, strict=True)):
+        for b, rb in zip(window[i + 1 :], ranks[i + 1 :], strict=True):
+            if ra is None or rb is None or ra == rb or max(ra, rb) < help_rank:
+                continue
+            va, vb = vector(a.chunk.chunk_id), vector(b.chunk.chunk_id)
+            if va is None or vb is None or float(va @ vb) < SAME_POINT_COSINE:
+                continue
+            lower.add((a if ra > rb else b).chunk.meta.doc_type.lower())
+    return lower
+
+
+def _type_words(doc_type: str) -> list[str]:
+    """The words a governance text uses for a source type: the type and its aliases."""
+    return [doc_type, *(alias for alias, target in TYPE_ALIASES.items() if target == doc_type)]
+
+
+def _mentions(chunk: Chunk, words: Sequence[str]) -> int:
+    text = fold(" ".join((*chunk.heading_path, chunk.text)))
+    return sum(len(re.findall(rf"\b{re.escape(fold(w))}", text)) for w in words)
 
 
 def store_has_vectors(store: SqliteStore) -> bool:

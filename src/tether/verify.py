@@ -131,6 +131,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from tether.documents import DEFAULT_PRECEDENCE, TYPE_ALIASES, source_rank
 from tether.protocols import Embedder, Judge
 from tether.text import STOP_WORDS, code_spans, collapse_code, fold, fold_plural, sentences
 from tether.types import Answer, Chunk, Claim, ClaimCheck, Context, Evidence
@@ -159,13 +160,6 @@ REFUSAL_SENTENCE = "The passages do not answer this question."
 REFUSAL_SENTENCE_FR = "Les passages ne répondent pas à cette question."
 REFUSAL_SENTENCES: dict[str, str] = {"en": REFUSAL_SENTENCE, "fr": REFUSAL_SENTENCE_FR}
 
-DEFAULT_PRECEDENCE: tuple[str, ...] = ("policy", "procedure", "help", "supplier")
-TYPE_ALIASES: dict[str, str] = {
-    "governance": "policy",
-    "notice": "policy",
-    "guide": "help",
-    "faq": "help",
-}
 
 EXACT_FLAGS: frozenset[str] = frozenset(
     {"no_citation", "missing_id", "not_in_context", "not_allowed"}
@@ -965,17 +959,7 @@ def _prepare(chunk: Chunk) -> _Prepared:
 
 
 def _rank(doc_type: str, precedence: Sequence[str]) -> int | None:
-    return _rank_in(doc_type, tuple(precedence))
-
-
-@lru_cache(maxsize=1024)
-def _rank_in(doc_type: str, precedence: tuple[str, ...]) -> int | None:
-    order = [p.lower() for p in precedence]
-    kind = doc_type.lower()
-    if kind in order:
-        return order.index(kind)
-    alias = TYPE_ALIASES.get(kind)
-    return order.index(alias) if alias in order else None
+    return source_rank(doc_type, precedence)
 
 
 # ------------------------------------------------------------------------------ claims
