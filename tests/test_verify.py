@@ -1305,3 +1305,53 @@ def test_lower_precedence_against_a_table_row(store: SqliteStore) -> None:
     claim = "Standard delivery to the coastal provinces is free on orders of $75 or more."
     result = check(store, claim, [help_], [help_, fees])
     assert result.flags == (f"lower_precedence:{help_.chunk_id}",)
+
+
+def test_a_deadline_on_the_as_of_date_must_be_computed(store: SqliteStore) -> None:
+    """Constructed (after recorded claim R038): today's date supports a claim's date as written
+    only when the claim speaks of today or opens with it; a deadline that merely falls on
+    today must be computed like any other."""
+    window = chunk_of(store, "returns-policy", "Return window")
+    question = "My order was delivered on 2026-10-01. What is the last day to return it?"
+    today = date(2026, 10, 20)
+    wrong = check(
+        store, "The last day to start a return is October 20, 2026.", [window],
+        question=question, as_of=today,
+    )  # fmt: skip
+    assert wrong.flags == ("number_not_found:2026-10-20",)
+    for text in (
+        "Today, October 20, 2026, is within the 45-day window.",
+        "On 2026-10-20 most items can still be returned within 45 days.",
+        "The last day to start a return is November 15, 2026.",  # computed: 1 Oct + 45 days
+    ):
+        result = check(store, text, [window], question=question, as_of=today)
+        assert result.ok, (text, result.flags)
+
+
+def test_month_end_after_a_period_of_months(demo: SqliteStore) -> None:
+    """Constructed (after C104): "the last day of the 24th month after" makes a month-end date
+    a computed conclusion; another date is still flagged."""
+    expiry = chunk_of(demo, "pine-club-rewards", "Points expiry")
+    question = "I earned Pine Points on 5 November 2024. When do they expire?"
+    assert check(demo, "They expire on 30 November 2026.", [expiry], question=question).ok
+    wrong = check(demo, "They expire on 31 December 2026.", [expiry], question=question)
+    assert wrong.flags == ("number_not_found:2026-12-31",)
+
+
+def test_lower_precedence_by_chunk_vectors(demo: SqliteStore, demo_store: SqliteStore) -> None:
+    """Constructed (after recorded claims R008 and R043): the help FAQ says points never expire,
+    the policy on the same point says they do, in other words. The claim shares too few words
+    with the policy for the word rule; the chunk vectors (cosine >= SAME_POINT_COSINE) find
+    the same point. Known limit: an index without vectors misses it."""
+    faq = chunk_of(demo_store, "help-faq", "Do Pine Points expire?")
+    policy = chunk_of(demo_store, "pine-club-rewards", "Points expiry")
+    text = "Pine Points never expire as long as your Pine Club account stays open."
+    result = check(demo_store, text, [faq], [faq, policy], audience="public")
+    assert result.flags == (f"lower_precedence:{faq.chunk_id}",)
+    lexical = check(
+        demo, text, [chunk_of(demo, "help-faq", "Do Pine Points expire?")],
+        [chunk_of(demo, "help-faq", "Do Pine Points expire?"),
+         chunk_of(demo, "pine-club-rewards", "Points expiry")],
+        audience="public",
+    )  # fmt: skip
+    assert lexical.ok  # the known miss without vectors

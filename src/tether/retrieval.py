@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from tether.documents import TYPE_ALIASES, source_rank
+from tether.documents import SAME_POINT_COSINE, TYPE_ALIASES, source_rank
 from tether.errors import TetherError
 from tether.protocols import Embedder, Provider, Reranker
 from tether.store import SqliteStore
@@ -79,7 +79,6 @@ PER_DOCUMENT = 3  # rerank: most chunks of one document in the top DIVERSITY_WIN
 DIVERSITY_WINDOW = 10
 RULE_TYPES: tuple[str, ...] = ("governance",)  # doc types whose passages are standing rules
 RULES_WINDOW = 5  # rerank: the top places a standing rule is checked for and put into
-SAME_POINT_COSINE = 0.92  # chunk cosine above which two passages are on the same point
 HNSW_EF_SEARCH = 384  # recall@10 about 0.97 at 200,000 e5-like vectors (bench)
 
 

@@ -15,7 +15,9 @@ Clues (code can be wrong; `describe()` says so):
 - `number_not_found:N` — a number, code, date or time of the claim (30, 12.95, 1,000 → 1000,
   French 9,95 → 9.95, "45 jours", TR-2200-07, 2026-03-14, "March 14, 2026", "14 mars 2026",
   "9 a.m.", "17 h") is in none of the cited passages (text, title, section, version,
-  effective dates), the question, or the as_of date. Both sides are normalised the same way;
+  effective dates), the question, or the as_of date (its year and month always; the full
+  date only when the claim speaks of the present: today, now, as of, aujourd'hui..., or opens
+  with that date; a deadline that happens to fall on the as_of date must be computed). Both sides are normalised the same way;
   a full date counts as found when its day and month are in the passages and its year is
   known (24 December + 2026). Number words (thirty, trente...) count on the passage side only.
   Computed conclusions count as found when they are (a) a date equal to a known date plus or
@@ -123,7 +125,7 @@ import contextlib
 import math
 import re
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
@@ -131,7 +133,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from tether.documents import DEFAULT_PRECEDENCE, TYPE_ALIASES, source_rank
+from tether.documents import DEFAULT_PRECEDENCE, SAME_POINT_COSINE, TYPE_ALIASES, source_rank
 from tether.protocols import Embedder, Judge
 from tether.text import STOP_WORDS, code_spans, collapse_code, fold, fold_plural, sentences
 from tether.types import Answer, Chunk, Claim, ClaimCheck, Context, Evidence
@@ -452,7 +454,9 @@ _PERIOD_UNIT = re.compile(
     r"\b(?:(calendar|business|working|full|clear)\s+)?(day|week|month|year)s?\b"
     r"|\b(jour|semaine|mois|an|annee)s?(?:\s+(ouvrable|ouvre|calendaire|franc)s?)?\b"
 )
-_NUMBER_BEFORE = re.compile(rf"(?:^|[^\w])(\d+|{_WORD_NUMBER})(?:\s+|-)$")
+_NUMBER_BEFORE = re.compile(  # "45 days", "a 12-month", and ordinals: "the 24th month", "24e mois"
+    rf"(?:^|[^\w])(\d+|{_WORD_NUMBER})(?:(?<=\d)(?:st|nd|rd|th|e|er|eme))?(?:\s+|-)$"
+)
 _NUMBER_WORD = re.compile(rf"\b({_WORD_NUMBER})\b")
 _UNIT = {"jour": "day", "semaine": "week", "mois": "month", "an": "year", "annee": "year"}
 
@@ -743,6 +747,13 @@ def _unit_keys(text: str, q: _Quantities, keys: set[str]) -> set[str]:
     for a, b in ranges:
         out.add(f"r:{q.items[a][0][2:]}-{q.items[b][0][2:]}")
     return out
+
+
+# A claim that speaks of the present may state the as_of date as written ("today, 30 November").
+_TODAY = re.compile(
+    r"\b(?:today|now|currently|at present|as of|as at|this date|aujourd'hui|aujourd hui"
+    r"|maintenant|actuellement|en date du|a ce jour|a cette date|a la date d'aujourd'hui)\b"
+)
 
 
 def _add_period(day: date, n: int, unit: str, business: bool, sign: int) -> date | None:
@@ -1078,9 +1089,13 @@ def _computed(key: str, claim: _ClaimInfo, known: _Known) -> bool:
                     day = _add_period(base, n, unit, business, sign)
                     if day is None:
                         continue
-                    iso = day.isoformat()
-                    if iso == target or iso[5:] == target:
-                        return True
+                    days = [day]
+                    if unit in ("month", "year"):  # "the last day of the 24th month after"
+                        days.append(day.replace(day=calendar.monthrange(day.year, day.month)[1]))
+                    for d in days:
+                        iso = d.isoformat()
+                        if iso == target or iso[5:] == target:
+                            return True
         return False
     if key.startswith("n:"):
         try:
@@ -1404,10 +1419,11 @@ def check_answer(
     base_keys = _found_keys(q_info, q_folded)
     unit_keys_added = False  # the question's unit and range keys, added when first needed
     base_dates = list(q_info.dates)
+    today_keys: set[str] = set()
     if as_of is not None:
         iso = as_of.isoformat()
-        base_keys.update({"d:" + iso, "md:" + iso[5:], "ym:" + iso[:7], "n:" + iso[:4]})
-        base_keys.add(f"u:{iso[:4]}|")
+        base_keys.update({"ym:" + iso[:7], "n:" + iso[:4], f"u:{iso[:4]}|"})
+        today_keys = {"d:" + iso, "md:" + iso[5:]}  # as written: only when the claim says today
         base_dates.append(as_of)
     q_periods = _periods(q_folded)
     context_preps = [
@@ -1415,6 +1431,7 @@ def check_answer(
     ]
     state = _State(embedder=embedder, judge=judge)
     doc_cache: dict = {}
+    vectors = _chunk_vectors(store)
 
     checks: list[ClaimCheck] = []
     for claim in answer.claims:
@@ -1442,8 +1459,15 @@ def check_answer(
             if not unit_keys_added:
                 base_keys |= _unit_keys(question, q_info, base_keys)
                 unit_keys_added = True
+            says_today = _TODAY.search(_fold(claim.text)) or any(
+                key in today_keys and start <= 4  # opens with it: "On 2026-10-09, ..."
+                for (key, _), start in zip(
+                    info.quantities.items, info.quantities.where, strict=True
+                )
+            )
+            today = today_keys if says_today else set()
             known = _Known(
-                keys=_Keys(base_keys, *(prep.keys for prep in preps)),
+                keys=_Keys(base_keys, today, *(prep.keys for prep in preps)),
                 dates=set(base_dates),
                 periods=list(q_periods),
                 percents=list(q_info.percents),
@@ -1504,7 +1528,7 @@ def check_answer(
                 flags.append(f"instruction_in_source:{prep.chunk.chunk_id}")
         if info.stems and not any(p.instructions for p in preps):
             flags += _sibling_instruction(info.stems, preps, store, in_context, doc_cache)
-        flags += _source_flags(info, preps, context_preps, precedence)
+        flags += _source_flags(info, preps, context_preps, precedence, vectors)
         checks.append(ClaimCheck(claim, tuple(dict.fromkeys(flags)), tuple(evidence), entailment))
     return checks
 
@@ -1565,10 +1589,12 @@ def _source_flags(
     preps: list[_Prepared],
     context_preps: list[tuple[_Prepared, int | None]],
     precedence: Sequence[str],
+    vectors: Callable[[str], np.ndarray | None] | None = None,
 ) -> list[str]:
     flags: list[str] = []
     if not info.tokens:
         return flags
+    help_rank = _rank("help", precedence)
     cited_ids = {p.chunk.chunk_id for p in preps}
     ranked_cited = [
         (r, p) for p in preps if (r := _rank(p.chunk.meta.doc_type, precedence)) is not None
@@ -1581,7 +1607,14 @@ def _source_flags(
             if rank is None or rank >= cited_rank:
                 continue
             share, matched = _best_sentence_score(info, prep, SAME_POINT_SHARE)
-            if share >= SAME_POINT_SHARE and matched >= SAME_POINT_MIN:
+            same = share >= SAME_POINT_SHARE and matched >= SAME_POINT_MIN
+            if not same and vectors is not None and help_rank is not None:
+                same = any(
+                    r >= help_rank
+                    and _cosine(vectors, p.chunk.chunk_id, prep.chunk.chunk_id) >= SAME_POINT_COSINE
+                    for r, p in ranked_cited
+                )
+            if same:
                 flags.append(f"lower_precedence:{best_cited.chunk.chunk_id}")
                 break
     cited_scores = [(_best_sentence_score(info, p)[0], p) for p in preps]
@@ -1598,6 +1631,36 @@ def _source_flags(
     if stronger is not None:
         flags.append(f"weaker_citation:{best_prep.chunk.chunk_id}→{stronger[1].chunk.chunk_id}")
     return flags
+
+
+def _cosine(vectors: Callable[[str], np.ndarray | None], a: str, b: str) -> float:
+    va, vb = vectors(a), vectors(b)
+    return float(va @ vb) if va is not None and vb is not None else -1.0
+
+
+_POSITIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # store → (ids, {id: row})
+
+
+def _chunk_vectors(store) -> Callable[[str], np.ndarray | None] | None:
+    """A lookup of the index's chunk vectors by chunk ID, or None when it has none."""
+    get = getattr(store, "vectors", None)
+    if get is None:
+        return None
+    ids, matrix = get()
+    if not ids:
+        return None
+    cached = _POSITIONS.get(store)
+    if cached is None or cached[0] is not ids:
+        cached = (ids, {c: i for i, c in enumerate(ids)})
+        with contextlib.suppress(TypeError):
+            _POSITIONS[store] = cached
+    position = cached[1]
+
+    def vector(chunk_id: str) -> np.ndarray | None:
+        row = position.get(chunk_id)
+        return None if row is None else matrix[row]
+
+    return vector
 
 
 def _lookup(store, ids: Iterable[str]) -> dict[str, Chunk]:
