@@ -244,9 +244,16 @@ def _stems(
     """Content-word stems; digits and month names are left to the number check."""
     if tokens is None:
         tokens = _WORD_RE.findall(_fold(text) if folded is None else folded)
-    return frozenset(
-        _stem(w) for w in tokens if len(w) > 1 and w not in _SKIP_WORDS and not _DIGIT.search(w)
-    )
+    return frozenset(s for w in tokens if (s := _content_stem(w)))
+
+
+@lru_cache(maxsize=65536)
+def _content_stem(word: str) -> str:
+    """The stem of a content word; "" for a stop word, a single character or a word with a
+    digit (one cached call per token instead of four tests)."""
+    if len(word) < 2 or word in _SKIP_WORDS or not word[0].isalnum() or _DIGIT.search(word):
+        return ""
+    return _stem(word)
 
 
 _DATE_WORDS = frozenset(
@@ -327,8 +334,9 @@ def _negation_scope(
     under: set[str] = set()
     outside: set[str] = set()
     for k, t in enumerate(tokens):
-        if len(t) > 1 and t[0].isalnum() and t not in _SKIP_WORDS and not _DIGIT.search(t):
-            (under if k in inside else outside).add(_stem(t))
+        stem = _content_stem(t)
+        if stem:
+            (under if k in inside else outside).add(stem)
     return frozenset(under), frozenset(outside)
 
 
@@ -555,14 +563,17 @@ def _time_items(q: _Quantities, mask: list[str]) -> None:
                 mask[i] = " "
 
 
-def _quantities(text: str, language: str) -> _Quantities:
-    """Dates, times, codes and numbers of `text`, each read once (read spans are masked)."""
+def _quantities(text: str, language: str, words: Sequence[str] | None = None) -> _Quantities:
+    """Dates, times, codes and numbers of `text`, each read once (read spans are masked);
+    `words` may hold the folded text's word tokens, when the caller has them."""
     q = _Quantities()
     if not _DIGIT.search(text):
         return q
     mask = list(text)
     masked = text
-    if _DATE_HINT.search(text) or not _MONTH_NAMES.isdisjoint(_WORD_RE.findall(_fold(text))):
+    if words is None and not _DATE_HINT.search(text):
+        words = _WORD_RE.findall(_fold(text))
+    if _DATE_HINT.search(text) or not _MONTH_NAMES.isdisjoint(words or ()):
         _date_items(text, q, mask)
         masked = "".join(mask)
     if _TIME_HINT.search(masked):
@@ -989,9 +1000,9 @@ class _ClaimInfo:
 
 
 def _claim_info(text: str, language: str) -> _ClaimInfo:
-    q = _quantities(text, language)
     folded = _fold(text)
     tokens = _WORD_RE.findall(folded)
+    q = _quantities(text, language, tokens)
     stems = _stems(text, folded, tokens)
     keys = {key.rstrip("?") if key.startswith("t:") else key for key, _ in q.items}
     units, ranges = _qualify(text, q) if q.items else ([], [])
@@ -1459,7 +1470,7 @@ def check_answer(
             if not unit_keys_added:
                 base_keys |= _unit_keys(question, q_info, base_keys)
                 unit_keys_added = True
-            says_today = _TODAY.search(_fold(claim.text)) or any(
+            says_today = _TODAY.search(info.folded) or any(
                 key in today_keys and start <= 4  # opens with it: "On 2026-10-09, ..."
                 for (key, _), start in zip(
                     info.quantities.items, info.quantities.where, strict=True
@@ -1484,6 +1495,7 @@ def check_answer(
 
         same_language = any(c.meta.language == language for c in cited)
         evidence: list[Evidence] = []
+        best: dict[str, float] = {}
         if same_language or not info.stems:
             if info.stems:
                 share = _share(info.stems, preps)
@@ -1492,6 +1504,9 @@ def check_answer(
             candidates: list[tuple[float, _Sentence]] = []
             for prep in preps:
                 ranked = _ranked_sentences(info, prep)
+                if ranked:
+                    top, sentence = ranked[0]
+                    best[prep.chunk.chunk_id] = top + (0.001 if sentence.heading else 0.0)
                 evidence += _evidence(info, prep, ranked)
                 candidates += ranked[:NEGATION_SENTENCES]
             candidates.sort(key=lambda x: -x[0])
@@ -1528,7 +1543,7 @@ def check_answer(
                 flags.append(f"instruction_in_source:{prep.chunk.chunk_id}")
         if info.stems and not any(p.instructions for p in preps):
             flags += _sibling_instruction(info.stems, preps, store, in_context, doc_cache)
-        flags += _source_flags(info, preps, context_preps, precedence, vectors)
+        flags += _source_flags(info, preps, context_preps, precedence, vectors, best)
         checks.append(ClaimCheck(claim, tuple(dict.fromkeys(flags)), tuple(evidence), entailment))
     return checks
 
@@ -1590,7 +1605,10 @@ def _source_flags(
     context_preps: list[tuple[_Prepared, int | None]],
     precedence: Sequence[str],
     vectors: Callable[[str], np.ndarray | None] | None = None,
+    best: dict[str, float] | None = None,
 ) -> list[str]:
+    """lower_precedence and weaker_citation (module docstring); `best` may hold each cited
+    passage's best sentence share, already computed by the caller."""
     flags: list[str] = []
     if not info.tokens:
         return flags
@@ -1617,7 +1635,15 @@ def _source_flags(
             if same:
                 flags.append(f"lower_precedence:{best_cited.chunk.chunk_id}")
                 break
-    cited_scores = [(_best_sentence_score(info, p)[0], p) for p in preps]
+    cited_scores = [
+        (
+            best[p.chunk.chunk_id]
+            if best and p.chunk.chunk_id in best
+            else _best_sentence_score(info, p)[0],
+            p,
+        )
+        for p in preps
+    ]
     best_score, best_prep = max(cited_scores, key=lambda x: x[0])
     best_rank = _rank(best_prep.chunk.meta.doc_type, precedence)
     stronger: tuple[float, _Prepared] | None = None
