@@ -1647,10 +1647,11 @@ def _source_flags(
     best_score, best_prep = max(cited_scores, key=lambda x: x[0])
     best_rank = _rank(best_prep.chunk.meta.doc_type, precedence)
     stronger: tuple[float, _Prepared] | None = None
-    for prep, rank in others:
+    floor = max(WEAKER_MIN, best_score + WEAKER_MARGIN)  # what a stronger passage must reach
+    for prep, rank in others if floor <= 1.0 else ():
         if rank is not None and best_rank is not None and rank > best_rank:
             continue  # a lower-ranked source is never a better citation
-        score, _ = _best_sentence_score(info, prep, WEAKER_MIN)
+        score, _ = _best_sentence_score(info, prep, floor)
         strong = score >= WEAKER_MIN and score - best_score >= WEAKER_MARGIN
         if strong and (stronger is None or score > stronger[0]):
             stronger = (score, prep)
