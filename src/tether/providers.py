@@ -137,6 +137,22 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _retrying(provider: Any, call: Callable[[], Any]) -> Any:
+    """`_call_with_retries` with a remote provider's own settings (SDK, name, model, URL,
+    retries, sleep and backoff)."""
+    return _call_with_retries(
+        call,
+        sdk=provider._sdk,
+        provider=provider.name,
+        model=provider.model,
+        where=provider.base_url,
+        max_retries=provider.max_retries,
+        sleep=provider._sleep,
+        backoff_base=provider._backoff[0],
+        backoff_max=provider._backoff[1],
+    )
+
+
 def _call_with_retries(
     call: Callable[[], Any],
     *,
@@ -282,17 +298,7 @@ class OpenAICompatibleProvider:
         return _with_selection(self.selection, f"openai-compatible {self.model} at {self.base_url}")
 
     def _create(self, kwargs: dict[str, Any]) -> Any:
-        return _call_with_retries(
-            lambda: self._client.chat.completions.create(**kwargs),
-            sdk=self._sdk,
-            provider=self.name,
-            model=self.model,
-            where=self.base_url,
-            max_retries=self.max_retries,
-            sleep=self._sleep,
-            backoff_base=self._backoff[0],
-            backoff_max=self._backoff[1],
-        )
+        return _retrying(self, lambda: self._client.chat.completions.create(**kwargs))
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.model, "messages": _messages(request)}
@@ -456,17 +462,7 @@ class AnthropicProvider:
             ]
             kwargs["tool_choice"] = {"type": "tool", "name": tool_name}
         started = time.perf_counter()
-        response = _call_with_retries(
-            lambda: self._client.messages.create(**kwargs),
-            sdk=self._sdk,
-            provider=self.name,
-            model=self.model,
-            where=self.base_url,
-            max_retries=self.max_retries,
-            sleep=self._sleep,
-            backoff_base=self._backoff[0],
-            backoff_max=self._backoff[1],
-        )
+        response = _retrying(self, lambda: self._client.messages.create(**kwargs))
         latency = time.perf_counter() - started
         notes: list[str] = []
         text_parts: list[str] = []
