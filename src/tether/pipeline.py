@@ -39,7 +39,7 @@ from tether.types import (
 )
 
 # Default floors per method (support score a passage needs to count), see `calibrate`.
-DEFAULT_FLOORS: dict[str, float] = {"bm25": 5.15, "dense": 0.826, "hybrid": 0.82, "rerank": 0.784}
+DEFAULT_FLOORS: dict[str, float] = {"bm25": 5.15, "dense": 0.826, "hybrid": 0.826, "rerank": 0.784}
 DEFAULT_MIN_SUPPORT = 1
 
 

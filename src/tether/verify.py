@@ -73,8 +73,11 @@ Sources:
   instruction's chunk): a claim copied from a supplier sheet's note, citing its overview.
 - `lower_precedence:ID` — every cited passage's type ranks below another passage of the
   context that covers the same point (at least half of the claim's words and numbers, and at
-  least two of them, in one of its sentences; a table row is read with its header row); ID is
-  the best-ranked cited passage. The order
+  least two of them, in one of its sentences; a table row is read with its header row; or,
+  when the index has chunk vectors and a cited passage ranks at help level or below, a chunk
+  cosine of at least `documents.SAME_POINT_COSINE` between the two passages: a help answer
+  that paraphrases the policy section it contradicts); ID is the best-ranked cited passage.
+  The order
   is `precedence` (default `DEFAULT_PRECEDENCE`, policy > procedure > help > supplier, as the
   bundled governance document says). Types outside the order are mapped by `TYPE_ALIASES`:
   governance and notice rank with policy (a notice in force may give more than a policy for
@@ -103,19 +106,23 @@ let a wrong number pass when it happens to be a sum or product of the claim's ot
 computed values of more than one step, averages and unit conversions are flagged, and so is a
 computed range; a unit said in other words ("1,000 Pine Points") is read as no unit and
 passes; a model name written otherwise in the passage ("TR2200") is flagged; dates such as
-14/03/2026 are compared as written; the stemmer is crude; `lower_precedence` and
-`weaker_citation` use word overlap only, so they miss paraphrases and may fire on passages that
-share words without covering the same point; instruction detection is a list of patterns (EN
+14/03/2026 are compared as written; the stemmer is crude; `weaker_citation` uses word overlap
+only, and so does `lower_precedence` on an index without vectors, so they miss paraphrases and
+may fire on passages that share words without covering the same point (the vector test finds
+the paraphrase only above a high cosine: a French FAQ against the English policy scored 0.914
+and is not flagged); instruction detection is a list of patterns (EN
 and FR) and misses an instruction worded otherwise.
 
 Measured on the bundled collection (bench/bench_verify.py, no judge): of 195 true claims (the
 bundled questions' reference answers, one claim per sentence, cited to their relevant
 passages) 8 get a flag (number_not_found 4, unsupported 3, negation_mismatch 2,
 lower_precedence 1); of changed copies, 125 of 130 with a changed number and 40 of 70 with a
-flipped negation are flagged. On the labelled claim set (demo/claims-constructed.jsonl, 112
-constructed claims, no judge) 0 of 58 unsupported claims pass and 2 of 54 supported ones are
-flagged (both cite a passage that lacks the claim's point: the 45-day window, "cannot be
-returned by mail").
+flipped negation are flagged. On the whole labelled set (178 claims, 66 of them recorded
+answers of the local model; bench/bench_verifier_eval.py, results in
+bench/results/verifier-eval.md) with the default embedding judge: 2 of 85 unsupported claims
+pass (a rental total that equals the deposit in the same table row; a French claim that an
+English guide section does not make) and 1 of 93 supported claims is flagged (its citation
+lacks the 45-day window it states).
 """
 
 from __future__ import annotations
