@@ -452,4 +452,9 @@ def test_cli_search_routes_methods_and_defaults_to_hybrid(demo_store: SqliteStor
         assert 1 <= len(found) <= 3 and {h["method"] for h in found} == {method}
     bad = runner.invoke(app, [*base, "--method", "magic"])
     assert bad.exit_code == 1 and "unknown method" in bad.output
+    ruled = ["search", "Do Pine Points expire?", "--index", str(demo_store.path)]
+    ruled += ["--method", "rerank", "--k", "5"]
+    found = json.loads(runner.invoke(app, [*ruled, "--json"]).stdout)
+    assert [h["doc_id"] for h in found if h["signals"].get("rule")] == ["document-governance"]
+    assert "standing rule" in runner.invoke(app, ruled).stdout
     assert runner.invoke(app, ["eval", "--help"]).exit_code == 0

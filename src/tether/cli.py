@@ -354,7 +354,9 @@ def _print_hits(hits: list[Hit], filters: Filters) -> None:
         snippet = snippet[:220] + ("…" if len(snippet) > 220 else "")
         out.print(
             f"[bold]{h.rank:>2}.[/bold] [cyan]{c.chunk_id}[/cyan]  {c.doc_id} v{c.version}"
-            f"  § {c.section}  [dim]{h.method} {h.score:.3f}[/dim]",
+            f"  § {c.section}  [dim]{h.method} {h.score:.3f}"
+            f"{' · standing rule: sources of different standing above' if 'rule' in h.signals else ''}"
+            "[/dim]",
             highlight=False,
         )
         out.print(f"    {snippet}", highlight=False, markup=False)
@@ -834,7 +836,13 @@ def _chunk_json(c: Any) -> dict:
 
 
 def _hit_json(h: Hit) -> dict:
-    return {"rank": h.rank, "score": h.score, "method": h.method, **_chunk_json(h.chunk)}
+    return {
+        "rank": h.rank,
+        "score": h.score,
+        "method": h.method,
+        "signals": dict(h.signals),
+        **_chunk_json(h.chunk),
+    }
 
 
 def _print_json(data: Any) -> None:

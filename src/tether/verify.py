@@ -310,7 +310,11 @@ def _negation_scope(
             return _NO_EMPTY
     elif not _NEGATION_HINT.search(folded):
         return _NO_EMPTY
-    tokens = _NEG_TOKEN.findall(_COMPOUND_NO.sub(r"\1", _NT.sub(" not", folded)))
+    if "n'" in folded or "n’" in folded:
+        folded = _NT.sub(" not", folded)
+    if "no-" in folded or "non-" in folded:
+        folded = _COMPOUND_NO.sub(r"\1", folded)
+    tokens = _NEG_TOKEN.findall(folded)
     inside: set[int] = set()
     for i, token in enumerate(tokens):
         if token == "plus":
@@ -364,7 +368,11 @@ def _negation_groups(folded: str) -> tuple[frozenset[str], ...]:
     it up to the end of its clause or the next cue, at most `_SCOPE_WORDS` (used only when the
     pooled test of `_negation_mismatch` is undecided). Pronoun cues (nothing, none, rien) are
     left out: what follows them is not what they negate."""
-    tokens = _NEG_TOKEN.findall(_COMPOUND_NO.sub(r"\1", _NT.sub(" not", folded)))
+    if "n'" in folded or "n’" in folded:
+        folded = _NT.sub(" not", folded)
+    if "no-" in folded or "non-" in folded:
+        folded = _COMPOUND_NO.sub(r"\1", folded)
+    tokens = _NEG_TOKEN.findall(folded)
     groups: list[frozenset[str]] = []
     for i, token in enumerate(tokens):
         if token not in _NEGATION_CUES or token in _PRONOUN_CUES:
