@@ -265,6 +265,8 @@ def test_unknown_method_and_missing_vectors_are_clear_errors(tmp_path, demo_stor
     only_bm25 = Retriever.for_store(bare)
     assert only_bm25.default_method == "bm25" and only_bm25.embedder is None
     assert only_bm25.search("returns", 5, PUBLIC, "bm25")
+    assert [h.method for h in only_bm25.search("returns", 5, PUBLIC)] == ["bm25"]  # auto
+    assert Retriever.for_store(demo_store).default_method == "rerank"
     with pytest.raises(TetherError, match="needs an embedder"):
         only_bm25.search("returns", 5, PUBLIC, "hybrid")
 
@@ -432,7 +434,7 @@ def test_language_means_centre_each_language(demo_store: SqliteStore, retriever:
     assert float(np.linalg.norm(means["en"] - means["fr"])) > 0.01
 
 
-def test_cli_search_routes_methods_and_defaults_to_hybrid(demo_store: SqliteStore):
+def test_cli_search_routes_methods_and_defaults_to_rerank(demo_store: SqliteStore):
     import json
 
     from typer.testing import CliRunner
@@ -444,7 +446,7 @@ def test_cli_search_routes_methods_and_defaults_to_hybrid(demo_store: SqliteStor
     done = runner.invoke(app, base)
     assert done.exit_code == 0, done.output
     hits = json.loads(done.stdout)
-    assert hits and {h["method"] for h in hits} == {"hybrid"}  # the index has vectors
+    assert hits and {h["method"] for h in hits} == {"rerank"}  # the index has vectors
     for method in METHODS:
         done = runner.invoke(app, [*base, "--method", method, "--k", "3"])
         assert done.exit_code == 0, done.output

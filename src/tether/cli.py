@@ -311,7 +311,7 @@ def search(
     method: Annotated[
         str,
         typer.Option(
-            help="bm25, dense, hybrid or rerank. Default: hybrid when the index has vectors,"
+            help="bm25, dense, hybrid or rerank. Default: rerank when the index has vectors,"
             " else bm25."
         ),
     ] = "auto",
@@ -334,7 +334,7 @@ def _search(store: SqliteStore, query: str, k: int, filters: Filters, method: st
     from tether.retrieval import METHODS, Retriever, store_has_vectors
 
     if method == "auto":
-        method = "hybrid" if store_has_vectors(store) else "bm25"
+        method = "rerank" if store_has_vectors(store) else "bm25"
     if method not in METHODS:
         raise TetherError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
     if method == "bm25":
@@ -405,10 +405,10 @@ def demo(
         report = _ingest_demo(index)
         _print_report(report, index)
         store = open_store(index)
-        text, opts, _ = _ask_options(question, None, None, "hybrid", 5)
+        text, opts, _ = _ask_options(question, None, None, "auto", 5)
         filters = Filters(as_of=opts.as_of, audience=opts.audience)
         out.print(f"\n[bold]search:[/bold] {text}", highlight=False)
-        _print_hits(_search(store, text, 5, filters, "hybrid"), filters)
+        _print_hits(_search(store, text, 5, filters, "auto"), filters)
         chosen = _provider(provider, None)
         out.print(f"\n[bold]ask[/bold] (answering with {chosen.describe()}):", highlight=False)
         with err.status("thinking…"):
@@ -511,8 +511,12 @@ def ask(
         str | None, typer.Option(help="public (default, fail-closed) or staff.")
     ] = None,
     method: Annotated[
-        str, typer.Option(help="Retrieval: bm25, dense, hybrid or rerank.")
-    ] = "hybrid",
+        str,
+        typer.Option(
+            help="Retrieval: bm25, dense, hybrid or rerank. Default: rerank when the index has"
+            " vectors, else bm25."
+        ),
+    ] = "auto",
     k: Annotated[int, typer.Option("--k", help="Passages to retrieve.", min=1, max=50)] = 5,
     provider: Annotated[
         str | None,
@@ -561,7 +565,9 @@ def chat(
         str | None, typer.Option("--as-of", help="YYYY-MM-DD, today (default) or none.")
     ] = None,
     audience: Annotated[str | None, typer.Option(help="public (default) or staff.")] = None,
-    method: Annotated[str, typer.Option(help="bm25, dense, hybrid or rerank.")] = "hybrid",
+    method: Annotated[
+        str, typer.Option(help="bm25, dense, hybrid or rerank (default: as for `ask`).")
+    ] = "auto",
     provider: Annotated[str | None, typer.Option(help="As for `ask`.")] = None,
     model: Annotated[str | None, typer.Option(help="Model name for the provider.")] = None,
     index: IndexOpt = None,

@@ -80,7 +80,7 @@ class AskOptions:
     as_of: date | None = None
     audience: Audience = "public"
     language: str | None = None  # detected from the question when None
-    method: str = "hybrid"
+    method: str = "auto"  # rerank when the index has vectors, else bm25
     k: int = 5
     budget: int = DEFAULT_BUDGET
     min_support: int = DEFAULT_MIN_SUPPORT
@@ -125,11 +125,12 @@ def ask(
         from tether.retrieval import Retriever
 
         retriever = Retriever.for_store(store)
-    hits = retriever.search(question, o.k, filters, method=o.method)
+    method = retriever.default_method if o.method == "auto" else o.method
+    hits = retriever.search(question, o.k, filters, method=method)
     timings["retrieve_s"] = time.perf_counter() - t
-    floor = o.floor if o.floor is not None else floors_for(store).get(o.method, 0.0)
+    floor = o.floor if o.floor is not None else floors_for(store).get(method, 0.0)
     decision = gate(hits, floor, o.min_support)
-    base = replace(base, hits=tuple(hits), gate=decision)
+    base = replace(base, method=method, hits=tuple(hits), gate=decision)
     if not decision.passed:
         answer = Answer(False, "", ())
         return replace(
@@ -261,7 +262,7 @@ class Collection:
             self.folder, embedder=default_embedder() if embed else None, progress=progress, **kwargs
         )
 
-    def search(self, query: str, k: int = 5, *, method: str = "hybrid", **filters) -> list[Hit]:
+    def search(self, query: str, k: int = 5, *, method: str = "auto", **filters) -> list[Hit]:
         return self._get_retriever().search(query, k, Filters(**filters), method=method)
 
     def ask(self, question: str, **options) -> AskResult:

@@ -299,12 +299,17 @@ class Retriever:
 
     @property
     def default_method(self) -> str:
-        return "hybrid" if self.has_dense else "bm25"
+        """What "auto" means: rerank when the index has vectors (the best method measured,
+        bench/results/retrieval.md), else bm25."""
+        return "rerank" if self.has_dense else "bm25"
 
     # ---- public -------------------------------------------------------------------------------
 
-    def search(self, query: str, k: int, filters: Filters, method: str = "hybrid") -> list[Hit]:
-        """The top k chunks for `query` by `method`, among the chunks `filters` let through."""
+    def search(self, query: str, k: int, filters: Filters, method: str = "auto") -> list[Hit]:
+        """The top k chunks for `query` by `method` ("auto": `default_method`), among the chunks
+        `filters` let through."""
+        if method == "auto":
+            method = self.default_method
         if method not in METHODS:
             raise TetherError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
         if k < 1:
