@@ -1355,3 +1355,20 @@ def test_lower_precedence_by_chunk_vectors(demo: SqliteStore, demo_store: Sqlite
         audience="public",
     )  # fmt: skip
     assert lexical.ok  # the known miss without vectors
+
+
+def test_number_in_other_column(demo: SqliteStore) -> None:
+    """Constructed (after recorded claim R062): a price read from the wrong column of the
+    rental table. The claim speaks of days; $150 is there only as the Ridgeline 3 deposit and
+    the canoe's weekend rate. Known limit: a claim that names no column is not checked."""
+    prices = chunk_of(demo, "rentals-policy", "Rental prices")
+    wrong = check(demo, "Renting the Ridgeline 3 tent for the first day costs $150.", [prices])
+    assert wrong.flags == ("number_in_other_column:150",)
+    for text in (
+        "The Ridgeline 3 tent costs $35 for the first day, and a $150 deposit is held.",
+        "The Ridgeline 3 tent rents for $150.",  # names no column: not checked
+        "Renting the Ridgeline 3 tent for 2 extra days adds $36.",  # a count and a sum
+    ):
+        result = check(demo, text, [prices])
+        assert "number_in_other_column" not in kinds(result), (text, result.flags)
+    assert verify.describe("number_in_other_column:150").startswith("150 is in the cited table")

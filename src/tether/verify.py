@@ -37,6 +37,10 @@ Clues (code can be wrong; `describe()` says so):
   never derived by arithmetic. The document's version counts only for a number written after
   "version" (so "4 points" is not found in version 4's header). "N extra days" may be a known
   number less one (the first day plus 2 extra days).
+- `number_in_other_column:N` — a number of the claim that the cited passages state only in
+  table cells, under column headings none of the claim's words name, while the claim names
+  another column of that table: "$150 to rent the tent for 3 days" read from the Deposit
+  column when "First day" and "Extra day" are columns (a small model's usual table slip).
 - `name_not_found:NAME` — a model name of the claim (a capitalised word, not opening a
   sentence, followed by a number or code: "Ridgeline 2", "Kestrel TR-2200") that no cited
   passage names (text, title, section), when the question does not name it either or when a
@@ -174,7 +178,14 @@ EXACT_FLAGS: frozenset[str] = frozenset(
     {"no_citation", "missing_id", "not_in_context", "not_allowed"}
 )
 CLUE_FLAGS: frozenset[str] = frozenset(
-    {"number_not_found", "name_not_found", "unsupported", "negation_mismatch", "not_entailed"}
+    {
+        "number_not_found",
+        "number_in_other_column",
+        "name_not_found",
+        "unsupported",
+        "negation_mismatch",
+        "not_entailed",
+    }
 )
 SOURCE_FLAGS: frozenset[str] = frozenset(
     {"instruction_in_source", "lower_precedence", "weaker_citation"}
@@ -910,6 +921,10 @@ class _Prepared:
     amounts: tuple[float, ...]
     sentences: tuple[_Sentence, ...]
     instructions: tuple[tuple[int, int], ...]  # spans in chunk.text
+    # number keys found only in table cells → the stems of those cells' column headings; and
+    # the stems of every column heading past the first (the row labels)
+    columns: dict[str, frozenset[str]] = field(default_factory=dict)
+    headings: frozenset[str] = frozenset()
 
 
 _TABLE_RULE = re.compile(r"[\s|:-]+")  # a table's "---|---" line
@@ -957,15 +972,29 @@ def _prepare(chunk: Chunk) -> _Prepared:
     # "standard delivery" (for evidence, `lower_precedence` and `weaker_citation`). Can be
     # wrong on a table whose first row is data, whose words then count for every row.
     header: frozenset[str] | None = None
+    head_cells: list[frozenset[str]] = []
+    if "|" in chunk.lead:  # a table split across chunks: its header row is repeated as lead
+        head_cells = [_stems(cell) for cell in chunk.lead.split("|")]
+    cells: dict[str, set[str]] = {}  # number key → column heading stems, over table cells
+    prose: list[str] = [header_text]
     for s, e in sentences(body):
         text = body[s:e]
         tokens = _sentence_tokens(text, language)
         if "|" not in text:
             header = None
+            prose.append(text)
         elif header is None:
             header = _stems(text)
+            if not head_cells or s > 0:
+                head_cells = [_stems(cell) for cell in text.split("|")]
+            prose.append(text)
         elif not _TABLE_RULE.fullmatch(text):
             tokens = tokens | header
+            for j, cell in enumerate(text.split("|")):
+                if 0 < j < len(head_cells) and _DIGIT.search(cell):  # past the row labels
+                    for key, _ in _quantities(cell, language).items:
+                        if key.startswith("n:"):
+                            cells.setdefault(key, set()).update(head_cells[j])
         items.append(
             _Sentence(
                 start=chunk.start + s,
@@ -988,11 +1017,45 @@ def _prepare(chunk: Chunk) -> _Prepared:
         amounts=tuple(q.amounts),
         sentences=tuple(items),
         instructions=tuple(find_instructions(chunk.text)),
+        columns=_table_only(cells, prose, language),
+        headings=frozenset().union(*head_cells[1:]) if cells else frozenset(),
     )
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.clear()
     _CACHE[chunk.chunk_id] = prepared
     return prepared
+
+
+def _table_only(
+    cells: dict[str, set[str]], prose: list[str], language: str
+) -> dict[str, frozenset[str]]:
+    """The number keys of table cells that the passage's other text does not also state."""
+    if not cells:
+        return {}
+    said = {key for text in prose for key, _ in _quantities(text, language).items}
+    return {key: frozenset(heads) for key, heads in cells.items() if key not in said}
+
+
+def _column_flags(
+    info: _ClaimInfo, preps: Sequence[_Prepared], question_keys: set[str]
+) -> list[str]:
+    """number_in_other_column: a number of the claim that the cited passages hold only in
+    table cells, under column headings the claim does not speak of, while the claim speaks of
+    another column of the table ("$150 to rent for 3 days" from the Deposit column, when
+    "First day" and "Extra day" are columns)."""
+    flags: list[str] = []
+    units = info.units or ("",) * len(info.quantities.items)
+    for (key, display), unit in zip(info.quantities.items, units, strict=True):
+        if not key.startswith("n:") or key in question_keys or unit not in ("", "$"):
+            continue  # a count ("2 extra days") or a percentage is not read from a cell
+        holding = [p for p in preps if key in p.keys]
+        if not holding or any(key not in p.columns for p in holding):
+            continue
+        heads = frozenset().union(*(p.columns[key] for p in holding))
+        others = frozenset().union(*(p.headings for p in holding)) - heads
+        if not (heads & info.stems) and others & info.stems:
+            flags.append(f"number_in_other_column:{display}")
+    return flags
 
 
 def _rank(doc_type: str, precedence: Sequence[str]) -> int | None:
@@ -1506,6 +1569,7 @@ def check_answer(
                 known.percents.extend(prep.percents)
                 known.amounts.extend(prep.amounts)
             flags += _number_flags(info, known)
+            flags += _column_flags(info, preps, base_keys)
         flags += _name_flags(claim.text, cited, question)
 
         same_language = any(c.meta.language == language for c in cited)
@@ -1973,6 +2037,11 @@ _DESCRIPTIONS: dict[str, str] = {
     "number_not_found": (
         "{arg} is in none of the cited passages, their headers, the question or its date"
         " (a clue, can be wrong: a value computed in a way the checker does not know)"
+    ),
+    "number_in_other_column": (
+        "{arg} is in the cited table only under a column the claim does not speak of, while"
+        " the claim speaks of another column (a clue, can be wrong: the claim may name the"
+        " column in other words)"
     ),
     "name_not_found": (
         "the claim names {arg}, which the cited passages do not name (or name with another"
