@@ -123,10 +123,10 @@ passages) 8 get a flag (number_not_found 4, unsupported 3, negation_mismatch 2,
 lower_precedence 1); of changed copies, 125 of 130 with a changed number and 40 of 70 with a
 flipped negation are flagged. On the whole labelled set (178 claims, 66 of them recorded
 answers of the local model; bench/bench_verifier_eval.py, results in
-bench/results/verifier-eval.md) with the default embedding judge: 2 of 85 unsupported claims
-pass (a rental total that equals the deposit in the same table row; a French claim that an
-English guide section does not make) and 1 of 93 supported claims is flagged (its citation
-lacks the 45-day window it states).
+bench/results/verifier-eval.md) with the default embedding judge: 1 of 85 unsupported claims
+passes (a French claim that an English guide section does not make: the cross-language cosine
+is a rough signal) and 1 of 93 supported claims is flagged (its citation lacks the 45-day
+window it states).
 """
 
 from __future__ import annotations
