@@ -331,13 +331,9 @@ def search(
 
 
 def _search(store: SqliteStore, query: str, k: int, filters: Filters, method: str) -> list[Hit]:
-    from tether.retrieval import METHODS, Retriever, store_has_vectors
+    from tether.retrieval import Retriever, check_method
 
-    if method == "auto":
-        method = "rerank" if store_has_vectors(store) else "bm25"
-    if method not in METHODS:
-        raise TetherError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
-    if method == "bm25":
+    if check_method(method) == "bm25":  # checked before an embedder loads; bm25 needs none
         return Retriever(store).search(query, k, filters, method="bm25")
     return Retriever.for_store(store).search(query, k, filters, method=method)
 

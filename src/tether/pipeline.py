@@ -125,7 +125,7 @@ def ask(
         from tether.retrieval import Retriever
 
         retriever = Retriever.for_store(store)
-    method = retriever.default_method if o.method == "auto" else o.method
+    method = retriever.resolve_method(o.method)
     hits = retriever.search(question, o.k, filters, method=method)
     timings["retrieve_s"] = time.perf_counter() - t
     floor = o.floor if o.floor is not None else floors_for(store).get(method, 0.0)

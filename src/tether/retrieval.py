@@ -82,6 +82,13 @@ RULES_WINDOW = 5  # rerank: the top places a standing rule is checked for and pu
 HNSW_EF_SEARCH = 384  # recall@10 about 0.97 at 200,000 e5-like vectors (bench)
 
 
+def check_method(method: str) -> str:
+    """`method` when it names a method (or is "auto"), else a TetherError saying the choices."""
+    if method != "auto" and method not in METHODS:
+        raise TetherError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+    return method
+
+
 def rrf_scores(
     rankings: Sequence[Sequence[str]],
     k: int = RRF_K,
@@ -305,13 +312,14 @@ class Retriever:
 
     # ---- public -------------------------------------------------------------------------------
 
+    def resolve_method(self, method: str) -> str:
+        """`method` itself, or `default_method` for "auto"; an unknown name is an error."""
+        return self.default_method if check_method(method) == "auto" else method
+
     def search(self, query: str, k: int, filters: Filters, method: str = "auto") -> list[Hit]:
         """The top k chunks for `query` by `method` ("auto": `default_method`), among the chunks
         `filters` let through."""
-        if method == "auto":
-            method = self.default_method
-        if method not in METHODS:
-            raise TetherError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+        method = self.resolve_method(method)
         if k < 1:
             return []
         if self.rewrite is not None:
