@@ -440,7 +440,7 @@ class Retriever:
         window = hits[:RULES_WINDOW]
         if len(window) < 2 or any(h.chunk.meta.doc_type.lower() in self.rule_types for h in window):
             return hits
-        lower = _lower_sources(window, self._chunk_vector)
+        lower = _lower_sources(window, self.store.vector)
         if not lower:
             return hits
         allowed = self._allowed(filters)
@@ -464,11 +464,6 @@ class Retriever:
             self._rules = (self.store.generation, found)
         return self._rules[1]
 
-    def _chunk_vector(self, chunk_id: str) -> np.ndarray | None:
-        _, _, position, index = self._dense_state()
-        row = position.get(chunk_id)
-        return None if row is None else index.matrix[row]
-
     # ---- helpers ------------------------------------------------------------------------------
 
     def _need_dense(self, method: str) -> None:
@@ -487,7 +482,7 @@ class Retriever:
         if self._dense is None or self._dense[0] is not ids:
             cache = _hnsw_cache_path(self.store, ids)
             index = DenseIndex(matrix, ann=self.ann, threshold=self.ann_threshold, cache_path=cache)
-            self._dense = (ids, ids, {c: i for i, c in enumerate(ids)}, index)  # (key, …)
+            self._dense = (ids, ids, self.store.vector_rows(), index)  # (key, …)
             self._masks.clear()
         return self._dense
 

@@ -185,6 +185,7 @@ class SqliteStore:
             )
         self._metas: dict[tuple[str, str], DocMeta] | None = None
         self._vectors: tuple[list[str], np.ndarray] | None = None
+        self._rows: dict[str, int] | None = None
         self.generation = 0  # bumped by every sync that writes: caches key on it
 
     def close(self) -> None:
@@ -399,6 +400,18 @@ class SqliteStore:
             self._vectors = (ids, matrix)
         return self._vectors
 
+    def vector_rows(self) -> dict[str, int]:
+        """The row of each chunk ID in the matrix of `vectors()` (cached with it)."""
+        if self._rows is None or self._vectors is None:
+            ids, _ = self.vectors()
+            self._rows = {c: i for i, c in enumerate(ids)}
+        return self._rows
+
+    def vector(self, chunk_id: str) -> np.ndarray | None:
+        """The stored vector of one chunk, or None when it has none."""
+        row = self.vector_rows().get(chunk_id)
+        return None if row is None else self.vectors()[1][row]
+
     def sentence_vectors(
         self, chunk_ids: Iterable[str]
     ) -> dict[str, tuple[list[tuple[int, int]], np.ndarray]]:
@@ -528,6 +541,7 @@ class SqliteStore:
         )
         self._metas = None
         self._vectors = None
+        self._rows = None
         self.generation += 1
         return SyncReport(
             added=tuple(p.source for p in planned if p.state == "added"),

@@ -1520,7 +1520,7 @@ def check_answer(
     ]
     state = _State(embedder=embedder, judge=judge)
     doc_cache: dict = {}
-    vectors = _chunk_vectors(store)
+    vectors = getattr(store, "vector", None)  # the index's chunk vectors, when it has any
 
     checks: list[ClaimCheck] = []
     for claim in answer.claims:
@@ -1742,31 +1742,6 @@ def _source_flags(
 def _cosine(vectors: Callable[[str], np.ndarray | None], a: str, b: str) -> float:
     va, vb = vectors(a), vectors(b)
     return float(va @ vb) if va is not None and vb is not None else -1.0
-
-
-_POSITIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # store → (ids, {id: row})
-
-
-def _chunk_vectors(store) -> Callable[[str], np.ndarray | None] | None:
-    """A lookup of the index's chunk vectors by chunk ID, or None when it has none."""
-    get = getattr(store, "vectors", None)
-    if get is None:
-        return None
-    ids, matrix = get()
-    if not ids:
-        return None
-    cached = _POSITIONS.get(store)
-    if cached is None or cached[0] is not ids:
-        cached = (ids, {c: i for i, c in enumerate(ids)})
-        with contextlib.suppress(TypeError):
-            _POSITIONS[store] = cached
-    position = cached[1]
-
-    def vector(chunk_id: str) -> np.ndarray | None:
-        row = position.get(chunk_id)
-        return None if row is None else matrix[row]
-
-    return vector
 
 
 def _lookup(store, ids: Iterable[str]) -> dict[str, Chunk]:
