@@ -275,7 +275,7 @@ def main() -> None:
         work = workload(store, 1500)
         verify._CACHE.clear()
         cold_cpu, cold_wall, n = time_checks(store, work)
-        # steady state: the best of three more passes (the machine may be shared)
+        # steady state: PASSES more passes, reported as best and median (the machine drifts)
         passes = [time_checks(store, work) for _ in range(PASSES)]
         warm_cpu, warm_wall, _ = min(passes)
         median_cpu = statistics.median(p[0] for p in passes)

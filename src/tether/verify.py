@@ -1058,10 +1058,6 @@ def _column_flags(
     return flags
 
 
-def _rank(doc_type: str, precedence: Sequence[str]) -> int | None:
-    return source_rank(doc_type, precedence)
-
-
 # ------------------------------------------------------------------------------ claims
 
 
@@ -1516,7 +1512,8 @@ def check_answer(
         base_dates.append(as_of)
     q_periods = _periods(q_folded)
     context_preps = [
-        (_prepare(p.chunk), _rank(p.chunk.meta.doc_type, precedence)) for p in context.passages
+        (_prepare(p.chunk), source_rank(p.chunk.meta.doc_type, precedence))
+        for p in context.passages
     ]
     state = _State(embedder=embedder, judge=judge)
     doc_cache: dict = {}
@@ -1691,10 +1688,10 @@ def _source_flags(
     flags: list[str] = []
     if not info.tokens:
         return flags
-    help_rank = _rank("help", precedence)
+    help_rank = source_rank("help", precedence)
     cited_ids = {p.chunk.chunk_id for p in preps}
     ranked_cited = [
-        (r, p) for p in preps if (r := _rank(p.chunk.meta.doc_type, precedence)) is not None
+        (r, p) for p in preps if (r := source_rank(p.chunk.meta.doc_type, precedence)) is not None
     ]
     cited_rank = min((r for r, _ in ranked_cited), default=None)
     others = [(p, r) for p, r in context_preps if p.chunk.chunk_id not in cited_ids]
@@ -1724,7 +1721,7 @@ def _source_flags(
         for p in preps
     ]
     best_score, best_prep = max(cited_scores, key=lambda x: x[0])
-    best_rank = _rank(best_prep.chunk.meta.doc_type, precedence)
+    best_rank = source_rank(best_prep.chunk.meta.doc_type, precedence)
     stronger: tuple[float, _Prepared] | None = None
     floor = max(WEAKER_MIN, best_score + WEAKER_MARGIN)  # what a stronger passage must reach
     for prep, rank in others if floor <= 1.0 else ():
