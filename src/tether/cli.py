@@ -351,7 +351,7 @@ def _print_hits(hits: list[Hit], filters: Filters) -> None:
         out.print(
             f"[bold]{h.rank:>2}.[/bold] [cyan]{c.chunk_id}[/cyan]  {c.doc_id} v{c.version}"
             f"  § {c.section}  [dim]{h.method} {h.score:.3f}"
-            f"{' · standing rule: sources of different standing above' if 'rule' in h.signals else ''}"
+            f"{' · standing rule: which source wins when sources of different standing meet' if 'rule' in h.signals else ''}"
             "[/dim]",
             highlight=False,
         )
