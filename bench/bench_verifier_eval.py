@@ -20,10 +20,15 @@ import time
 from datetime import date
 from pathlib import Path
 
-from tether.embeddings import default_embedder, describe
-from tether.evaluate import VerifierResult, demo_collection, load_claims, run_verifier_eval
-from tether.judges import EmbeddingJudge, LLMJudge
-from tether.store import SqliteStore
+from tether.embeddings.embedders import default_embedder, describe
+from tether.evaluation.evaluate import (
+    VerifierResult,
+    demo_collection,
+    load_claims,
+    run_verifier_eval,
+)
+from tether.stores.sqlite import SqliteStore
+from tether.verify.judges import EmbeddingJudge, LLMJudge
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,8 +50,8 @@ def main() -> None:
         ("embedding (default)", EmbeddingJudge(embedder)),
     ]
     if args.llm:
-        from tether.providers import make_provider
-        from tether.settings import load_settings
+        from tether.config import load_settings
+        from tether.providers.providers import make_provider
 
         judges.append(("llm (local model)", LLMJudge(make_provider(load_settings(), name="local"))))
     load = os.getloadavg()[0]

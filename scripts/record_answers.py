@@ -18,12 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from tether.embeddings import default_embedder
-from tether.evaluate import demo_collection, load_questions
-from tether.pipeline import AskOptions, ask
-from tether.providers import LocalProvider, ReplayProvider
-from tether.retrieval import Retriever
-from tether.store import SqliteStore
+from tether.answering.pipeline import AskOptions, ask
+from tether.embeddings.embedders import default_embedder
+from tether.evaluation.evaluate import demo_collection, load_questions
+from tether.providers.providers import LocalProvider, ReplayProvider
+from tether.retrieval.retriever import Retriever
+from tether.stores.sqlite import SqliteStore
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "src/tether/demo/recordings/local-qwen.jsonl"
 # Options the recordings are made with; tests and the demo replay with the same ones.

@@ -15,9 +15,9 @@ LARKFIELD = REPO.parent / "shared" / "benchmarks" / "larkfield"
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory: pytest.TempPathFactory):
     """A SqliteStore holding the demo collection, with vectors (built once per session)."""
-    from tether.embeddings import default_embedder
-    from tether.evaluate import demo_collection
-    from tether.store import SqliteStore
+    from tether.embeddings.embedders import default_embedder
+    from tether.evaluation.evaluate import demo_collection
+    from tether.stores.sqlite import SqliteStore
 
     store = SqliteStore(tmp_path_factory.mktemp("demo-index") / "index.sqlite")
     report = store.sync(demo_collection(), embedder=default_embedder(), sentences=True)

@@ -7,8 +7,14 @@ import json
 from datetime import date
 from importlib import resources
 
-from tether.answer import ANSWER_SCHEMA, build_request, load_prompt, parse_completion, parse_inline
-from tether.context import assemble, header, overlap
+from tether.answering.answer import (
+    ANSWER_SCHEMA,
+    build_request,
+    load_prompt,
+    parse_completion,
+    parse_inline,
+)
+from tether.answering.context import assemble, header, overlap
 from tether.types import Answer, AnswerProblem, Chunk, Completion, DocMeta, Hit
 
 V4 = DocMeta(

@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tether.chunking import chunk_document, chunk_id, word_count
+from tether.ingest.chunking import chunk_document, chunk_id, word_count
 from tether.types import Block, ChunkerConfig, DocMeta, Document
 
 META = DocMeta(doc_id="returns-policy", version="4", title="Returns policy", access="public")

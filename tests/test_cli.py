@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tether.cli import app
+from tether.cli.main import app
 
 runner = CliRunner()
 

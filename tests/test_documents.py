@@ -1,4 +1,4 @@
-"""Tests for tether.documents: discovery, inventory, metadata and parsing of every format."""
+"""Tests for tether.ingest.documents: discovery, inventory, metadata and parsing of every format."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tether.documents import discover, load_inventory, parse_bytes, parse_file
 from tether.errors import ParseError, TetherError
+from tether.ingest.documents import discover, load_inventory, parse_bytes, parse_file
 from tether.types import Document
 
 # --------------------------------------------------------------------------- helpers

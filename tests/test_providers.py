@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-import tether.providers as providers
-from tether.answer import ANSWER_SCHEMA
+import tether.providers.providers as providers
+from tether.answering.answer import ANSWER_SCHEMA
+from tether.config import Settings, load_settings, settings_from_mapping
 from tether.errors import ProviderError, TetherError
-from tether.providers import (
+from tether.providers.providers import (
     AnthropicProvider,
     ExtractiveProvider,
     LocalProvider,
@@ -28,7 +29,6 @@ from tether.providers import (
     make_provider,
     price_for,
 )
-from tether.settings import Settings, load_settings, settings_from_mapping
 from tether.types import Completion, Message, ModelRequest
 
 # --------------------------------------------------------------------------------------

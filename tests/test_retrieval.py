@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 
 from tether.errors import TetherError
-from tether.evaluate import load_questions, matches
-from tether.rerank import CrossEncoderReranker, LLMReranker, SentenceReranker, p_yes
-from tether.retrieval import (
+from tether.evaluation.evaluate import load_questions, matches
+from tether.retrieval.rerank import CrossEncoderReranker, LLMReranker, SentenceReranker, p_yes
+from tether.retrieval.retriever import (
     METHODS,
     DenseIndex,
     LLMRewriter,
     Retriever,
     rrf_scores,
 )
-from tether.store import SqliteStore
+from tether.stores.sqlite import SqliteStore
 from tether.text import codes
 from tether.types import Completion, Filters, Hit
 
@@ -439,7 +439,7 @@ def test_cli_search_routes_methods_and_defaults_to_rerank(demo_store: SqliteStor
 
     from typer.testing import CliRunner
 
-    from tether.cli import app
+    from tether.cli.main import app
 
     runner = CliRunner()
     base = ["search", "What does E-041 mean?", "--index", str(demo_store.path), "--json"]

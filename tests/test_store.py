@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tether.errors import TetherError
-from tether.store import SqliteStore, fts_query
+from tether.stores.sqlite import SqliteStore, fts_query
 from tether.types import ChunkerConfig, Filters
 
 STAFF = Filters(as_of=None, audience="staff")
@@ -294,7 +294,7 @@ def test_kill_mid_sync_leaves_index_as_it_was(tmp_path: Path, collection: Path):
     (collection / "parts.md").unlink()
     flag = tmp_path / "paused"
     env = {**os.environ, "TETHER_TEST_PAUSE_MID_WRITE": str(flag)}
-    code = f"from tether.store import SqliteStore; SqliteStore({str(index)!r}).sync({str(collection)!r})"
+    code = f"from tether.stores.sqlite import SqliteStore; SqliteStore({str(index)!r}).sync({str(collection)!r})"
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     try:
         deadline = time.time() + 60

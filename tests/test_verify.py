@@ -16,9 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tether import verify
-from tether.judges import EMBEDDING_THRESHOLD, EmbeddingJudge, LLMJudge, NLIJudge, p_yes
-from tether.store import SqliteStore
+from tether.stores.sqlite import SqliteStore
 from tether.types import (
     Answer,
     Chunk,
@@ -31,7 +29,8 @@ from tether.types import (
     ModelRequest,
     Passage,
 )
-from tether.verify import (
+from tether.verify import check as verify
+from tether.verify.check import (
     CLUE_FLAGS,
     EXACT_FLAGS,
     REFUSAL_SENTENCE,
@@ -45,6 +44,7 @@ from tether.verify import (
     flag_kind,
     numbers_in,
 )
+from tether.verify.judges import EMBEDDING_THRESHOLD, EmbeddingJudge, LLMJudge, NLIJudge, p_yes
 
 # ----------------------------------------------------------------------------- the collection
 
@@ -343,7 +343,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SqliteStore:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> SqliteStore:
     """The bundled demo collection, indexed (lexical only)."""
-    from tether.evaluate import demo_collection
+    from tether.evaluation.evaluate import demo_collection
 
     db = SqliteStore(tmp_path_factory.mktemp("demo") / "index.sqlite")
     db.sync(demo_collection())
@@ -1156,7 +1156,7 @@ class RealE5:
 
     def __init__(self) -> None:
         try:
-            from tether.embeddings import default_embedder  # type: ignore[attr-defined]
+            from tether.embeddings.embedders import default_embedder  # type: ignore[attr-defined]
 
             inner = default_embedder()
             self._passages, self._queries = inner.embed_passages, inner.embed_queries
@@ -1164,7 +1164,7 @@ class RealE5:
         except ImportError:
             pass
         try:
-            from tether.fast_e5 import FastE5
+            from tether.embeddings.fast_e5 import FastE5
 
             fast = FastE5()
             self._passages = lambda texts: fast.embed(list(texts), is_query=False)

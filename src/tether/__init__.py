@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from tether.pipeline import Collection
+    from tether.answering.pipeline import Collection
 
 
 def __getattr__(name: str) -> Any:
     if name == "Collection":  # imported lazily: `tether --help` stays fast
-        from tether.pipeline import Collection
+        from tether.answering.pipeline import Collection
 
         return Collection
     raise AttributeError(name)

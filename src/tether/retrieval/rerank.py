@@ -38,7 +38,7 @@ import numpy as np
 
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Embedder, Provider
-from tether.store import SqliteStore, embed_text
+from tether.stores.sqlite import SqliteStore, embed_text
 from tether.text import codes, collapse_code, content_words, fold_plural, words
 from tether.types import Hit, Message, ModelRequest
 
@@ -76,7 +76,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=4096)
 def _query_language(query: str) -> str:
-    from tether.documents import detect_language
+    from tether.ingest.documents import detect_language
 
     return detect_language(query)
 
@@ -235,7 +235,7 @@ class LLMReranker:
         self.max_chars = max_chars
 
     def request(self, query: str, hit: Hit) -> ModelRequest:
-        from tether.answer import load_prompt
+        from tether.answering.answer import load_prompt
 
         template, prompt_id = load_prompt("rerank")
         passage = embed_text(hit.chunk)[: self.max_chars]

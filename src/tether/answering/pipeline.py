@@ -23,11 +23,11 @@ from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
-from tether.answer import build_request, parse_completion
-from tether.context import DEFAULT_BUDGET, assemble
+from tether.answering.answer import build_request, parse_completion
+from tether.answering.context import DEFAULT_BUDGET, assemble
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Provider
-from tether.store import DEFAULT_INDEX, SqliteStore
+from tether.stores.sqlite import DEFAULT_INDEX, SqliteStore
 from tether.types import (
     Answer,
     AnswerProblem,
@@ -122,7 +122,7 @@ def ask(
 
     t = time.perf_counter()
     if retriever is None:
-        from tether.retrieval import Retriever
+        from tether.retrieval.retriever import Retriever
 
         retriever = Retriever.for_store(store)
     method = retriever.resolve_method(o.method)
@@ -142,7 +142,7 @@ def ask(
     timings["context_s"] = time.perf_counter() - t
     result = _answer(replace(base, context=context), provider, o, context, timings)
     if o.verify and result.answer is not None and result.answer.claims:
-        from tether import verify
+        from tether.verify import check as verify
 
         t = time.perf_counter()
         embedder = getattr(retriever, "embedder", None)
@@ -168,7 +168,7 @@ def ask(
 def default_judge(provider: Provider, embedder=None):
     """The entailment judge `ask` uses: the local model when it is the provider (already
     loaded), else the embedding judge over the retrieval embedder, else none."""
-    from tether.judges import EmbeddingJudge, LLMJudge
+    from tether.verify.judges import EmbeddingJudge, LLMJudge
 
     if getattr(provider, "name", "") == "local":
         return LLMJudge(provider)
@@ -245,15 +245,15 @@ class Collection:
     @property
     def provider(self) -> Provider:
         if self._provider is None:
-            from tether.providers import make_provider
-            from tether.settings import load_settings
+            from tether.config import load_settings
+            from tether.providers.providers import make_provider
 
             self._provider = make_provider(load_settings())
         return self._provider
 
     def ingest(self, *, embed: bool = True, progress: Callable | None = None, **kwargs):
         """Sync the index with the folder; returns the SyncReport."""
-        from tether.embeddings import default_embedder
+        from tether.embeddings.embedders import default_embedder
 
         store = self._store or SqliteStore(self.index)
         self._store = store
@@ -276,7 +276,7 @@ class Collection:
 
     def _get_retriever(self):
         if self._retriever is None:
-            from tether.retrieval import Retriever
+            from tether.retrieval.retriever import Retriever
 
             self._retriever = Retriever.for_store(self.store)
         return self._retriever

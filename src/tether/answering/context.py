@@ -42,7 +42,7 @@ def header(chunk: Chunk) -> str:
 def token_counter() -> tuple[str, Callable[[str], int]]:
     """(name, count function): the e5 tokenizer when loadable, else the documented estimate."""
     try:
-        from tether.embeddings import default_token_counter
+        from tether.embeddings.embedders import default_token_counter
 
         counter = default_token_counter()
         if counter is not None:

@@ -20,7 +20,7 @@ see) BEFORE ranking, so a passage the filters refuse can never take a place in t
   the plain lists. (Measured in bench/results/retrieval.md; the share and the weight were
   chosen on the bundled questions and checked on Larkfield.)
 - rerank: the hybrid top 20 reordered by a `Reranker` (the default, `SentenceReranker`, runs
-  in milliseconds; see `tether.rerank`); hits past 20 keep their hybrid order. Two steps
+  in milliseconds; see `tether.retrieval.rerank`); hits past 20 keep their hybrid order. Two steps
   follow, both on by default (`per_document=None`, `rule_types=()` turn them off):
   - at most `per_document` (3) chunks of one document in the top 10, so that one long
     document (a supplier sheet in five chunks) cannot fill the list; the rest move down;
@@ -59,10 +59,10 @@ from typing import Any
 
 import numpy as np
 
-from tether.documents import SAME_POINT_COSINE, TYPE_ALIASES, source_rank
 from tether.errors import TetherError
+from tether.ingest.documents import SAME_POINT_COSINE, TYPE_ALIASES, source_rank
 from tether.protocols import Embedder, Provider, Reranker
-from tether.store import SqliteStore
+from tether.stores.sqlite import SqliteStore
 from tether.text import fold
 from tether.types import Chunk, Filters, Hit, Message, ModelRequest
 
@@ -285,7 +285,7 @@ class Retriever:
         if embedder is not None:
             _check_embedder(store, embedder)
         if reranker is None and embedder is not None:
-            from tether.rerank import SentenceReranker
+            from tether.retrieval.rerank import SentenceReranker
 
             reranker = SentenceReranker(store, self.query_vector)
         self.reranker = reranker
@@ -295,7 +295,7 @@ class Retriever:
         """A retriever with the default embedder when the index has vectors (else BM25 only)."""
         embedder = kwargs.pop("embedder", None)
         if embedder is None and store_has_vectors(store):
-            from tether.embeddings import default_embedder
+            from tether.embeddings.embedders import default_embedder
 
             embedder = default_embedder()
         return cls(store, embedder, **kwargs)
@@ -608,7 +608,7 @@ class LLMRewriter:
     def __call__(self, query: str) -> str:
         if query in self._cache:
             return self._cache[query]
-        from tether.answer import load_prompt
+        from tether.answering.answer import load_prompt
 
         template, prompt_id = load_prompt("rewrite")
         text = template.replace("$question", query)

@@ -37,12 +37,12 @@ _KNOWN = {
 
 def demo_collection() -> Path:
     """The bundled demo collection folder (package data)."""
-    return Path(str(resources.files("tether") / "demo" / "collection"))
+    return Path(str(resources.files("tether.demo") / "collection"))
 
 
 def demo_questions() -> Path:
     """The bundled question set."""
-    return Path(str(resources.files("tether") / "demo" / "questions.jsonl"))
+    return Path(str(resources.files("tether.demo") / "questions.jsonl"))
 
 
 def load_questions(path: Path | str | None = None) -> list[Question]:
@@ -605,7 +605,7 @@ k = {k} · methods: {esc(", ".join(result.methods))}</p>
 
 def demo_claims() -> list[Path]:
     """The bundled labelled claim set: constructed claims and labelled recorded ones."""
-    folder = Path(str(resources.files("tether") / "demo"))
+    folder = Path(str(resources.files("tether.demo")))
     return sorted(folder.glob("claims-*.jsonl"))
 
 
@@ -693,9 +693,9 @@ def run_verifier_eval(
     unsupported claim marked ok, a false alarm a supported claim flagged."""
     import time as _time
 
-    from tether.context import header
+    from tether.answering.context import header
     from tether.types import Answer, Claim, Context, Passage
-    from tether.verify import check_answer, flag_kind
+    from tether.verify.check import check_answer, flag_kind
 
     cache: dict = {}
     rows: list[VerifierRow] = []
@@ -794,7 +794,7 @@ def calibrate_gate(
 
     Answerable: `abstain` false. Must refuse: `abstain` true (unanswerable questions and
     staff-only questions asked by the public)."""
-    from tether.pipeline import support_score
+    from tether.answering.pipeline import support_score
 
     best: dict[str, list[tuple[float, bool]]] = {m: [] for m in methods}
     steps = len(questions) * len(methods)

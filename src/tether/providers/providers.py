@@ -45,9 +45,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from tether.config import Settings
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Provider
-from tether.settings import Settings
 from tether.text import STOP_WORDS, fold
 from tether.types import Completion, ModelRequest
 

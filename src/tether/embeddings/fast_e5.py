@@ -500,7 +500,7 @@ def build_graph(f: E5File, variant: str = DEFAULT_VARIANT):
     model = helper.make_model(
         graph,
         opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)],
-        producer_name="tether.fast_e5",
+        producer_name="tether.embeddings.fast_e5",
     )
     model.ir_version = 9
     return model
