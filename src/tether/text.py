@@ -7,9 +7,14 @@ plural folding); sentence splitting is rule-based (abbreviations from a short li
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from tether.types import Chunk
 
 STOP_WORDS: frozenset[str] = frozenset(
     """
@@ -141,3 +146,70 @@ def code_spans(text: str) -> list[tuple[int, int, str]]:
             found.append((m.start(), m.end(), m.group(0)))
     found.sort()
     return found
+
+
+# ------------------------------------------------------------------ language
+
+DETECTABLE_LANGUAGES: tuple[str, ...] = ("en", "fr", "de", "es", "it", "pt", "nl")
+
+
+@functools.lru_cache(maxsize=1)
+def _language_classifier() -> Callable[[str], tuple[str, float]]:
+    import py3langid
+
+    try:
+        from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+        identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
+        identifier.set_languages(list(DETECTABLE_LANGUAGES))
+        return cast(Callable[[str], tuple[str, float]], identifier.classify)
+    except Exception:  # another py3langid build: fall back to its module-level classifier
+        return cast(Callable[[str], tuple[str, float]], py3langid.classify)
+
+
+def detect_language(text: str, default: str = "en") -> str:
+    """The language of `text` (one of DETECTABLE_LANGUAGES), or `default` without letters."""
+    sample = text[:20_000]
+    if sum(ch.isalpha() for ch in sample[:2000]) < 3:
+        return default
+    lang, _ = _language_classifier()(sample)
+    return str(lang) or default
+
+
+# ------------------------------------------------------------------ what an embedder sees
+
+def embed_text(chunk: Chunk) -> str:
+    """What the embedder sees for a chunk: title, section path, then the text."""
+    path = " > ".join(p for p in chunk.heading_path if p != chunk.meta.title)
+    head = f"{chunk.meta.title} | {path}" if path else chunk.meta.title
+    return f"{head}\n{chunk.text}"
+
+
+SENTENCE_MIN_WORDS = 3
+SENTENCE_MAX_PER_CHUNK = 48
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) offsets in a chunk's text of the sentences worth a vector of their own:
+    each line (a list item, a table row) split into sentences, the heading line and spans of
+    fewer than `SENTENCE_MIN_WORDS` words left out, at most `SENTENCE_MAX_PER_CHUNK`."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    first = True
+    for line in text.split("\n"):
+        begin, pos = pos, pos + len(line) + 1
+        if not line.strip():
+            continue
+        if first:  # the chunk's heading (or first line): already in the chunk vector
+            first = False
+            if len(line.split()) < 12:
+                continue
+        for a, b in sentences(line):
+            if len(words(line[a:b])) >= SENTENCE_MIN_WORDS:
+                spans.append((begin + a, begin + b))
+    return spans[:SENTENCE_MAX_PER_CHUNK]
+
+
+def sentence_text(chunk: Chunk, start: int, end: int) -> str:
+    """What the embedder sees for one sentence of a chunk: its section, then the sentence."""
+    return f"{chunk.section}: {chunk.text[start:end]}"

@@ -308,12 +308,41 @@ class Evidence:
     score: float = 0.0
 
 
+class Flag(str):
+    """One finding of a check: a `kind` (``not_allowed``, ``number_missing``) and an optional
+    `arg` (the number, the chunk ID). It is a `str` whose form is ``kind`` or ``kind:arg``, so
+    JSON, recordings and comparisons with plain strings stay what they were; code reads
+    `.kind`/`.arg` instead of splitting the string again."""
+
+    __slots__ = ()
+
+    def __new__(cls, kind: str, arg: object | None = None) -> Flag:
+        if not kind or ":" in kind:
+            raise ValueError(f"a flag kind is one word without ':' (got {kind!r})")
+        return super().__new__(cls, kind if arg is None else f"{kind}:{arg}")
+
+    @classmethod
+    def parse(cls, text: str) -> Flag:
+        """The flag written as `text` (``kind`` or ``kind:arg``)."""
+        kind, sep, arg = text.partition(":")
+        return cls(kind, arg if sep else None)
+
+    @property
+    def kind(self) -> str:
+        return self.partition(":")[0]
+
+    @property
+    def arg(self) -> str | None:
+        _, sep, arg = self.partition(":")
+        return arg if sep else None
+
+
 @dataclass(frozen=True)
 class ClaimCheck:
     """The result of checking one claim: flags (empty means ok) and the evidence found."""
 
     claim: Claim
-    flags: tuple[str, ...] = ()  # e.g. "missing_id:abc", "number_not_found:45"
+    flags: tuple[Flag, ...] = ()  # e.g. Flag("missing_id", "abc"), shown as "missing_id:abc"
     evidence: tuple[Evidence, ...] = ()
     entailment: float | None = None
     removed: bool = False  # --strict removed this claim

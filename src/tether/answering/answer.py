@@ -22,16 +22,14 @@ mode a sentence is a claim, so a sentence that states two facts is one claim.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from datetime import date
-from functools import cache
-from importlib import resources
 from string import Template
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tether.prompts import load_prompt
 from tether.text import sentences
 from tether.types import (
     Answer,
@@ -83,13 +81,6 @@ class _AnswerModel(BaseModel):
     answerable: bool
     answer: str
     claims: list[_ClaimModel]
-
-
-@cache
-def load_prompt(name: str) -> tuple[str, str]:
-    """(text, prompt_id) of a prompt file, byte-exact; prompt_id is name@sha256[:12]."""
-    data = (resources.files("tether") / "prompts" / f"{name}.txt").read_bytes()
-    return data.decode("utf-8"), f"{name}@{hashlib.sha256(data).hexdigest()[:12]}"
 
 
 def refusal_sentence(language: str) -> str:

@@ -476,7 +476,7 @@ def window_report(texts: Sequence[str], embedder: Embedder | None = None) -> dic
 
 def embed_text_report(store: Any) -> dict[str, int]:
     """`window_report` over what the index embedded for each chunk."""
-    from tether.stores.sqlite import embed_text
+    from tether.text import embed_text
 
     report = window_report([embed_text(c) for c in store.chunks()])
     return {f"chunks_{key}": value for key, value in report.items()}

@@ -79,7 +79,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import functools
 import hashlib
 import html as html_lib
 import io
@@ -87,7 +86,7 @@ import os
 import re
 import textwrap
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
@@ -96,6 +95,7 @@ from typing import Any, cast
 import yaml
 
 from tether.errors import ParseError, TetherError
+from tether.text import DETECTABLE_LANGUAGES, detect_language
 from tether.types import Access, Block, BlockKind, DocMeta, Document, FileFormat
 
 __all__ = [
@@ -118,40 +118,6 @@ SUFFIXES: dict[str, FileFormat] = {
     ".pdf": "pdf",
     ".txt": "text",
 }
-# Source precedence: which document type wins when two disagree (the bundled governance
-# document's order). Types outside the order rank as their alias; others have no rank.
-DEFAULT_PRECEDENCE: tuple[str, ...] = ("policy", "procedure", "help", "supplier")
-TYPE_ALIASES: dict[str, str] = {
-    "governance": "policy",
-    "notice": "policy",
-    "guide": "help",
-    "faq": "help",
-}
-
-
-# Two passages whose chunk vectors (multilingual-e5-small) have at least this cosine are taken
-# to be on the same point (retrieval's standing rules, the verifier's `lower_precedence`).
-# Chosen on the bundled collection: a help answer and the policy section it paraphrases score
-# 0.92-0.94; neighbouring sections of one topic 0.85-0.91.
-SAME_POINT_COSINE = 0.92
-
-
-def source_rank(doc_type: str, precedence: Sequence[str] = DEFAULT_PRECEDENCE) -> int | None:
-    """The place of a document type in `precedence` (0 = wins), through `TYPE_ALIASES`; None
-    for a type outside the order (never used against another passage)."""
-    return _rank_in(doc_type, tuple(precedence))
-
-
-@functools.lru_cache(maxsize=1024)
-def _rank_in(doc_type: str, precedence: tuple[str, ...]) -> int | None:
-    order = [p.lower() for p in precedence]
-    kind = doc_type.lower()
-    if kind in order:
-        return order.index(kind)
-    alias = TYPE_ALIASES.get(kind)
-    return order.index(alias) if alias in order else None
-
-
 INVENTORY_FILE = "inventory.csv"
 META_FIELDS: tuple[str, ...] = (
     "doc_id",
@@ -164,7 +130,6 @@ META_FIELDS: tuple[str, ...] = (
     "effective_to",
     "owner",
 )
-DETECTABLE_LANGUAGES: tuple[str, ...] = ("en", "fr", "de", "es", "it", "pt", "nl")
 ACCESS_VALUES: tuple[str, ...] = ("public", "staff")
 
 # Key spelling (lowercase, alphanumerics only) -> (field, priority); lower priority wins.
@@ -674,29 +639,6 @@ def _date_field(name: str, merged: dict[str, tuple[Any, str]]) -> date | None:
             pass
     shown = text if len(text) <= 40 else text[:37] + "..."
     raise ParseError(f"{origin}{name} '{shown}' is not a date (use YYYY-MM-DD)")
-
-
-@functools.lru_cache(maxsize=1)
-def _language_classifier() -> Callable[[str], tuple[str, float]]:
-    import py3langid
-
-    try:
-        from py3langid.langid import MODEL_FILE, LanguageIdentifier
-
-        identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
-        identifier.set_languages(list(DETECTABLE_LANGUAGES))
-        return cast(Callable[[str], tuple[str, float]], identifier.classify)
-    except Exception:  # another py3langid build: fall back to its module-level classifier
-        return cast(Callable[[str], tuple[str, float]], py3langid.classify)
-
-
-def detect_language(text: str, default: str = "en") -> str:
-    """The language of `text` (one of DETECTABLE_LANGUAGES), or `default` without letters."""
-    sample = text[:20_000]
-    if sum(ch.isalpha() for ch in sample[:2000]) < 3:
-        return default
-    lang, _ = _language_classifier()(sample)
-    return str(lang) or default
 
 
 # --------------------------------------------------------------------------- Markdown

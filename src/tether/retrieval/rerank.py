@@ -38,8 +38,8 @@ import numpy as np
 
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Embedder, Provider
-from tether.stores.sqlite import SqliteStore, embed_text
-from tether.text import codes, collapse_code, content_words, fold_plural, words
+from tether.stores.sqlite import SqliteStore
+from tether.text import codes, collapse_code, content_words, embed_text, fold_plural, words
 from tether.types import Hit, Message, ModelRequest
 
 # Tuned on the bundled questions by a random search over these features (objective: recall@5
@@ -76,7 +76,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=4096)
 def _query_language(query: str) -> str:
-    from tether.ingest.documents import detect_language
+    from tether.text import detect_language
 
     return detect_language(query)
 
@@ -235,7 +235,7 @@ class LLMReranker:
         self.max_chars = max_chars
 
     def request(self, query: str, hit: Hit) -> ModelRequest:
-        from tether.answering.answer import load_prompt
+        from tether.prompts import load_prompt
 
         template, prompt_id = load_prompt("rerank")
         passage = embed_text(hit.chunk)[: self.max_chars]

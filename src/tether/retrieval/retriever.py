@@ -60,8 +60,8 @@ from typing import Any
 import numpy as np
 
 from tether.errors import TetherError
-from tether.ingest.documents import SAME_POINT_COSINE, TYPE_ALIASES, source_rank
 from tether.protocols import Embedder, Provider, Reranker
+from tether.standing import SAME_POINT_COSINE, TYPE_ALIASES, source_rank
 from tether.stores.sqlite import SqliteStore
 from tether.text import fold
 from tether.types import Chunk, Filters, Hit, Message, ModelRequest
@@ -608,7 +608,7 @@ class LLMRewriter:
     def __call__(self, query: str) -> str:
         if query in self._cache:
             return self._cache[query]
-        from tether.answering.answer import load_prompt
+        from tether.prompts import load_prompt
 
         template, prompt_id = load_prompt("rewrite")
         text = template.replace("$question", query)

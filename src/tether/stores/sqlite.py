@@ -49,8 +49,15 @@ from tether.errors import ParseError, TetherError
 from tether.ingest.chunking import chunk_document
 from tether.ingest.documents import discover, load_inventory, parse_file
 from tether.protocols import Embedder
-from tether.text import codes, collapse_code, content_words, fold, words
-from tether.text import sentences as sentence_offsets
+from tether.text import (
+    codes,
+    collapse_code,
+    content_words,
+    embed_text,
+    fold,
+    sentence_spans,
+    sentence_text,
+)
 from tether.types import (
     Chunk,
     ChunkerConfig,
@@ -120,43 +127,6 @@ class _Planned:
     document: Document
     chunks: list[Chunk]
     state: str  # added | updated
-
-
-def embed_text(chunk: Chunk) -> str:
-    """What the embedder sees for a chunk: title, section path, then the text."""
-    path = " > ".join(p for p in chunk.heading_path if p != chunk.meta.title)
-    head = f"{chunk.meta.title} | {path}" if path else chunk.meta.title
-    return f"{head}\n{chunk.text}"
-
-
-SENTENCE_MIN_WORDS = 3
-SENTENCE_MAX_PER_CHUNK = 48
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) offsets in a chunk's text of the sentences worth a vector of their own:
-    each line (a list item, a table row) split into sentences, the heading line and spans of
-    fewer than `SENTENCE_MIN_WORDS` words left out, at most `SENTENCE_MAX_PER_CHUNK`."""
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    first = True
-    for line in text.split("\n"):
-        begin, pos = pos, pos + len(line) + 1
-        if not line.strip():
-            continue
-        if first:  # the chunk's heading (or first line): already in the chunk vector
-            first = False
-            if len(line.split()) < 12:
-                continue
-        for a, b in sentence_offsets(line):
-            if len(words(line[a:b])) >= SENTENCE_MIN_WORDS:
-                spans.append((begin + a, begin + b))
-    return spans[:SENTENCE_MAX_PER_CHUNK]
-
-
-def sentence_text(chunk: Chunk, start: int, end: int) -> str:
-    """What the embedder sees for one sentence of a chunk: its section, then the sentence."""
-    return f"{chunk.section}: {chunk.text[start:end]}"
 
 
 def _text_hash(text: str) -> str:

@@ -144,8 +144,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from tether.ingest.documents import DEFAULT_PRECEDENCE, SAME_POINT_COSINE, TYPE_ALIASES, source_rank
 from tether.protocols import Embedder, Judge
+from tether.standing import DEFAULT_PRECEDENCE, SAME_POINT_COSINE, TYPE_ALIASES, source_rank
 from tether.text import STOP_WORDS, code_spans, collapse_code, fold, fold_plural, sentences
 from tether.types import Answer, Chunk, Claim, ClaimCheck, Context, Evidence
 
