@@ -1,13 +1,22 @@
-"""Every extension point in one screen: the small protocols a user (or a test) can swap."""
+"""Every swappable part on one screen: the protocols a backend, a model or a test implements.
+
+`Store` is the whole list of what the engine asks of an index; a second backend (PostgreSQL)
+implements the same members and passes the same contract tests (`tests/contract/`). Nothing
+outside `tether.stores` names a concrete store class.
+
+What it cannot do: a protocol states names and types, not behaviour; the contract tests state
+the behaviour (filters before ranking, fail-closed audience, atomic apply, generations).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
+from tether.types import Chunk, Completion, DocMeta, DocumentInfo, Filters, Hit, ModelRequest
 
-from tether.types import Chunk, Completion, Filters, Hit, ModelRequest
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @runtime_checkable
@@ -25,11 +34,62 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class Store(Protocol):
-    """The index: chunks by ID, filtered lexical search, and what it holds."""
+    """The index: what the engine reads from it and how a change set is written to it.
 
+    Reads see one committed generation: `generation()` changes after every committed write
+    (also one made by another process), and caches keyed on it stay valid until it moves.
+    Filters (as_of, audience) are applied before ranking in every search.
+    """
+
+    location: str  # the file path or the database URL (without a password), for messages
+
+    # -- lookups
     def get(self, chunk_id: str) -> Chunk | None: ...
 
+    def get_many(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]: ...
+
+    def chunks(self, doc_id: str | None = None, version: str | None = None) -> list[Chunk]: ...
+
+    def documents(self) -> list[DocumentInfo]: ...
+
+    def versions(self, doc_id: str) -> list[DocMeta]: ...
+
+    def document_text(self, doc_id: str, version: str) -> str: ...
+
+    # -- filtered search
+    def allowed_ids(self, filters: Filters) -> set[str]: ...
+
     def search_lexical(self, query: str, k: int, filters: Filters) -> list[Hit]: ...
+
+    def lexical_ranking(
+        self, query: str, k: int, filters: Filters
+    ) -> list[tuple[str, float]]: ...
+
+    def search_dense(
+        self, vector: np.ndarray, k: int, filters: Filters
+    ) -> list[tuple[str, float]]: ...
+
+    # -- vectors
+    def has_vectors(self) -> bool: ...
+
+    def vectors(self) -> tuple[list[str], np.ndarray]: ...
+
+    def vector(self, chunk_id: str) -> np.ndarray | None: ...
+
+    def sentence_vectors(
+        self, chunk_ids: Iterable[str]
+    ) -> dict[str, tuple[list[tuple[int, int]], np.ndarray]]: ...
+
+    # -- what the index is
+    def meta_value(self, key: str) -> str | None: ...
+
+    def set_meta(self, values: Mapping[str, str]) -> None: ...
+
+    def info(self) -> dict[str, object]: ...
+
+    def generation(self) -> int: ...
+
+    def close(self) -> None: ...
 
 
 @runtime_checkable

@@ -103,6 +103,15 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class DocumentInfo:
+    """A document as the index sees it."""
+
+    meta: DocMeta
+    chunks: int
+    content_hash: str
+
+
+@dataclass(frozen=True)
 class Filters:
     """Applied before ranking: the version in force on `as_of` and what `audience` may see."""
 

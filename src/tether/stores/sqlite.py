@@ -63,6 +63,7 @@ from tether.types import (
     ChunkerConfig,
     DocMeta,
     Document,
+    DocumentInfo,
     FileProblem,
     Filters,
     Hit,
@@ -105,15 +106,6 @@ CREATE TABLE IF NOT EXISTS sentence_embeddings (
   text_hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (chunk_id, n)
 );
 """
-
-
-@dataclass(frozen=True)
-class DocumentInfo:
-    """A document as the index sees it."""
-
-    meta: DocMeta
-    chunks: int
-    content_hash: str
 
 
 @dataclass
