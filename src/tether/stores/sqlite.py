@@ -46,8 +46,9 @@ import numpy as np
 
 from tether import __version__
 from tether.errors import ParseError, TetherError
+from tether.ingest import load_inventory, parse_file
 from tether.ingest.chunking import chunk_document
-from tether.ingest.documents import discover, load_inventory, parse_file
+from tether.ingest.discover import discover
 from tether.protocols import Embedder
 from tether.text import (
     codes,
