@@ -106,19 +106,7 @@ class Builder:
         self.stack.append(Section(level, text, anchor))
         if self.first_heading is None:
             self.first_heading = text
-        start, end = self._append(text)
-        self.blocks.append(
-            Block(
-                kind="heading",
-                text=text,
-                heading_path=tuple(s.text for s in self.stack),
-                start=start,
-                end=end,
-                anchor=self._anchor(),
-                page=page,
-                level=level,
-            )
-        )
+        self._push("heading", text, page=page, level=level)
         return True
 
     def add(
@@ -133,6 +121,11 @@ class Builder:
         text = clean_code(text) if kind == "code" else clean(text)
         if not text:
             return False
+        self._push(kind, text, page=page, header_row=header_row, table=table)
+        return True
+
+    def _push(self, kind: BlockKind, text: str, **fields: Any) -> None:
+        """Append a block of cleaned, non-empty `text` under the current heading path."""
         start, end = self._append(text)
         self.blocks.append(
             Block(
@@ -142,12 +135,9 @@ class Builder:
                 start=start,
                 end=end,
                 anchor=self._anchor(),
-                page=page,
-                header_row=header_row,
-                table=table,
+                **fields,
             )
         )
-        return True
 
     def result(self, meta: dict[str, Any], empty_reason: str | None = None) -> Parsed:
         return Parsed(

@@ -23,6 +23,7 @@ import yaml
 from tether.errors import ParseError
 from tether.ingest.metadata import collect_meta
 from tether.ingest.parse.blocks import Builder, Parsed, clean, decode
+from tether.types import BlockKind
 
 
 class _FrontMatterLoader(yaml.SafeLoader):
@@ -108,90 +109,107 @@ def parse(data: bytes) -> Parsed:
     from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(body)
-    b = Builder()
-    heading_level: int | None = None
-    pending_anchor: str | None = None
-    items: list[list[str]] = []  # open list items: their text parts not yet emitted
-    cells: list[str] | None = None  # the current table row
-    cell: list[str] | None = None
-    in_thead = False
-    table = -1
-
-    def flush_item() -> None:
-        nonlocal pending_anchor
-        if items and items[-1]:
-            if b.add("list_item", " ".join(items[-1])):
-                pending_anchor = None
-            items[-1].clear()
-
+    walker = _Walker()
     for tok in tokens:
+        walker.step(tok)
+    reason = "no text found (the file has front matter but no content)" if meta else None
+    return walker.b.result(meta, reason)
+
+
+class _Walker:
+    """Turns markdown-it tokens into blocks; holds the state between tokens."""
+
+    def __init__(self) -> None:
+        self.b = Builder()
+        self.heading_level: int | None = None
+        self.pending_anchor: str | None = None
+        self.items: list[list[str]] = []  # open list items: their text parts not yet emitted
+        self.cells: list[str] | None = None  # the current table row
+        self.cell: list[str] | None = None
+        self.in_thead = False
+        self.table = -1
+
+    def added(self, kind: BlockKind, text: str, **extra: Any) -> None:
+        """Add a block; a block that was added consumes the pending anchor."""
+        if self.b.add(kind, text, **extra):
+            self.pending_anchor = None
+
+    def flush_item(self) -> None:
+        if self.items and self.items[-1]:
+            self.added("list_item", " ".join(self.items[-1]))
+            self.items[-1].clear()
+
+    def step(self, tok: Any) -> None:
         kind = tok.type
         if kind == "heading_open":
-            flush_item()
-            heading_level = int(tok.tag[1])
+            self.flush_item()
+            self.heading_level = int(tok.tag[1])
         elif kind == "heading_close":
-            heading_level = None
+            self.heading_level = None
         elif kind == "inline":
-            content, anchor = _inline_text(tok)
-            if heading_level is not None:
-                match = _HEADING_ID.search(content)
-                if match:
-                    anchor, content = match.group(1), content[: match.start()]
-                if b.heading(content, heading_level, anchor or pending_anchor):
-                    pending_anchor = None
-            elif cell is not None:
-                cell.append(content)
-            elif items:
-                items[-1].append(content)
-            elif content.strip():
-                if b.add("paragraph", content):
-                    pending_anchor = None
-            elif anchor:
-                pending_anchor = anchor  # a paragraph holding only <a name="...">
+            self.inline(tok)
         elif kind in ("bullet_list_open", "ordered_list_open"):
-            flush_item()
+            self.flush_item()
         elif kind == "list_item_open":
-            items.append([])
+            self.items.append([])
         elif kind == "list_item_close":
-            flush_item()
-            items.pop()
+            self.flush_item()
+            self.items.pop()
         elif kind in ("fence", "code_block"):
-            flush_item()
-            if b.add("code", tok.content):
-                pending_anchor = None
+            self.flush_item()
+            self.added("code", tok.content)
         elif kind == "html_block":
-            flush_item()
-            match = _A_ANCHOR.search(tok.content)
-            fragment = _html_fragment_text(tok.content)
-            if fragment.strip():
-                if items:
-                    items[-1].append(fragment)
-                elif b.add("paragraph", fragment):
-                    pending_anchor = None
-            elif match:
-                pending_anchor = html_lib.unescape(match.group(1))
-        elif kind == "table_open":
-            flush_item()
-            table += 1
+            self.html_block(tok.content)
+        else:
+            self.table_token(kind)
+
+    def inline(self, tok: Any) -> None:
+        content, anchor = _inline_text(tok)
+        if self.heading_level is not None:
+            match = _HEADING_ID.search(content)
+            if match:
+                anchor, content = match.group(1), content[: match.start()]
+            if self.b.heading(content, self.heading_level, anchor or self.pending_anchor):
+                self.pending_anchor = None
+        elif self.cell is not None:
+            self.cell.append(content)
+        elif self.items:
+            self.items[-1].append(content)
+        elif content.strip():
+            self.added("paragraph", content)
+        elif anchor:
+            self.pending_anchor = anchor  # a paragraph holding only <a name="...">
+
+    def html_block(self, content: str) -> None:
+        self.flush_item()
+        match = _A_ANCHOR.search(content)
+        fragment = _html_fragment_text(content)
+        if fragment.strip():
+            if self.items:
+                self.items[-1].append(fragment)
+            else:
+                self.added("paragraph", fragment)
+        elif match:
+            self.pending_anchor = html_lib.unescape(match.group(1))
+
+    def table_token(self, kind: str) -> None:
+        if kind == "table_open":
+            self.flush_item()
+            self.table += 1
         elif kind == "thead_open":
-            in_thead = True
+            self.in_thead = True
         elif kind == "thead_close":
-            in_thead = False
+            self.in_thead = False
         elif kind == "tr_open":
-            cells = []
+            self.cells = []
         elif kind in ("th_open", "td_open"):
-            cell = []
+            self.cell = []
         elif kind in ("th_close", "td_close"):
-            if cells is not None and cell is not None:
-                cells.append(clean(" ".join(cell)))
-            cell = None
+            if self.cells is not None and self.cell is not None:
+                self.cells.append(clean(" ".join(self.cell)))
+            self.cell = None
         elif kind == "tr_close":
-            if (
-                cells
-                and any(cells)
-                and b.add("table_row", " | ".join(cells), header_row=in_thead, table=table)
-            ):
-                pending_anchor = None
-            cells = None
-    reason = "no text found (the file has front matter but no content)" if meta else None
-    return b.result(meta, reason)
+            if self.cells and any(self.cells):
+                row = " | ".join(self.cells)
+                self.added("table_row", row, header_row=self.in_thead, table=self.table)
+            self.cells = None
