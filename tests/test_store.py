@@ -326,3 +326,31 @@ def test_missing_folder_and_missing_index_are_clear(tmp_path: Path):
     junk.write_bytes(b"not a database at all" * 100)
     with pytest.raises(TetherError, match="not a tether index"):
         SqliteStore(junk)
+
+
+def test_the_generation_is_persisted_and_a_sync_that_changes_nothing_keeps_it(
+    tmp_path: Path, collection: Path
+):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    assert store.generation() == 0
+    sync(store, collection)
+    moved = store.generation()
+    assert moved > 0 and SqliteStore(store.path).generation() == moved
+    sync(store, collection)
+    assert store.generation() == moved
+    store.set_gate_floors({"bm25": 0.25})
+    assert SqliteStore(store.path).meta_value("gate_floor:bm25") == "0.25"
+    assert store.generation() == moved + 1
+
+
+def test_an_apply_that_changes_vectors_removes_the_cached_hnsw_graph(
+    tmp_path: Path, collection: Path
+):
+    pytest.importorskip("faiss")
+    store = SqliteStore(tmp_path / "index.sqlite", ann="hnsw")
+    sync(store, collection, embedder=CountingEmbedder())
+    store.search_dense(np.ones(4, dtype=np.float32) / 2, 1, STAFF)
+    assert len(list(tmp_path.glob("index.sqlite.hnsw-*"))) == 1
+    (collection / "fraud.md").unlink()
+    sync(store, collection, embedder=CountingEmbedder())
+    assert not list(tmp_path.glob("index.sqlite.hnsw-*"))
