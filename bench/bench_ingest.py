@@ -18,7 +18,9 @@ from datetime import date
 from pathlib import Path
 
 from tether.evaluation.evaluate import demo_collection, load_questions
-from tether.stores.sqlite import SqliteStore
+from tether.ingest.sync import sync
+from tether.protocols import Store
+from tether.stores import open_store
 from tether.types import Filters
 
 WORDS = (
@@ -68,7 +70,7 @@ def timed(fn):
     return value, time.perf_counter() - t
 
 
-def search_latency(store: SqliteStore, queries: list[str], filters: Filters) -> tuple[float, float]:
+def search_latency(store: Store, queries: list[str], filters: Filters) -> tuple[float, float]:
     for q in queries[:5]:
         store.search_lexical(q, 5, filters)  # warm the page cache
     times = []
@@ -104,13 +106,13 @@ def main() -> None:
             ("demo", demo_collection(), demo_queries, None),
             ("synthetic 2,000 docs", synth, synth_queries, synth / "doc-00042.md"),
         ):
-            store = SqliteStore(tmp_path / f"{name[:4]}.sqlite")
-            report, first = timed(lambda store=store, folder=folder: store.sync(folder))
-            _, again = timed(lambda store=store, folder=folder: store.sync(folder))
+            store = open_store(tmp_path / f"{name[:4]}.sqlite", must_exist=False)
+            report, first = timed(lambda store=store, folder=folder: sync(store, folder))
+            _, again = timed(lambda store=store, folder=folder: sync(store, folder))
             touched = float("nan")
             if touch is not None:
                 touch.write_text(touch.read_text() + "\n\nOne more sentence.\n")
-                _, touched = timed(lambda store=store, folder=folder: store.sync(folder))
+                _, touched = timed(lambda store=store, folder=folder: sync(store, folder))
             med, p95 = search_latency(
                 store, queries, Filters(as_of=date(2026, 11, 30), audience="public")
             )

@@ -39,14 +39,9 @@ from tether.evaluation.evaluate import (
     question_filters,
     run_retrieval_eval,
 )
-from tether.retrieval.retriever import (
-    HNSW_EF_CONSTRUCTION,
-    HNSW_EF_SEARCH,
-    HNSW_M,
-    METHODS,
-    DenseIndex,
-    Retriever,
-)
+from tether.ingest.sync import sync
+from tether.retrieval.retriever import METHODS, Retriever
+from tether.stores.dense import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, DenseIndex
 from tether.stores.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,10 +64,10 @@ def ingest(folder: Path, index: Path, embedder) -> dict:
         marks.setdefault(phase, [now, now])[1] = now
 
     began = time.perf_counter()
-    report = store.sync(folder, embedder=embedder, sentences=True, progress=step)
+    report = sync(store, folder, embedder=embedder, sentences=True, progress=step)
     first = time.perf_counter() - began
     began = time.perf_counter()
-    again = store.sync(folder, embedder=embedder, sentences=True)
+    again = sync(store, folder, embedder=embedder, sentences=True)
     second = time.perf_counter() - began
     sentences = store.db.execute("SELECT COUNT(*) FROM sentence_embeddings").fetchone()[0]
     return {

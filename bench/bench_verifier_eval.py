@@ -27,6 +27,7 @@ from tether.evaluation.evaluate import (
     load_claims,
     run_verifier_eval,
 )
+from tether.ingest.sync import sync
 from tether.stores.sqlite import SqliteStore
 from tether.verify.judges import EmbeddingJudge, LLMJudge
 
@@ -58,7 +59,7 @@ def main() -> None:
     results: list[tuple[str, VerifierResult, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore(Path(tmp) / "demo.sqlite")
-        store.sync(demo_collection(), embedder=embedder, sentences=True)
+        sync(store, demo_collection(), embedder=embedder, sentences=True)
         for label, judge in judges:
             print(f"checking {len(items)} claims, judge {label} …", file=sys.stderr)
             began = time.perf_counter()

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from tether.evaluation.evaluate import demo_collection
+from tether.ingest.sync import sync
 from tether.stores.sqlite import SqliteStore
 from tether.text import sentences
 from tether.types import Answer, Chunk, Claim, Context, Passage
@@ -271,7 +272,7 @@ def reference_claims(store: SqliteStore, embedder=None) -> dict[str, object]:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore(Path(tmp) / "index.sqlite")
-        store.sync(demo_collection())
+        sync(store, demo_collection())
         work = workload(store, 1500)
         verify._CACHE.clear()
         cold_cpu, cold_wall, n = time_checks(store, work)

@@ -21,6 +21,7 @@ from pathlib import Path
 from tether.answering.pipeline import AskOptions, ask
 from tether.embeddings.embedders import default_embedder
 from tether.evaluation.evaluate import demo_collection, load_questions
+from tether.ingest.sync import sync
 from tether.providers.providers import LocalProvider, ReplayProvider
 from tether.retrieval.retriever import Retriever
 from tether.stores.sqlite import SqliteStore
@@ -46,7 +47,7 @@ def main() -> None:
     RECORDINGS.parent.mkdir(parents=True, exist_ok=True)
     index = args.index or Path(tempfile.mkdtemp()) / "demo.sqlite"
     store = SqliteStore(index)
-    store.sync(demo_collection(), embedder=default_embedder())
+    sync(store, demo_collection(), embedder=default_embedder())
     retriever = Retriever.for_store(store)
     provider = ReplayProvider(RECORDINGS, mode="auto", inner=LocalProvider())
     for n, q in enumerate(questions, 1):

@@ -23,7 +23,7 @@ import pytest
 import yaml
 from lxml import html as lxml_html
 
-from tether.ingest.documents import load_inventory, parse_file
+from tether.ingest import load_inventory, parse_file
 from tether.types import Document
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Tests for tether.ingest.documents: discovery, inventory, metadata and parsing of every format."""
+"""Tests for tether.ingest (discover, metadata, parse): discovery, inventory, metadata and parsing of every format."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tether.errors import ParseError, TetherError
-from tether.ingest.documents import discover, load_inventory, parse_bytes, parse_file
+from tether.ingest import load_inventory, parse_bytes, parse_file
+from tether.ingest.discover import discover
 from tether.types import Document
 
 # --------------------------------------------------------------------------- helpers

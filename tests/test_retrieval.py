@@ -12,14 +12,15 @@ import pytest
 
 from tether.errors import TetherError
 from tether.evaluation.evaluate import load_questions, matches
+from tether.ingest.sync import sync
 from tether.retrieval.rerank import CrossEncoderReranker, LLMReranker, SentenceReranker, p_yes
 from tether.retrieval.retriever import (
     METHODS,
-    DenseIndex,
     LLMRewriter,
     Retriever,
     rrf_scores,
 )
+from tether.stores.dense import DenseIndex
 from tether.stores.sqlite import SqliteStore
 from tether.text import codes
 from tether.types import Completion, Filters, Hit
@@ -261,7 +262,7 @@ def test_unknown_method_and_missing_vectors_are_clear_errors(tmp_path, demo_stor
         "---\ndoc_id: a\nversion: 1\ntitle: A\naccess: public\n---\n# A\n\nReturns take 30 days.\n"
     )
     bare = SqliteStore(tmp_path / "index.sqlite")
-    bare.sync(folder)
+    sync(bare, folder)
     only_bm25 = Retriever.for_store(bare)
     assert only_bm25.default_method == "bm25" and only_bm25.embedder is None
     assert only_bm25.search("returns", 5, PUBLIC, "bm25")

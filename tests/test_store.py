@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tether.errors import TetherError
+from tether.ingest.sync import sync
 from tether.stores.sqlite import SqliteStore, fts_query
 from tether.types import ChunkerConfig, Filters
 
@@ -105,7 +106,7 @@ def snapshot(path: Path) -> dict[str, list]:
 
 def test_ingest_then_search_with_filters(tmp_path: Path, collection: Path):
     store = SqliteStore(tmp_path / "index.sqlite")
-    report = store.sync(collection)
+    report = sync(store, collection)
     assert len(report.added) == 4 and not report.problems
     hits = store.search_lexical("return window days", 5, Filters(date(2026, 11, 30), "public"))
     assert hits[0].chunk.doc_id == "returns-policy" and hits[0].chunk.version == "4"
@@ -122,7 +123,7 @@ def test_ingest_then_search_with_filters(tmp_path: Path, collection: Path):
 
 def test_codes_are_exact_and_accents_fold(tmp_path: Path, collection: Path):
     store = SqliteStore(tmp_path / "index.sqlite")
-    store.sync(collection)
+    sync(store, collection)
     for query in ("PW-2200-07", "pw220007", "which part is PW-2200-07?"):
         hits = store.search_lexical(query, 3, STAFF)
         assert hits and "PW-2200-07" in hits[0].chunk.text, query
@@ -139,19 +140,19 @@ def test_fts_query_never_passes_syntax_through():
 
 def test_second_ingest_reads_nothing_and_reports_unchanged(tmp_path: Path, collection: Path):
     store = SqliteStore(tmp_path / "index.sqlite")
-    store.sync(collection)
+    sync(store, collection)
     before = snapshot(store.path)
-    report = store.sync(collection)
+    report = sync(store, collection)
     assert len(report.unchanged) == 4 and not (report.added or report.updated or report.removed)
     assert snapshot(store.path) == before
 
 
 def test_touched_file_with_same_bytes_is_unchanged(tmp_path: Path, collection: Path):
     store = SqliteStore(tmp_path / "index.sqlite")
-    store.sync(collection)
+    sync(store, collection)
     f = collection / "parts.md"
     os.utime(f, (time.time() + 100, time.time() + 100))
-    report = store.sync(collection)
+    report = sync(store, collection)
     assert report.unchanged and not report.updated
 
 
@@ -159,18 +160,18 @@ def test_edit_keeps_ids_of_other_sections_and_delete_reaches_every_table(
     tmp_path: Path, collection: Path
 ):
     store = SqliteStore(tmp_path / "index.sqlite")
-    store.sync(collection)
+    sync(store, collection)
     before = {c.section: c.chunk_id for c in store.chunks("parts-catalogue")}
     f = collection / "parts.md"
     f.write_text(f.read_text().replace("deux ans", "trois ans"))
-    report = store.sync(collection)
+    report = sync(store, collection)
     assert report.updated == ("parts.md",)
     after = {c.section: c.chunk_id for c in store.chunks("parts-catalogue")}
     assert after["Derailleur hanger"] == before["Derailleur hanger"]
     assert after["Garantie"] != before["Garantie"]
 
     (collection / "fraud.md").unlink()
-    report = store.sync(collection)
+    report = sync(store, collection)
     assert report.removed == ("fraud.md",)
     db = sqlite3.connect(store.path)
     for table, col in (("documents", "doc_id"), ("chunks", "doc_id"), ("files", "doc_id")):
@@ -182,7 +183,7 @@ def test_edit_keeps_ids_of_other_sections_and_delete_reaches_every_table(
 
 def test_bad_files_are_reported_and_the_rest_syncs(tmp_path: Path, collection: Path):
     store = SqliteStore(tmp_path / "index.sqlite")
-    store.sync(collection)
+    sync(store, collection)
     good = collection / "parts.md"
     good_before = snapshot(store.path)["chunks"]
     (collection / "empty.md").write_bytes(b"")
@@ -196,7 +197,7 @@ def test_bad_files_are_reported_and_the_rest_syncs(tmp_path: Path, collection: P
     (collection / "new.md").write_text(md("brand-new", "1", "# New\n## Hello\nfresh text"))
     # an edit that breaks a file already indexed keeps its previous version
     good.write_text("---\ntitle: [broken\n---\n")
-    report = store.sync(collection)
+    report = sync(store, collection)
     reasons = {p.source: p.reason for p in report.problems}
     assert set(reasons) == {
         "empty.md",
@@ -217,23 +218,23 @@ def test_bad_files_are_reported_and_the_rest_syncs(tmp_path: Path, collection: P
 
 def test_strict_writes_nothing_when_a_file_is_bad(tmp_path: Path, collection: Path):
     store = SqliteStore(tmp_path / "index.sqlite")
-    store.sync(collection)
+    sync(store, collection)
     before = snapshot(store.path)
     (collection / "empty.md").write_bytes(b"")
     (collection / "new.md").write_text(md("brand-new", "1", "# New\ntext"))
-    report = store.sync(collection, strict=True)
+    report = sync(store, collection, strict=True)
     assert not report.committed and report.problems
     assert snapshot(store.path) == before
 
 
 def test_duplicate_doc_id_and_version_is_refused(tmp_path: Path, collection: Path):
     store = SqliteStore(tmp_path / "index.sqlite")
-    store.sync(collection)
+    sync(store, collection)
     before = snapshot(store.path)
     (collection / "copy.md").write_text(
         md("returns-policy", "4", "# Copy\n## Return window\n90 days!", access="public")
     )
-    report = store.sync(collection)
+    report = sync(store, collection)
     assert [p.source for p in report.problems] == ["copy.md"]
     assert "also in returns-v4.md" in report.problems[0].reason
     assert snapshot(store.path) == before
@@ -241,10 +242,10 @@ def test_duplicate_doc_id_and_version_is_refused(tmp_path: Path, collection: Pat
 
 def test_different_chunker_needs_rebuild(tmp_path: Path, collection: Path):
     store = SqliteStore(tmp_path / "index.sqlite")
-    store.sync(collection)
+    sync(store, collection)
     with pytest.raises(TetherError, match="--rebuild"):
-        store.sync(collection, chunker=ChunkerConfig("fixed", 50))
-    report = store.sync(collection, chunker=ChunkerConfig("fixed", 50), rebuild=True)
+        sync(store, collection, chunker=ChunkerConfig("fixed", 50))
+    report = sync(store, collection, chunker=ChunkerConfig("fixed", 50), rebuild=True)
     assert len(report.added) == 4
     assert store.info()["chunker"] == "fixed(max_words=50)"
 
@@ -268,14 +269,14 @@ class CountingEmbedder:
 def test_only_new_or_changed_chunks_are_embedded(tmp_path: Path, collection: Path):
     store = SqliteStore(tmp_path / "index.sqlite")
     emb = CountingEmbedder()
-    store.sync(collection, embedder=emb)
+    sync(store, collection, embedder=emb)
     first = len(emb.seen)
     assert first == store.info()["chunks"] == store.info()["vectors"]
-    store.sync(collection, embedder=emb)
+    sync(store, collection, embedder=emb)
     assert len(emb.seen) == first
     f = collection / "parts.md"
     f.write_text(f.read_text().replace("deux ans", "trois ans"))
-    store.sync(collection, embedder=emb)
+    sync(store, collection, embedder=emb)
     assert len(emb.seen) == first + 1  # only the edited section
     ids, matrix = store.vectors()
     assert matrix.shape == (store.info()["chunks"], 4) and set(ids) == {
@@ -285,7 +286,7 @@ def test_only_new_or_changed_chunks_are_embedded(tmp_path: Path, collection: Pat
 
 def test_kill_mid_sync_leaves_index_as_it_was(tmp_path: Path, collection: Path):
     index = tmp_path / "index.sqlite"
-    SqliteStore(index).sync(collection)
+    sync(SqliteStore(index), collection)
     before = snapshot(index)
     for i in range(6):
         (collection / f"extra{i}.md").write_text(
@@ -294,7 +295,10 @@ def test_kill_mid_sync_leaves_index_as_it_was(tmp_path: Path, collection: Path):
     (collection / "parts.md").unlink()
     flag = tmp_path / "paused"
     env = {**os.environ, "TETHER_TEST_PAUSE_MID_WRITE": str(flag)}
-    code = f"from tether.stores.sqlite import SqliteStore; SqliteStore({str(index)!r}).sync({str(collection)!r})"
+    code = (
+        "from tether.ingest.sync import sync; from tether.stores import open_store;"
+        f" sync(open_store({str(index)!r}), {str(collection)!r})"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     try:
         deadline = time.time() + 60
@@ -309,16 +313,44 @@ def test_kill_mid_sync_leaves_index_as_it_was(tmp_path: Path, collection: Path):
             proc.kill()
     assert snapshot(index) == before
     # and the next sync completes normally
-    report = SqliteStore(index).sync(collection)
+    report = sync(SqliteStore(index), collection)
     assert len(report.added) == 6 and report.removed == ("parts.md",)
 
 
 def test_missing_folder_and_missing_index_are_clear(tmp_path: Path):
     with pytest.raises(TetherError, match="no such folder"):
-        SqliteStore(tmp_path / "i.sqlite").sync(tmp_path / "nope")
+        sync(SqliteStore(tmp_path / "i.sqlite"), tmp_path / "nope")
     with pytest.raises(TetherError, match="tether ingest"):
         SqliteStore(tmp_path / "missing.sqlite", create=False)
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"not a database at all" * 100)
     with pytest.raises(TetherError, match="not a tether index"):
         SqliteStore(junk)
+
+
+def test_the_generation_is_persisted_and_a_sync_that_changes_nothing_keeps_it(
+    tmp_path: Path, collection: Path
+):
+    store = SqliteStore(tmp_path / "index.sqlite")
+    assert store.generation() == 0
+    sync(store, collection)
+    moved = store.generation()
+    assert moved > 0 and SqliteStore(store.path).generation() == moved
+    sync(store, collection)
+    assert store.generation() == moved
+    store.set_gate_floors({"bm25": 0.25})
+    assert SqliteStore(store.path).meta_value("gate_floor:bm25") == "0.25"
+    assert store.generation() == moved + 1
+
+
+def test_an_apply_that_changes_vectors_removes_the_cached_hnsw_graph(
+    tmp_path: Path, collection: Path
+):
+    pytest.importorskip("faiss")
+    store = SqliteStore(tmp_path / "index.sqlite", ann="hnsw")
+    sync(store, collection, embedder=CountingEmbedder())
+    store.search_dense(np.ones(4, dtype=np.float32) / 2, 1, STAFF)
+    assert len(list(tmp_path.glob("index.sqlite.hnsw-*"))) == 1
+    (collection / "fraud.md").unlink()
+    sync(store, collection, embedder=CountingEmbedder())
+    assert not list(tmp_path.glob("index.sqlite.hnsw-*"))

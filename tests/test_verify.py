@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tether.ingest.sync import sync
 from tether.stores.sqlite import SqliteStore
 from tether.types import (
     Answer,
@@ -335,7 +336,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SqliteStore:
     for name, text in DOCS.items():
         (folder / name).write_text(text, encoding="utf-8")
     db = SqliteStore(root / "index.sqlite")
-    report = db.sync(folder, chunker=ChunkerConfig(max_words=60))
+    report = sync(db, folder, chunker=ChunkerConfig(max_words=60))
     assert not report.problems, report.problems
     return db
 
@@ -346,7 +347,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> SqliteStore:
     from tether.evaluation.evaluate import demo_collection
 
     db = SqliteStore(tmp_path_factory.mktemp("demo") / "index.sqlite")
-    db.sync(demo_collection())
+    sync(db, demo_collection())
     return db
 
 

@@ -13,7 +13,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from tether.types import Chunk, Completion, DocMeta, DocumentInfo, Filters, Hit, ModelRequest
+from tether.types import (
+    ChangeSet,
+    Chunk,
+    Completion,
+    DocMeta,
+    DocumentInfo,
+    FileState,
+    Filters,
+    Hit,
+    ModelRequest,
+    Progress,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,7 +49,9 @@ class Store(Protocol):
 
     Reads see one committed generation: `generation()` changes after every committed write
     (also one made by another process), and caches keyed on it stay valid until it moves.
-    Filters (as_of, audience) are applied before ranking in every search.
+    Filters (as_of, audience) are applied before ranking in every search. `apply` writes a
+    whole `ChangeSet` or nothing; `vector_hashes` is {chunk_id: text hash} of the stored chunk
+    vectors, `sentence_vector_hashes` {chunk_id: text hash or None} for every chunk.
     """
 
     location: str  # the file path or the database URL (without a password), for messages
@@ -90,6 +103,15 @@ class Store(Protocol):
     def generation(self) -> int: ...
 
     def close(self) -> None: ...
+
+    # -- what a sync reads before planning (tether.ingest.sync), and how it writes
+    def file_states(self) -> dict[str, FileState]: ...
+
+    def vector_hashes(self) -> dict[str, str]: ...
+
+    def sentence_vector_hashes(self) -> dict[str, str | None]: ...
+
+    def apply(self, changes: ChangeSet, progress: Progress | None = None) -> None: ...
 
 
 @runtime_checkable

@@ -7,9 +7,13 @@ character offsets into `Document.text` (the parsed text of one document).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Access = Literal["public", "staff"]
 Audience = Literal["public", "staff"]
@@ -169,6 +173,92 @@ class SyncReport:
     chunks_written: int = 0
     seconds: float = 0.0
     committed: bool = True
+
+
+# ---- the change set: what one sync writes, planned by ingest, applied by a store in one go
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total); phase "embed:tokens" too
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What the index records of one source file, to tell at the next sync whether it changed."""
+
+    source: str  # the path relative to the collection folder
+    fingerprint: str  # sha256 of the bytes + ":" + hash of its inventory row and default access
+    size: int
+    mtime_ns: int
+    doc_id: str
+    version: str
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A file whose new version is written: its state, the parsed document and its chunks.
+
+    Applying it first removes what the index holds for `file.source` (an update)."""
+
+    file: FileState
+    document: Document
+    chunks: tuple[Chunk, ...]
+    added: bool  # False: the file was indexed before (an update)
+
+
+@dataclass(frozen=True)
+class VectorChange:
+    """The embedding of one chunk (float32, L2-normalised), keyed by the hash of what was
+    embedded so that an unchanged chunk is not embedded again."""
+
+    chunk_id: str
+    text_hash: str
+    vector: np.ndarray
+
+
+@dataclass(frozen=True)
+class SentenceVectorChange:
+    """The sentence embeddings of one chunk: spans in the chunk's text and one row per span;
+    they replace the chunk's previous sentence vectors."""
+
+    chunk_id: str
+    text_hash: str
+    spans: tuple[tuple[int, int], ...]
+    matrix: np.ndarray
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """Everything one sync writes; a store applies it in one transaction (all or nothing).
+
+    Order of application: `rebuild` empties the index; `removed` sources leave (document,
+    chunks, lexical entries, vectors); each of `files` replaces its source's previous version;
+    `touched` refreshes the size and mtime of files whose bytes did not change; `vectors` and
+    `sentence_vectors` are written; vectors of chunks no longer in the index are dropped;
+    `meta` entries are recorded."""
+
+    files: tuple[FileChange, ...] = ()
+    removed: tuple[str, ...] = ()
+    touched: tuple[FileState, ...] = ()
+    vectors: tuple[VectorChange, ...] = ()
+    sentence_vectors: tuple[SentenceVectorChange, ...] = ()
+    meta: tuple[tuple[str, str], ...] = ()
+    rebuild: bool = False
+    chunker: str = ""  # `ChunkerConfig.describe()` of the chunker that cut `files`
+
+    @property
+    def added(self) -> tuple[str, ...]:
+        return tuple(f.file.source for f in self.files if f.added)
+
+    @property
+    def updated(self) -> tuple[str, ...]:
+        return tuple(f.file.source for f in self.files if not f.added)
+
+    @property
+    def empty(self) -> bool:
+        """True when applying it would change nothing."""
+        return not (
+            self.files or self.removed or self.touched or self.vectors
+            or self.sentence_vectors or self.meta or self.rebuild
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

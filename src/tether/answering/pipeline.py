@@ -254,12 +254,17 @@ class Collection:
     def ingest(self, *, embed: bool = True, progress: Callable | None = None, **kwargs):
         """Sync the index with the folder; returns the SyncReport."""
         from tether.embeddings.embedders import default_embedder
+        from tether.ingest.sync import sync
 
         store = self._store or SqliteStore(self.index)
         self._store = store
         self._retriever = None
-        return store.sync(
-            self.folder, embedder=default_embedder() if embed else None, progress=progress, **kwargs
+        return sync(
+            store,
+            self.folder,
+            embedder=default_embedder() if embed else None,
+            progress=progress,
+            **kwargs,
         )
 
     def search(self, query: str, k: int = 5, *, method: str = "auto", **filters) -> list[Hit]:

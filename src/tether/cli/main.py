@@ -24,7 +24,8 @@ from rich.table import Table
 from tether import __version__
 from tether.errors import TetherError
 from tether.evaluation.evaluate import demo_collection, load_questions
-from tether.stores.sqlite import DEFAULT_INDEX, SqliteStore, open_store
+from tether.stores import open_store
+from tether.stores.sqlite import DEFAULT_INDEX, SqliteStore
 from tether.types import ChunkerConfig, Filters, Hit, SyncReport
 
 app = typer.Typer(
@@ -162,7 +163,10 @@ def _run_sync(
                 tasks[phase] = bar.add_task(labels.get(phase, phase), total=total, rate="")
             bar.update(tasks[phase], completed=done, total=total)
 
-        return store.sync(
+        from tether.ingest.sync import sync
+
+        return sync(
+            store,
             folder,
             chunker=chunker,
             embedder=embedder,

@@ -37,8 +37,7 @@ from typing import Any
 import numpy as np
 
 from tether.errors import ProviderError, TetherError
-from tether.protocols import Embedder, Provider
-from tether.stores.sqlite import SqliteStore
+from tether.protocols import Embedder, Provider, Store
 from tether.text import codes, collapse_code, content_words, embed_text, fold_plural, words
 from tether.types import Hit, Message, ModelRequest
 
@@ -88,7 +87,7 @@ class SentenceReranker:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         query_vector: Callable[[str], np.ndarray] | Embedder,
         weights: Mapping[str, float] | None = None,
     ) -> None:
@@ -186,12 +185,7 @@ class SentenceReranker:
             dim = matrix.shape[1] if matrix.ndim == 2 else 0
             overall = matrix.mean(axis=0) if len(ids) else np.zeros(dim, dtype=np.float32)
             by_lang: dict[str, list[int]] = {}
-            languages = dict(
-                self.store.db.execute(
-                    "SELECT c.chunk_id, d.language FROM chunks c JOIN documents d"
-                    " USING (doc_id, version)"
-                ).fetchall()
-            )
+            languages = {c.chunk_id: c.meta.language for c in self.store.chunks()}
             for cid, row in positions.items():
                 by_lang.setdefault(languages.get(cid, ""), []).append(row)
             means = {

@@ -4,12 +4,9 @@
 1..k. Every method applies the filters (the version in force on `as_of`, what `audience` may
 see) BEFORE ranking, so a passage the filters refuse can never take a place in the list:
 - bm25: the store's FTS5 search, filtered in SQL;
-- dense: cosine of the query vector to the chunk vectors, held in memory as one float32
-  matrix (cached until the index changes); rows the filters refuse are masked before the top
-  k is taken. Above `ANN_THRESHOLD` vectors (or with `ann="hnsw"`) a faiss HNSW index is used:
-  it is searched with oversampling, the results outside the filters are dropped, and when
-  fewer than k survive the allowed rows are searched by brute force. The HNSW graph is cached
-  next to the index file (`<index>.<signature>.hnsw`);
+- dense: the store's `search_dense` (cosine of the query vector to the chunk vectors, the
+  rows the filters refuse masked before the top k is taken; brute force, or a faiss HNSW
+  graph for large indexes: see `tether.stores.dense`); the retriever holds no vector index;
 - hybrid: reciprocal rank fusion (k = 60; weights `rrf_weights`, BM25 0.7 and dense 1) of
   the BM25 and dense top 50, after a cosine gate on the BM25 list: a BM25 candidate takes part only
   when its cosine to the query lies in the upper `lexical_gate` share (default 0.4) of the
@@ -40,29 +37,23 @@ Each `Hit` carries `signals`, the component scores that placed it: `bm25`, `bm25
 rewrites the query before any method sees it.
 
 What it cannot do: a dense search needs an index built with an embedder and the same
-embedder to embed queries (checked against the name recorded in the index); the HNSW graph
-is approximate (recall measured in bench/bench_retrieval.py) and takes minutes to build for
-hundreds of thousands of vectors; the query rewriter costs one model call per query.
+embedder to embed queries (checked here, against the name recorded in the index); the query
+rewriter costs one model call per query.
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
-import os
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tether.errors import TetherError
-from tether.protocols import Embedder, Provider, Reranker
+from tether.protocols import Embedder, Provider, Reranker, Store
 from tether.standing import SAME_POINT_COSINE, TYPE_ALIASES, source_rank
-from tether.stores.sqlite import SqliteStore
 from tether.text import fold
 from tether.types import Chunk, Filters, Hit, Message, ModelRequest
 
@@ -71,15 +62,11 @@ RRF_K = 60
 RRF_WEIGHTS = (0.7, 1.0)  # hybrid: (bm25, dense)
 CANDIDATES = 50  # per component list in hybrid
 RERANK_DEPTH = 20  # hybrid candidates the reranker reorders
-ANN_THRESHOLD = 50_000  # vectors above which ann="auto" builds an HNSW index
-HNSW_M = 32
-HNSW_EF_CONSTRUCTION = 80
 LEXICAL_GATE = 0.4  # hybrid: share of the dense cosine range a BM25 candidate must reach
 PER_DOCUMENT = 3  # rerank: most chunks of one document in the top DIVERSITY_WINDOW
 DIVERSITY_WINDOW = 10
 RULE_TYPES: tuple[str, ...] = ("governance",)  # doc types whose passages are standing rules
 RULES_WINDOW = 5  # rerank: the top places a standing rule is checked for and put into
-HNSW_EF_SEARCH = 384  # recall@10 about 0.97 at 200,000 e5-like vectors (bench)
 
 
 def check_method(method: str) -> str:
@@ -104,134 +91,6 @@ def rrf_scores(
     return fused
 
 
-# ---- dense index ----------------------------------------------------------------------------
-
-
-class DenseIndex:
-    """Cosine search over L2-normalised rows, optionally through a faiss HNSW graph.
-
-    `ann`: "auto" (HNSW above `threshold` rows), "hnsw" (always), "none" (brute force only).
-    `search(q, k, mask)` returns (row indices, cosines) best first, only rows where `mask` is
-    true (all rows when `mask` is None).
-    """
-
-    def __init__(
-        self,
-        matrix: np.ndarray,
-        *,
-        ann: str = "auto",
-        threshold: int = ANN_THRESHOLD,
-        cache_path: Path | None = None,
-        ef_search: int = HNSW_EF_SEARCH,
-    ) -> None:
-        if ann not in ("auto", "hnsw", "none"):
-            raise TetherError(f"unknown ann {ann!r}: auto, hnsw or none")
-        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        self.n = self.matrix.shape[0]
-        self.use_ann = ann == "hnsw" or (ann == "auto" and self.n > threshold and _has_faiss())
-        self.hnsw: Any = None
-        self.build_seconds = 0.0
-        self.ef_search = ef_search
-        self.cache_path = cache_path
-        self.last_path = "brute"  # how the last search ran: brute | hnsw | hnsw+brute
-
-    def _ensure_hnsw(self) -> Any:
-        if self.hnsw is not None:
-            return self.hnsw
-        try:
-            import faiss
-        except ImportError as exc:  # pragma: no cover - faiss is a dependency
-            raise TetherError(f"the ANN index needs faiss-cpu ({exc})") from exc
-        import time
-
-        began = time.perf_counter()
-        index = None
-        if self.cache_path is not None and self.cache_path.exists():
-            try:
-                index = faiss.read_index(str(self.cache_path))
-                if index.ntotal != self.n:
-                    index = None
-            except RuntimeError:
-                index = None
-        if index is None:
-            index = faiss.IndexHNSWFlat(self.matrix.shape[1], HNSW_M, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-            index.add(self.matrix)
-            if self.cache_path is not None:
-                _write_faiss(index, self.cache_path)
-        index.hnsw.efSearch = self.ef_search
-        self.hnsw = index
-        self.build_seconds = time.perf_counter() - began
-        return index
-
-    def search(
-        self, query: np.ndarray, k: int, mask: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        allowed = self.n if mask is None else int(mask.sum())
-        k = min(k, allowed)
-        if k <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        if self.use_ann and allowed > 4 * k and allowed / max(self.n, 1) >= 0.02:
-            index = self._ensure_hnsw()
-            fraction = allowed / self.n
-            want = min(self.n, max(4 * k, math.ceil(2 * k / fraction), 64))
-            index.hnsw.efSearch = max(self.ef_search, want)
-            scores, rows = index.search(q[None, :], want)
-            rows, scores = rows[0], scores[0]
-            keep = rows >= 0
-            if mask is not None:
-                keep &= mask[np.maximum(rows, 0)]
-            rows, scores = rows[keep], scores[keep]
-            if len(rows) >= k:
-                self.last_path = "hnsw"
-                return rows[:k].astype(np.int64), scores[:k].astype(np.float32)
-            self.last_path = "hnsw+brute"
-        else:
-            self.last_path = "brute"
-        if mask is None:
-            scores = self.matrix @ q
-            rows = np.arange(self.n)
-        else:
-            rows = np.flatnonzero(mask)
-            scores = self.matrix[rows] @ q
-        top = _top_k(scores, k)
-        return rows[top].astype(np.int64), scores[top].astype(np.float32)
-
-    def brute(self, query: np.ndarray, k: int) -> np.ndarray:
-        """Exact top-k row indices (for measuring the ANN recall)."""
-        scores = self.matrix @ np.asarray(query, dtype=np.float32).reshape(-1)
-        return _top_k(scores, k)
-
-
-def _has_faiss() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("faiss") is not None
-
-
-def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest scores, best first (ties by index)."""
-    if k >= len(scores):
-        return np.lexsort((np.arange(len(scores)), -scores))
-    part = np.argpartition(-scores, k - 1)[:k]
-    return part[np.lexsort((part, -scores[part]))]
-
-
-def _write_faiss(index: Any, path: Path) -> None:
-    import faiss
-
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    try:
-        faiss.write_index(index, str(tmp))
-        os.replace(tmp, path)
-        for stale in path.parent.glob(path.name.split(".hnsw-")[0] + ".hnsw-*"):
-            if stale != path and not stale.name.endswith(".tmp"):
-                stale.unlink(missing_ok=True)
-    except (OSError, RuntimeError):
-        tmp.unlink(missing_ok=True)
-
-
 # ---- the retriever --------------------------------------------------------------------------
 
 
@@ -253,12 +112,10 @@ class Retriever:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,
         *,
-        ann: str = "auto",
-        ann_threshold: int = ANN_THRESHOLD,
         rewrite: Callable[[str], str] | None = None,
         candidates: int = CANDIDATES,
         rerank_depth: int = RERANK_DEPTH,
@@ -269,8 +126,6 @@ class Retriever:
     ) -> None:
         self.store = store
         self.embedder = embedder
-        self.ann = ann
-        self.ann_threshold = ann_threshold
         self.rewrite = rewrite
         self.candidates = candidates
         self.rerank_depth = rerank_depth
@@ -281,7 +136,6 @@ class Retriever:
         self._rules: tuple[int, list[Chunk]] | None = None
         self._query_vectors: _LRU = _LRU(512)
         self._masks: _LRU = _LRU(32)
-        self._dense: tuple[Any, list[str], dict[str, int], DenseIndex] | None = None
         if embedder is not None:
             _check_embedder(store, embedder)
         if reranker is None and embedder is not None:
@@ -291,10 +145,10 @@ class Retriever:
         self.reranker = reranker
 
     @classmethod
-    def for_store(cls, store: SqliteStore, **kwargs: Any) -> Retriever:
+    def for_store(cls, store: Store, **kwargs: Any) -> Retriever:
         """A retriever with the default embedder when the index has vectors (else BM25 only)."""
         embedder = kwargs.pop("embedder", None)
-        if embedder is None and store_has_vectors(store):
+        if embedder is None and store.has_vectors():
             from tether.embeddings.embedders import default_embedder
 
             embedder = default_embedder()
@@ -302,7 +156,7 @@ class Retriever:
 
     @property
     def has_dense(self) -> bool:
-        return self.embedder is not None and store_has_vectors(self.store)
+        return self.embedder is not None and self.store.has_vectors()
 
     @property
     def default_method(self) -> str:
@@ -350,9 +204,6 @@ class Retriever:
         """Forget cached query vectors (so a timing includes embedding the query)."""
         self._query_vectors.clear()
 
-    def dense_index(self) -> DenseIndex:
-        return self._dense_state()[3]
-
     # ---- methods ------------------------------------------------------------------------------
 
     def _bm25(self, query: str, k: int, filters: Filters) -> list[Hit]:
@@ -363,9 +214,7 @@ class Retriever:
         ]
 
     def _dense_ranked(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
-        _, ids, _, index = self._dense_state()
-        rows, scores = index.search(self.query_vector(query), k, self._mask(filters))
-        return [(ids[r], float(s)) for r, s in zip(rows, scores, strict=True)]
+        return self.store.search_dense(self.query_vector(query), k, filters)
 
     def _dense_hits(self, query: str, k: int, filters: Filters) -> list[Hit]:
         ranked = self._dense_ranked(query, k, filters)
@@ -383,7 +232,7 @@ class Retriever:
 
     def _hybrid(self, query: str, k: int, filters: Filters) -> list[Hit]:
         depth = max(self.candidates, k)
-        lexical = self.store.lexical_ranking(query, depth, self._allowed(filters))
+        lexical = self.store.lexical_ranking(query, depth, filters)
         dense = self._dense_ranked(query, depth, filters)
         fusing = [cid for cid, _ in lexical]
         if self.lexical_gate is not None and dense:
@@ -459,9 +308,10 @@ class Retriever:
         return [*rest[:at], hit, *rest[at:]]
 
     def _rule_chunks(self) -> list[Chunk]:
-        if self._rules is None or self._rules[0] != self.store.generation:
+        generation = self.store.generation()
+        if self._rules is None or self._rules[0] != generation:
             found = [c for c in self.store.chunks() if c.meta.doc_type.lower() in self.rule_types]
-            self._rules = (self.store.generation, found)
+            self._rules = (generation, found)
         return self._rules[1]
 
     # ---- helpers ------------------------------------------------------------------------------
@@ -471,49 +321,26 @@ class Retriever:
             raise TetherError(
                 f"method {method!r} needs an embedder; this retriever has none (use bm25)"
             )
-        if not store_has_vectors(self.store):
+        if not self.store.has_vectors():
             raise TetherError(
                 f"method {method!r} needs vectors: this index has none; run"
                 " `tether ingest FOLDER` with embeddings (the default), or use --method bm25"
             )
 
-    def _dense_state(self) -> tuple[Any, list[str], dict[str, int], DenseIndex]:
-        ids, matrix = self.store.vectors()
-        if self._dense is None or self._dense[0] is not ids:
-            cache = _hnsw_cache_path(self.store, ids)
-            index = DenseIndex(matrix, ann=self.ann, threshold=self.ann_threshold, cache_path=cache)
-            self._dense = (ids, ids, self.store.vector_rows(), index)  # (key, …)
-            self._masks.clear()
-        return self._dense
-
     def _allowed(self, filters: Filters) -> set[str]:
         """IDs of the chunks the filters let through (cached until the index changes)."""
-        key = ("ids", self.store.generation, filters.as_of, filters.audience)
+        key = ("ids", self.store.generation(), filters.as_of, filters.audience)
         found = self._masks.get(key)
         if found is None:
             found = self._masks.put(key, self.store.allowed_ids(filters))
         return found
 
-    def _mask(self, filters: Filters) -> np.ndarray | None:
-        key = (filters.as_of, filters.audience)
-        mask = self._masks.get(key)
-        if mask is not None:
-            return mask
-        _, ids, position, _ = self._dense_state()
-        mask = np.zeros(len(ids), dtype=bool)
-        for cid in self._allowed(filters):
-            row = position.get(cid)
-            if row is not None:
-                mask[row] = True
-        return self._masks.put(key, mask)
-
     def _cosines(self, query: str, chunk_ids: Sequence[str]) -> dict[str, float]:
-        _, _, position, index = self._dense_state()
         q = self.query_vector(query)
         out: dict[str, float] = {}
         for cid in chunk_ids:
-            row = position.get(cid)
-            out[cid] = float(index.matrix[row] @ q) if row is not None else 0.0
+            vector = self.store.vector(cid)
+            out[cid] = float(vector @ q) if vector is not None else 0.0
         return out
 
 
@@ -568,26 +395,20 @@ def _mentions(chunk: Chunk, words: Sequence[str]) -> int:
     return sum(len(re.findall(rf"\b{re.escape(fold(w))}", text)) for w in words)
 
 
-def store_has_vectors(store: SqliteStore) -> bool:
-    row = store.db.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone()
-    return row is not None
+def store_has_vectors(store: Store) -> bool:
+    """Whether the index holds chunk vectors (dense methods need them)."""
+    return store.has_vectors()
 
 
-def _check_embedder(store: SqliteStore, embedder: Embedder) -> None:
+def _check_embedder(store: Store, embedder: Embedder) -> None:
+    """Queries must be embedded by the embedder the index was built with."""
     built = store.meta_value("embedder")
     want = f"{embedder.name} ({embedder.version})"
-    if built is not None and store_has_vectors(store) and built != want:
+    if built is not None and store.has_vectors() and built != want:
         raise TetherError(
             f"this index was embedded with {built}; queries would be embedded with {want}:"
             " re-ingest with --rebuild, or use the same embedder"
         )
-
-
-def _hnsw_cache_path(store: SqliteStore, ids: list[str]) -> Path | None:
-    if not ids:
-        return None
-    sig = hashlib.sha256("\n".join(ids).encode()).hexdigest()[:12]
-    return store.path.with_name(f"{store.path.name}.hnsw-{sig}")
 
 
 # ---- query rewriting ------------------------------------------------------------------------

@@ -1,0 +1,256 @@
+"""Metadata: the optional inventory.csv, metadata keys and their aliases, building a DocMeta.
+
+- `load_inventory(folder)` reads the optional `inventory.csv` (a `path` column plus metadata
+  columns); its non-empty cells override what a file says about itself. It is strict: an
+  unknown column (a typo such as "efective_from") is an error rather than silently ignored;
+  values are validated when each document is parsed, and the error then starts with
+  "inventory.csv: ".
+- `collect_meta(pairs)` keeps the known fields of (key, value) pairs: keys are matched ignoring
+  case and non-alphanumerics ("effective-from", "EffectiveFrom" and "effective_from" are the
+  same key); a few aliases are accepted with lower priority (id, type, lang, author).
+- `build_meta(...)` merges and validates: inventory row (non-empty cells) > the file's own
+  metadata > defaults (doc_id = file stem, version "1", title = first heading or the stem,
+  doc_type "document", access = `default_access` ("staff": fail-closed), language detected
+  with py3langid among en/fr/de/es/it/pt/nl). Dates must be YYYY-MM-DD; language codes are
+  reduced to their primary subtag ("en-GB" -> "en").
+
+What it cannot do: it knows the fields of `META_FIELDS` only (other keys are ignored in files
+and refused in inventory.csv); it does not check that an inventory path names a real file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping
+from datetime import date, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any, cast
+
+from tether.errors import ParseError
+from tether.ingest.discover import INVENTORY_FILE
+from tether.ingest.parse.blocks import clean, utf8_problem
+from tether.text import detect_language
+from tether.types import Access, DocMeta, FileFormat
+
+META_FIELDS: tuple[str, ...] = (
+    "doc_id",
+    "version",
+    "title",
+    "doc_type",
+    "access",
+    "language",
+    "effective_from",
+    "effective_to",
+    "owner",
+)
+ACCESS_VALUES: tuple[str, ...] = ("public", "staff")
+
+# Key spelling (lowercase, alphanumerics only) -> (field, priority); lower priority wins.
+_KEY_ALIASES: dict[str, tuple[str, int]] = {
+    **{f.replace("_", ""): (f, 0) for f in META_FIELDS},
+    "documentid": ("doc_id", 1),
+    "id": ("doc_id", 2),
+    "documenttype": ("doc_type", 1),
+    "type": ("doc_type", 2),
+    "lang": ("language", 1),
+    "contentlanguage": ("language", 2),
+    "validfrom": ("effective_from", 1),
+    "effectivedate": ("effective_from", 2),
+    "validto": ("effective_to", 1),
+    "effectiveuntil": ("effective_to", 1),
+    "validuntil": ("effective_to", 1),
+    "author": ("owner", 2),
+}
+
+
+def load_inventory(folder: Path) -> dict[str, dict[str, str]]:
+    """Read `folder/inventory.csv`: {relative path: {field: value}}, empty cells dropped.
+
+    Columns: `path` plus metadata fields (doc_id, version, title, doc_type, access, language,
+    effective_from, effective_to, owner; spelled with any case, dashes or spaces). A missing
+    file gives {}. Raises `ParseError` for a file without a `path` column, an unknown column,
+    an empty or repeated path, or a file that is not UTF-8 CSV. Values are validated when the
+    document is parsed.
+    """
+    path = Path(folder) / INVENTORY_FILE
+    if not path.is_file():
+        return {}
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ParseError(f"{INVENTORY_FILE}: cannot read file: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"{INVENTORY_FILE}: {utf8_problem(raw, exc)}") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise ParseError(
+                f"{INVENTORY_FILE}: empty file (expected a header with a 'path' column)"
+            )
+        if "path" not in {squash(name) for name in header}:
+            raise ParseError(f"{INVENTORY_FILE}: no 'path' column in the header")
+        columns: list[str | None] = []
+        for name in header:
+            key = squash(name)
+            if key == "path":
+                columns.append("path")
+            elif key in _KEY_ALIASES and _KEY_ALIASES[key][1] == 0:
+                columns.append(_KEY_ALIASES[key][0])
+            elif not name.strip():
+                columns.append(None)  # an unnamed (usually empty trailing) column
+            else:
+                known = ", ".join(("path", *META_FIELDS))
+                raise ParseError(
+                    f"{INVENTORY_FILE}: unknown column '{name.strip()}' (known: {known})"
+                )
+        named = [c for c in columns if c]
+        if len(set(named)) != len(named):
+            raise ParseError(f"{INVENTORY_FILE}: a column appears twice in the header")
+        result: dict[str, dict[str, str]] = {}
+        first_line: dict[str, int] = {}
+        for row in reader:
+            line = reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            cells = {col: cell.strip() for col, cell in zip(columns, row, strict=False) if col}
+            rel = _clean_rel_path(cells.pop("path", ""))
+            if not rel:
+                raise ParseError(f"{INVENTORY_FILE}: line {line} has an empty path")
+            if rel in result:
+                raise ParseError(
+                    f"{INVENTORY_FILE}: path '{rel}' appears twice (lines {first_line[rel]} "
+                    f"and {line})"
+                )
+            first_line[rel] = line
+            result[rel] = {k: v for k, v in cells.items() if v}
+    except csv.Error as exc:
+        raise ParseError(
+            f"{INVENTORY_FILE}: not valid CSV ({exc}, line {reader.line_num})"
+        ) from None
+    return result
+
+
+def _clean_rel_path(value: str) -> str:
+    value = value.strip().replace("\\", "/")
+    while value.startswith("./"):
+        value = value[2:]
+    return value
+
+
+def squash(key: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", str(key).lower())
+
+
+def collect_meta(pairs: Iterator[tuple[str, Any]] | list[tuple[str, Any]]) -> dict[str, Any]:
+    """Known fields from (key, value) pairs; canonical spellings beat aliases; empty skipped."""
+    best: dict[str, tuple[int, Any]] = {}
+    for key, value in pairs:
+        alias = _KEY_ALIASES.get(squash(key))
+        if alias is None or value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        name, priority = alias
+        if name not in best or priority < best[name][0]:
+            best[name] = (priority, value)
+    return {name: value for name, (_, value) in best.items()}
+
+
+def build_meta(
+    file_meta: dict[str, Any],
+    inventory_row: Mapping[str, str],
+    *,
+    source: str,
+    fmt: FileFormat,
+    first_heading: str | None,
+    text: str,
+    default_access: str,
+) -> DocMeta:
+    row = collect_meta(list(inventory_row.items()))
+    merged: dict[str, tuple[Any, str]] = {k: (v, "") for k, v in file_meta.items()}
+    merged.update({k: (v, f"{INVENTORY_FILE}: ") for k, v in row.items()})
+
+    def scalar(name: str) -> tuple[str | None, str]:
+        if name not in merged:
+            return None, ""
+        value, origin = merged[name]
+        if isinstance(value, list | tuple | dict | set):
+            kind = "mapping" if isinstance(value, dict) else "list"
+            raise ParseError(f"{origin}{name} must be a single value, not a {kind}")
+        if isinstance(value, datetime):
+            value = value.date().isoformat()
+        out = unicodedata.normalize("NFC", str(value)).strip()
+        if "\n" in out and name != "title":
+            raise ParseError(f"{origin}{name} must be one line")
+        return (out or None), origin
+
+    stem = PurePosixPath(source).stem or PurePosixPath(source).name or "document"
+    doc_id = scalar("doc_id")[0] or stem
+    if not doc_id.strip():
+        raise ParseError("doc_id is empty")
+    version = scalar("version")[0] or "1"
+    title = clean(scalar("title")[0] or "") or first_heading or stem
+    doc_type = scalar("doc_type")[0] or "document"
+    owner = scalar("owner")[0]
+
+    access_value, origin = scalar("access")
+    access = (access_value or default_access).strip().lower()
+    if access not in ACCESS_VALUES:
+        shown = access_value if access_value is not None else default_access
+        raise ParseError(f"{origin}access '{shown}' is not public or staff")
+
+    language_value, origin = scalar("language")
+    if language_value:
+        language = re.split(r"[-_]", language_value.strip().lower())[0]
+        if not re.fullmatch(r"[a-z]{2,3}", language):
+            raise ParseError(
+                f"{origin}language '{language_value}' is not a language code (use e.g. en or fr)"
+            )
+    else:
+        language = detect_language(text)
+
+    effective_from = _date_field("effective_from", merged)
+    effective_to = _date_field("effective_to", merged)
+    if effective_from and effective_to and effective_to < effective_from:
+        raise ParseError(
+            f"effective_to {effective_to.isoformat()} is before effective_from "
+            f"{effective_from.isoformat()}"
+        )
+    return DocMeta(
+        doc_id=doc_id,
+        version=version,
+        title=title,
+        doc_type=doc_type,
+        access=cast(Access, access),
+        language=language,
+        effective_from=effective_from,
+        effective_to=effective_to,
+        owner=owner,
+        source=source,
+        format=fmt,
+    )
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _date_field(name: str, merged: dict[str, tuple[Any, str]]) -> date | None:
+    if name not in merged:
+        return None
+    value, origin = merged[name]
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    text = str(value).strip()
+    if _DATE.fullmatch(text):
+        try:
+            return date.fromisoformat(text)
+        except ValueError:
+            pass
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    raise ParseError(f"{origin}{name} '{shown}' is not a date (use YYYY-MM-DD)")

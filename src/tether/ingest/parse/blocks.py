@@ -1,0 +1,198 @@
+"""The shared parts of every parser: decoding bytes to text, cleaning block text, and the
+`Builder` that accumulates blocks with their heading path, anchor and character offsets.
+
+Guarantees: for every block, `text[b.start:b.end] == b.text`; block texts are NFC-normalised
+and whitespace-collapsed (code keeps its lines and indentation); the text is the block texts
+joined by a blank line. A block's anchor is the anchor of its innermost section that has one
+(inherited from an enclosing heading when the innermost heading has none).
+
+What it cannot do: decoding knows UTF-8 and UTF-16 with a BOM, or the one encoding it is told
+(HTML's `<meta charset>`); it does not guess encodings.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import textwrap
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.errors import ParseError
+from tether.types import Block, BlockKind
+
+_SNIFF_BYTES = 8192
+PARA_SEP = "\n\n"
+
+
+@dataclass
+class Section:
+    level: int
+    text: str
+    anchor: str | None
+
+
+@dataclass
+class Parsed:
+    """What a format parser returns: raw metadata (field -> value) and the built blocks."""
+
+    meta: dict[str, Any]
+    text: str
+    blocks: tuple[Block, ...]
+    first_heading: str | None
+    empty_reason: str | None = None
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
+
+
+def clean(text: str) -> str:
+    """NFC, control characters removed, whitespace runs collapsed to one space, stripped."""
+    text = unicodedata.normalize("NFC", text)
+    return " ".join(_CONTROL.sub("", text).split())
+
+
+def clean_code(text: str) -> str:
+    """NFC, common indentation removed (relative indentation kept), trailing spaces and
+    surrounding blank lines removed."""
+    text = _CONTROL.sub("", unicodedata.normalize("NFC", text))
+    text = (
+        text.replace("\r\n", "\n").replace("\r", "\n").replace("\x0b", "\n").replace("\x0c", "\n")
+    )
+    lines = [line.rstrip() for line in textwrap.dedent(text).split("\n")]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
+@dataclass
+class Builder:
+    """Accumulates blocks, keeps the heading stack and the character offsets."""
+
+    parts: list[str] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+    stack: list[Section] = field(default_factory=list)
+    pos: int = 0
+    first_heading: str | None = None
+
+    def _anchor(self) -> str | None:
+        for section in reversed(self.stack):
+            if section.anchor:
+                return section.anchor
+        return None
+
+    def _append(self, text: str) -> tuple[int, int]:
+        if self.parts:
+            self.parts.append(PARA_SEP)
+            self.pos += len(PARA_SEP)
+        start = self.pos
+        self.parts.append(text)
+        self.pos += len(text)
+        return start, self.pos
+
+    def heading(
+        self, text: str, level: int, anchor: str | None = None, page: int | None = None
+    ) -> bool:
+        text = clean(text)
+        if not text:
+            return False
+        level = max(1, min(6, level))
+        while self.stack and self.stack[-1].level >= level:
+            self.stack.pop()
+        anchor = (anchor or "").strip() or None
+        self.stack.append(Section(level, text, anchor))
+        if self.first_heading is None:
+            self.first_heading = text
+        self._push("heading", text, page=page, level=level)
+        return True
+
+    def add(
+        self,
+        kind: BlockKind,
+        text: str,
+        *,
+        page: int | None = None,
+        header_row: bool = False,
+        table: int | None = None,
+    ) -> bool:
+        text = clean_code(text) if kind == "code" else clean(text)
+        if not text:
+            return False
+        self._push(kind, text, page=page, header_row=header_row, table=table)
+        return True
+
+    def _push(self, kind: BlockKind, text: str, **fields: Any) -> None:
+        """Append a block of cleaned, non-empty `text` under the current heading path."""
+        start, end = self._append(text)
+        self.blocks.append(
+            Block(
+                kind=kind,
+                text=text,
+                heading_path=tuple(s.text for s in self.stack),
+                start=start,
+                end=end,
+                anchor=self._anchor(),
+                **fields,
+            )
+        )
+
+    def result(self, meta: dict[str, Any], empty_reason: str | None = None) -> Parsed:
+        return Parsed(
+            meta=meta,
+            text="".join(self.parts),
+            blocks=tuple(self.blocks),
+            first_heading=self.first_heading,
+            empty_reason=empty_reason,
+        )
+
+
+def utf8_problem(data: bytes, exc: UnicodeDecodeError) -> str:
+    return f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at position {exc.start})"
+
+
+def _check_not_binary(data: bytes) -> None:
+    sample = data[:_SNIFF_BYTES]
+    if b"\x00" in sample:
+        raise ParseError("not a text file (binary content)")
+    control = sum(1 for b in sample if (b < 32 and b not in (9, 10, 12, 13)) or b == 127)
+    if sample and control / len(sample) > 0.1:
+        raise ParseError("not a text file (binary content)")
+
+
+def decode(data: bytes, encoding: str = "utf-8") -> str:
+    """Bytes to text: UTF-16 with a BOM, else `encoding` (UTF-8 by default, BOM dropped).
+
+    Newlines become "\\n". Raises ParseError for binary content, bad bytes or only whitespace.
+    """
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise ParseError("not valid UTF-16 (the file starts with a UTF-16 BOM)") from None
+    else:
+        _check_not_binary(data)
+        if codecs.lookup(encoding).name == "utf-8":
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ParseError(utf8_problem(data, exc)) from None
+            text = text.removeprefix("\ufeff")
+        else:
+            try:
+                text = data.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise ParseError(
+                    f"not valid {encoding} (byte 0x{data[exc.start]:02x} at position {exc.start})"
+                ) from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        raise ParseError("empty file (only whitespace)")
+    return text
+
+
+def short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "..."

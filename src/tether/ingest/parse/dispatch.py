@@ -1,0 +1,115 @@
+"""Reading one file of a collection: the format from its suffix, the size limit, the parser of
+that format (imported on first use), then the metadata (`build_meta`) and the `Document`.
+
+Every problem a user can cause (empty, too large, binary, bad UTF-8, bad front matter, bad
+dates, bad access value, unreadable PDF, a PDF without a text layer, no text at all) raises
+`ParseError` with a one-line reason. A file that yields no block at all (only front matter,
+only navigation) is refused: "no text found (...)". Files over `max_bytes` (default 20 MB)
+are refused before being read.
+
+What it cannot do: it reads the formats of `SUFFIXES` only, and a whole file at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+
+from tether.errors import ParseError
+from tether.ingest.discover import SUFFIXES
+from tether.ingest.metadata import build_meta
+from tether.ingest.parse.blocks import Parsed
+from tether.types import Document, FileFormat
+
+_PARSERS: dict[str, str] = {
+    "markdown": "tether.ingest.parse.markdown",
+    "html": "tether.ingest.parse.html",
+    "pdf": "tether.ingest.parse.pdf",
+    "text": "tether.ingest.parse.text",
+}
+
+
+def _parser(fmt: str) -> Callable[[bytes], Parsed]:
+    module = _PARSERS.get(fmt)
+    if module is None:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {sorted(_PARSERS)}")
+    return importlib.import_module(module).parse
+
+
+def parse_file(
+    path: Path,
+    folder: Path,
+    inventory: dict[str, dict[str, str]] | None = None,
+    *,
+    default_access: str = "staff",
+    max_bytes: int = 20_000_000,
+) -> Document:
+    """Parse one file of the collection in `folder` (its source is the path relative to it).
+
+    The file is refused before reading when it is over `max_bytes`. The inventory row for the
+    file's relative path (if any) overrides the file's own metadata.
+    """
+    path = Path(path)
+    fmt = SUFFIXES.get(path.suffix.lower())
+    if fmt is None:
+        known = ", ".join(SUFFIXES)
+        raise ParseError(f"unsupported file type '{path.suffix or path.name}' (known: {known})")
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ParseError(_too_big(size, max_bytes))
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ParseError(f"cannot read file: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise ParseError(_too_big(len(data), max_bytes))
+    source = _relative_source(path, Path(folder))
+    row = (inventory or {}).get(source)
+    return parse_bytes(data, source, fmt, row, default_access=default_access)
+
+
+def parse_bytes(
+    data: bytes,
+    source: str,
+    fmt: FileFormat,
+    inventory_row: dict[str, str] | None = None,
+    *,
+    default_access: str = "staff",
+) -> Document:
+    """Parse `data` as a `fmt` file whose collection-relative path is `source`."""
+    parser = _parser(fmt)
+    if not data:
+        raise ParseError("empty file")
+    parsed = parser(data)
+    if not parsed.blocks:
+        raise ParseError(parsed.empty_reason or "no text found")
+    text, blocks = parsed.text, parsed.blocks
+    meta = build_meta(
+        parsed.meta,
+        inventory_row or {},
+        source=source,
+        fmt=fmt,
+        first_heading=parsed.first_heading,
+        text=text,
+        default_access=default_access,
+    )
+    return Document(
+        meta=meta, text=text, blocks=blocks, content_hash=hashlib.sha256(data).hexdigest()
+    )
+
+
+def _too_big(size: int, limit: int) -> str:
+    if limit >= 1_000_000:
+        return f"file is {size / 1e6:.1f} MB, over the {limit / 1e6:g} MB limit"
+    return f"file is {size:,} bytes, over the {limit:,} bytes limit"
+
+
+def _relative_source(path: Path, folder: Path) -> str:
+    for p, f in ((path.absolute(), folder.absolute()), (path.resolve(), folder.resolve())):
+        try:
+            return p.relative_to(f).as_posix()
+        except ValueError:
+            continue
+    return path.name

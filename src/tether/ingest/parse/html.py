@@ -1,0 +1,272 @@
+"""HTML (lxml): the visible content as blocks, metadata from `<meta>` tags, `lang` and `<title>`.
+
+nav, script, style, svg, noscript, template, iframe/object/embed/canvas, form controls,
+elements with a `hidden` attribute, `aria-hidden="true"`, an inline `display:none` style or
+`role="navigation"` are dropped. Page-level `<header>`/`<footer>` (not inside article, main,
+section or aside) and `role="banner"`/`role="contentinfo"` are dropped too, unless they hold an
+`<h1>`. A heading's anchor is its `id`, else an `<a name|id>` inside it, else an `<a name|id>`
+(alone, or as the only content of an empty element) just before it, else the `id` of a
+`<section>`/`<article>` the heading opens. Text directly inside containers (div, blockquote,
+dd...) becomes a paragraph. A `<meta charset>` other than UTF-8 is honoured.
+
+What it cannot do: no rendering: CSS-hidden content other than inline
+`display:none`/`visibility:hidden` is kept, and JavaScript-built pages yield only their static
+HTML.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from tether.errors import ParseError
+from tether.ingest.metadata import collect_meta
+from tether.ingest.parse.blocks import Builder, Parsed, clean, decode, short
+
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_DROP_TAGS = frozenset(
+    {
+        "nav", "script", "style", "svg", "noscript", "template", "iframe", "object", "embed",
+        "canvas", "button", "select", "textarea", "input", "audio", "video", "head", "math",
+    }
+)  # fmt: skip
+_BLOCK_TAGS = frozenset(
+    {
+        "address", "article", "aside", "blockquote", "body", "caption", "dd", "details",
+        "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form",
+        "header", "hgroup", "hr", "li", "main", "menu", "ol", "p", "pre", "section", "summary",
+        "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul", "center", "html",
+        *_HEADINGS,
+    }
+)  # fmt: skip
+_NESTED_IN_LI = frozenset({"ul", "ol", "dl", "table", "pre"})
+_SECTIONING = frozenset({"article", "main", "section", "aside"})
+_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+def _tag(el: Any) -> str:
+    tag = el.tag
+    return tag.lower() if isinstance(tag, str) else ""
+
+
+def _is_hidden(el: Any) -> bool:
+    if el.get("hidden") is not None or (el.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    style = re.sub(r"\s", "", (el.get("style") or "").lower())
+    return "display:none" in style or "visibility:hidden" in style
+
+
+def _is_page_chrome(el: Any) -> bool:
+    """A page-level header/footer/banner: dropped unless it holds the page's <h1>."""
+    tag, role = _tag(el), (el.get("role") or "").strip().lower()
+    if role in ("banner", "contentinfo"):
+        chrome = True
+    elif tag in ("header", "footer"):
+        chrome = not any(_tag(a) in _SECTIONING for a in el.iterancestors())
+    else:
+        return False
+    return chrome and next(el.iter("h1"), None) is None
+
+
+def _text_of(el: Any, skip: frozenset[str] = frozenset(), br: str = " ") -> str:
+    """Text of `el`, with spaces around block elements and `br`, skipping `skip` subtrees."""
+    parts: list[str] = []
+
+    def walk(e: Any) -> None:
+        tag = _tag(e)
+        if tag == "br":
+            parts.append(br)
+            return
+        block = tag in _BLOCK_TAGS
+        if block:
+            parts.append(" ")
+        if e.text and tag:
+            parts.append(e.text)
+        for child in e:
+            if _tag(child) and _tag(child) not in skip:
+                walk(child)
+            if child.tail:
+                parts.append(child.tail)
+        if block:
+            parts.append(" ")
+
+    walk(el)
+    return "".join(parts)
+
+
+def _pre_text(el: Any) -> str:
+    """Text of a <pre>, verbatim, with <br> as a newline."""
+    parts: list[str] = [el.text or ""]
+    for child in el:
+        if _tag(child) == "br":
+            parts.append("\n")
+        elif _tag(child):
+            parts.append(_pre_text(child))
+        parts.append(child.tail or "")
+    return "".join(parts)
+
+
+def _anchor_in(el: Any) -> str | None:
+    for a in el.iter("a"):
+        value = a.get("name") or a.get("id")
+        if value and value.strip():
+            return value.strip()
+    return None
+
+
+def _previous_element(el: Any) -> Any | None:
+    prev = el.getprevious()
+    while prev is not None and not _tag(prev):
+        prev = prev.getprevious()
+    return prev
+
+
+def _heading_anchor(el: Any) -> str | None:
+    own = (el.get("id") or "").strip()
+    if own:
+        return own
+    inner = _anchor_in(el)
+    if inner:
+        return inner
+    prev = _previous_element(el)
+    if prev is not None and not _text_of(prev).strip():
+        if _tag(prev) == "a":
+            value = (prev.get("name") or prev.get("id") or "").strip()
+            if value:
+                return value
+        else:
+            inner = _anchor_in(prev)
+            if inner:
+                return inner
+    parent = el.getparent()
+    if prev is None and parent is not None and _tag(parent) in ("section", "article"):
+        value = (parent.get("id") or "").strip()
+        if value:
+            return value
+    return None
+
+
+def _has_block(el: Any) -> bool:
+    return any(_tag(d) in _BLOCK_TAGS for d in el.iter())
+
+
+class _HtmlWalker:
+    def __init__(self, builder: Builder) -> None:
+        self.b = builder
+        self.tables = 0
+
+    def walk(self, el: Any, table: int | None = None, in_thead: bool = False) -> None:
+        tag = _tag(el)
+        if tag in _HEADINGS:
+            self.b.heading(_text_of(el), int(tag[1]), _heading_anchor(el))
+        elif tag == "p":
+            self.b.add("paragraph", _text_of(el))
+        elif tag == "pre":
+            self.b.add("code", _pre_text(el))
+        elif tag == "li":
+            self.b.add("list_item", _text_of(el, skip=_NESTED_IN_LI))
+            for nested in self._outermost(el, _NESTED_IN_LI):
+                self.walk(nested)
+        elif tag == "tr":
+            row = [c for c in el if _tag(c) in ("td", "th")]
+            texts = [clean(_text_of(c)) for c in row]
+            if any(texts):
+                header = in_thead or all(_tag(c) == "th" for c in row)
+                self.b.add("table_row", " | ".join(texts), header_row=header, table=table)
+        elif tag == "table":
+            index = self.tables
+            self.tables += 1
+            self._container(el, index, False)
+        elif tag in ("thead", "tbody", "tfoot"):
+            self._container(el, table, tag == "thead")
+        else:
+            self._container(el, table, in_thead)
+
+    def _outermost(self, el: Any, tags: frozenset[str]) -> Iterator[Any]:
+        for child in el:
+            if _tag(child) in tags:
+                yield child
+            elif _tag(child):
+                yield from self._outermost(child, tags)
+
+    def _container(self, el: Any, table: int | None, in_thead: bool) -> None:
+        loose: list[str] = [el.text or ""]
+
+        def flush() -> None:
+            self.b.add("paragraph", "".join(loose))
+            loose.clear()
+
+        for child in el:
+            tag = _tag(child)
+            if tag and (tag in _BLOCK_TAGS or _has_block(child)):
+                flush()
+                self.walk(child, table, in_thead)
+            elif tag:
+                loose.append(_text_of(child))
+            loose.append(child.tail or "")
+        flush()
+
+
+def _html_encoding(data: bytes) -> str:
+    match = _CHARSET.search(data[:4096])
+    if match:
+        try:
+            return codecs.lookup(match.group(1).decode("ascii")).name
+        except (LookupError, UnicodeDecodeError):
+            pass
+    return "utf-8"
+
+
+def parse(data: bytes) -> Parsed:
+    text = decode(data, _html_encoding(data))
+    text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text)
+    text = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", " ", text)  # lxml refuses them
+    import lxml.etree
+    import lxml.html
+
+    try:
+        root = lxml.html.document_fromstring(text)
+    except (lxml.etree.ParserError, ValueError) as exc:
+        if "empty" in str(exc).lower():
+            raise ParseError("no text found (the page has no visible text)") from None
+        raise ParseError(f"HTML cannot be read: {short(exc)}") from None
+
+    pairs: list[tuple[str, Any]] = []
+    lang = (
+        root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang") or ""
+    ).strip()
+    if lang:
+        pairs.append(("contentlanguage", lang))
+    for meta_el in root.iter("meta"):
+        key = meta_el.get("name") or meta_el.get("property") or meta_el.get("http-equiv")
+        content = meta_el.get("content")
+        if key and content is not None:
+            pairs.append((key, content))
+    meta = collect_meta(pairs)
+    title_el = root.find(".//title")
+    if "title" not in meta and title_el is not None and clean(title_el.text_content()):
+        meta["title"] = clean(title_el.text_content())
+
+    body = root.find("body")
+    if body is None:
+        body = root
+    doomed = [
+        el
+        for el in body.iter()
+        if not _tag(el)
+        or _tag(el) in _DROP_TAGS
+        or _is_hidden(el)
+        or (el.get("role") or "").strip().lower() == "navigation"
+        or _is_page_chrome(el)
+    ]
+    for el in doomed:
+        if el.getparent() is not None:
+            el.drop_tree()
+    b = Builder()
+    try:
+        _HtmlWalker(b).walk(body)
+    except RecursionError:
+        raise ParseError("HTML cannot be read: elements are nested too deeply") from None
+    return b.result(meta, "no text found (the page has no visible text)")

@@ -1,0 +1,197 @@
+"""PDF (pypdf, layout extraction so vertical gaps become blank lines; plain extraction when the
+layout mode fails).
+
+Per page, lines are grouped into paragraphs at blank lines and after a line that ends a
+sentence (. ! ? : ;) and is shorter than 70% of the page's longest line. A line that starts
+with a bullet (•, -, *, ...) starts a list item. A line is a heading when it is at most 80
+characters and 12 words, has no final punctuation, starts with a capital letter or a section
+number ("2.1 Meals", "Section 3 Scope"), and is either alone between blank lines or short
+(under 70% of the longest line); an unnumbered one must also be Title-Cased or ALL CAPS unless
+it is both alone and short. Its level is the depth of its number ("2" -> 1, "2.1" -> 2);
+unnumbered headings are level 1. A page number alone on the first or last line of a page is
+dropped. Lines are joined with a space; a line ending in "-" is joined without one (the hyphen
+is kept). Metadata comes from the info fields (Title, Author, Keywords "key=value" pairs and
+custom keys such as /DocId).
+
+What it cannot do: no OCR (a scanned PDF without a text layer is refused); tables come out as
+paragraphs; reading order is pypdf's (multi-column pages may interleave); headings are a guess.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from tether.errors import ParseError
+from tether.ingest.metadata import collect_meta, squash
+from tether.ingest.parse.blocks import Builder, Parsed, short
+from tether.types import BlockKind
+
+_PAGE_NUMBER = re.compile(
+    r"^[-–—(\s]*(?:page\s+)?\d{1,4}(?:\s*(?:of|/)\s*\d{1,4})?[-–—)\s]*$", re.IGNORECASE
+)
+_BULLET = re.compile(r"^(?:[•●○◦▪▫■□‣⁃∙·*\-–—]|\(?[a-z0-9]{1,2}\))\s+(?=\S)", re.IGNORECASE)
+_NUMBERED = re.compile(
+    r"^(?:(?:section|chapter|article|part|annex|appendix)\s+)?(\d{1,3}(?:\.\d{1,3})*)\.?\s+(?=\S)",
+    re.IGNORECASE,
+)
+_SENTENCE_END = ".!?:;…"
+_SHORT = 0.7
+
+
+def _pdf_heading_level(line: str, longest: int, alone: bool) -> int | None:
+    """The heading level of a PDF line, or None when it does not look like a heading."""
+    if not 2 <= len(line) <= 80 or len(line.split()) > 12 or line[-1] in _SENTENCE_END + ",":
+        return None
+    if _PAGE_NUMBER.match(line) or sum(ch.isalpha() for ch in line) < 2:
+        return None
+    short = len(line) < _SHORT * longest
+    numbered = _NUMBERED.match(line)
+    if numbered:
+        rest = line[numbered.end() :]
+        if not rest[:1].isupper() or not (short or alone):
+            return None
+        return min(numbered.group(1).count(".") + 1, 6)
+    if _BULLET.match(line) or not line[0].isupper():
+        return None
+    words = [w for w in line.split() if w[:1].isalpha() and len(w) > 3]
+    titled = line.isupper() or (
+        bool(words) and sum(w[0].isupper() for w in words) >= 0.5 * len(words)
+    )
+    return 1 if (alone and (short or titled)) or (short and titled) else None
+
+
+def _join_lines(lines: list[str]) -> str:
+    out = ""
+    for line in lines:
+        if not out:
+            out = line
+        elif out.endswith("-") and len(out) > 1 and out[-2].isalpha():
+            out += line
+        else:
+            out += " " + line
+    return out
+
+
+def _pdf_page_blocks(page_text: str) -> list[tuple[BlockKind, str, int | None]]:
+    """(kind, text, heading level) for one page's extracted text."""
+    lines = [" ".join(line.split()) for line in page_text.split("\n")]
+    filled = [i for i, line in enumerate(lines) if line]
+    for i in {filled[0], filled[-1]} if filled else set():
+        if _PAGE_NUMBER.match(lines[i]):
+            lines[i] = ""
+    longest = max((len(line) for line in lines), default=0)
+    chunks: list[list[str]] = [[]]
+    for line in lines:
+        if line:
+            chunks[-1].append(line)
+        elif chunks[-1]:
+            chunks.append([])
+    out: list[tuple[BlockKind, str, int | None]] = []
+    for chunk in chunks:
+        para: list[str] = []
+        kind: BlockKind = "paragraph"
+        for line in chunk:
+            level = _pdf_heading_level(line, longest, alone=len(chunk) == 1)
+            if level is not None:
+                if para:
+                    out.append((kind, _join_lines(para), None))
+                para, kind = [], "paragraph"
+                out.append(("heading", line, level))
+                continue
+            bullet = _BULLET.match(line)
+            if bullet:
+                if para:
+                    out.append((kind, _join_lines(para), None))
+                para, kind = [line[bullet.end() :]], "list_item"
+            else:
+                para.append(line)
+            if line[-1] in _SENTENCE_END and len(line) < _SHORT * longest:
+                out.append((kind, _join_lines(para), None))
+                para, kind = [], "paragraph"
+        if para:
+            out.append((kind, _join_lines(para), None))
+    return out
+
+
+def _pdf_info_meta(info: Mapping[str, Any] | None) -> dict[str, Any]:
+    if not info:
+        return {}
+    values: dict[str, str] = {}
+    for key in list(info.keys()):
+        try:
+            value = info[key]
+            value = value.get_object() if hasattr(value, "get_object") else value
+        except Exception:
+            continue
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", errors="replace")
+        if isinstance(value, str) and value.strip():
+            values[str(key).lstrip("/")] = value.strip()
+    pairs: list[tuple[str, Any]] = []
+    title = values.get("Title", "")
+    if title and not re.search(r"^microsoft \w+ - |\.(docx?|pdf|odt|rtf)$|^untitled$", title, re.I):
+        pairs.append(("title", title))
+    if values.get("Author"):
+        pairs.append(("author", values["Author"]))
+    for part in re.split(r"[;\n]", values.get("Keywords", "")):
+        key, sep, value = part.partition("=")
+        if sep and key.strip() and squash(key) not in ("author", "title"):
+            pairs.append((key.strip(), value.strip()))
+    meta = collect_meta(pairs)
+    custom = collect_meta(
+        (k, v) for k, v in values.items() if squash(k) not in ("title", "author", "keywords")
+    )
+    meta.update(custom)  # explicit info keys (/DocId, /Version...) beat /Keywords pairs
+    return meta
+
+
+def parse(data: bytes) -> Parsed:
+    if b"%PDF-" not in data[:1024]:
+        raise ParseError("PDF cannot be read: no %PDF header (not a PDF file)")
+    import pypdf
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            try:
+                ok = reader.decrypt("")
+            except Exception:
+                ok = 0
+            if not ok:
+                raise ParseError("PDF cannot be read: it is encrypted (password protected)")
+        pages = list(reader.pages)
+        try:
+            info = reader.metadata
+        except Exception:
+            info = None
+    except ParseError:
+        raise
+    except RecursionError:
+        raise ParseError("PDF cannot be read: its structure is nested too deeply") from None
+    except Exception as exc:  # pypdf raises many types on malformed files; all mean "bad file"
+        raise ParseError(f"PDF cannot be read: {short(exc)}") from None
+    if not pages:
+        raise ParseError("PDF cannot be read: it has no pages")
+
+    b = Builder()
+    for number, page in enumerate(pages, start=1):
+        for kind, text, level in _pdf_page_blocks(_page_text(page)):
+            if kind == "heading":
+                b.heading(text, level or 1, page=number)
+            else:
+                b.add(kind, text, page=number)
+    return b.result(_pdf_info_meta(info), "PDF has no text layer (a scanned image?)")
+
+
+def _page_text(page: Any) -> str:
+    try:
+        return str(page.extract_text(extraction_mode="layout") or "")
+    except Exception:
+        pass
+    try:
+        return str(page.extract_text() or "")
+    except Exception as exc:
+        raise ParseError(f"PDF cannot be read: {short(exc)}") from None

@@ -1,0 +1,370 @@
+"""One sync: bring an index in line with a collection folder.
+
+`sync(store, folder, ...)` plans the change and has the store write it:
+- incremental: a file whose size and modification time are unchanged (and whose inventory row
+  hashes the same) is not read again; a file whose bytes (or inventory row) hash the same is
+  not parsed again, only its recorded size and mtime are refreshed; vectors are keyed by chunk
+  ID and text hash, so only new or changed chunks are embedded, with the embedder given;
+- atomic: everything slow (reading, parsing, chunking, embedding) happens here first; the
+  result is one `ChangeSet` that `store.apply` writes in one transaction, so a crash or a kill
+  mid-sync leaves the index as it was; a sync that changes nothing writes nothing;
+- forgiving by default: a file that cannot be parsed, or that repeats another file's
+  doc_id + version, is reported with its reason and left out, while the other files sync; a
+  file that parsed before and fails now keeps its previous version in the index.
+  `strict=True` writes nothing when any file has a problem;
+- recorded: the chunker and the embedder are recorded in the index meta; a different chunker
+  or embedder needs `rebuild=True` (which rebuilds the whole index from the folder);
+- sentence vectors (for the default reranker): with `sentences=True`, or when the embedder has
+  a true `sentence_vectors` attribute, each chunk's sentences (`sentence_spans`) are embedded
+  too, in the same change set (chunks that have none yet, including unchanged chunks of an
+  older index, are filled in at the next sync).
+
+What it cannot do: it reads the store through the `Store` protocol only and knows no backend;
+two syncs of one index at the same time are serialised by the store (the second may fail
+with the store's "locked" error); it embeds in this process, with the embedder it is given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tether.errors import ParseError, TetherError
+from tether.ingest.chunking import chunk_document
+from tether.ingest.discover import discover
+from tether.ingest.metadata import load_inventory
+from tether.ingest.parse.dispatch import parse_file
+from tether.protocols import Embedder, Store
+from tether.text import embed_text, sentence_spans, sentence_text
+from tether.types import (
+    ChangeSet,
+    Chunk,
+    ChunkerConfig,
+    FileChange,
+    FileProblem,
+    FileState,
+    Progress,
+    SentenceVectorChange,
+    SyncReport,
+    VectorChange,
+)
+
+EMBED_BATCH = 32  # passages per call for an embedder without its own batching
+SENTENCE_BATCH = 64  # sentences per embedder call
+
+
+@dataclass
+class _Plan:
+    """What reading the folder found, before embedding."""
+
+    known: dict[str, FileState]
+    files: list[FileChange] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    touched: list[FileState] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    problems: list[FileProblem] = field(default_factory=list)
+
+
+def sync(
+    store: Store,
+    folder: Path | str,
+    *,
+    chunker: ChunkerConfig | None = None,
+    embedder: Embedder | None = None,
+    rebuild: bool = False,
+    strict: bool = False,
+    default_access: str = "staff",
+    progress: Progress | None = None,
+    sentences: bool | None = None,
+) -> SyncReport:
+    """Bring the index of `store` in line with `folder` (see the module docstring)."""
+    began = time.perf_counter()
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise TetherError(f"no such folder: {folder}")
+    chunker = chunker or ChunkerConfig()
+    check_build(store, chunker, embedder, rebuild)
+    step = progress or _quiet
+    plan = read_folder(store, folder, chunker, rebuild, default_access, step)
+    if strict and plan.problems:
+        return SyncReport(
+            problems=tuple(plan.problems),
+            unchanged=tuple(sorted(plan.known)),
+            seconds=time.perf_counter() - began,
+            committed=False,
+        )
+    if sentences is None:
+        sentences = bool(getattr(embedder, "sentence_vectors", False))
+    changes = plan_changes(store, plan, chunker, embedder, rebuild, sentences, step)
+    if not changes.empty:
+        store.apply(changes, progress=step)
+    return SyncReport(
+        added=changes.added,
+        updated=changes.updated,
+        removed=changes.removed,
+        unchanged=tuple(sorted(plan.unchanged)),
+        problems=tuple(plan.problems),
+        chunks_written=sum(len(f.chunks) for f in changes.files),
+        seconds=time.perf_counter() - began,
+    )
+
+
+def check_build(
+    store: Store, chunker: ChunkerConfig, embedder: Embedder | None, rebuild: bool
+) -> None:
+    """Refuse to mix chunkers or embedders in one index (unless rebuilding)."""
+    if rebuild:
+        return
+    built = store.meta_value("chunker")
+    if built is not None and built != chunker.describe():
+        raise TetherError(
+            f"this index was built with the {built} chunker; ingesting with"
+            f" {chunker.describe()} needs --rebuild"
+        )
+    if embedder is not None:
+        had = store.meta_value("embedder")
+        want = embedder_label(embedder)
+        if had is not None and had != want:
+            raise TetherError(
+                f"this index was embedded with {had}; embedding with {want} needs --rebuild"
+            )
+
+
+def embedder_label(embedder: Embedder) -> str:
+    """How an embedder is recorded in the index meta: "name (version)"."""
+    return f"{embedder.name} ({embedder.version})"
+
+
+def read_folder(
+    store: Store,
+    folder: Path,
+    chunker: ChunkerConfig,
+    rebuild: bool,
+    default_access: str,
+    step: Progress,
+) -> _Plan:
+    """Read, parse and chunk the files that changed since the store last saw them."""
+    inventory = load_inventory(folder)
+    paths = discover(folder)
+    plan = _Plan(known={} if rebuild else store.file_states())
+    seen: set[str] = set()
+    for i, path in enumerate(paths):
+        source = path.relative_to(folder).as_posix()
+        seen.add(source)
+        step("read", i, len(paths))
+        try:
+            _read_one(plan, path, folder, source, inventory, chunker, default_access)
+        except ParseError as exc:
+            _keep_previous(plan, source, str(exc))
+        except OSError as exc:
+            _keep_previous(plan, source, f"cannot read: {exc.strerror or exc}")
+    step("read", len(paths), len(paths))
+    plan.removed = sorted(s for s in plan.known if s not in seen)
+    plan.files = _refuse_duplicates(plan)
+    return plan
+
+
+def _read_one(
+    plan: _Plan,
+    path: Path,
+    folder: Path,
+    source: str,
+    inventory: dict[str, dict[str, str]],
+    chunker: ChunkerConfig,
+    default_access: str,
+) -> None:
+    stat = path.stat()
+    row = inventory.get(source)
+    row_hash = _row_hash(row, default_access)
+    old = plan.known.get(source)
+    if (
+        old
+        and old.size == stat.st_size
+        and old.mtime_ns == stat.st_mtime_ns
+        and old.fingerprint.endswith(row_hash)
+    ):
+        plan.unchanged.append(source)
+        return
+    fingerprint = hashlib.sha256(path.read_bytes()).hexdigest() + ":" + row_hash
+    if old and old.fingerprint == fingerprint:
+        plan.unchanged.append(source)
+        plan.touched.append(
+            FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, old.doc_id, old.version)
+        )
+        return
+    document = parse_file(path, folder, inventory, default_access=default_access)
+    chunks = tuple(chunk_document(document, chunker))
+    m = document.meta
+    state = FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, m.doc_id, m.version)
+    plan.files.append(FileChange(state, document, chunks, added=source not in plan.known))
+
+
+def _keep_previous(plan: _Plan, source: str, reason: str) -> None:
+    """A file with a problem is reported; its previous version (if any) stays."""
+    plan.problems.append(FileProblem(source, reason))
+    if source in plan.known:
+        plan.unchanged.append(source)
+
+
+def _refuse_duplicates(plan: _Plan) -> list[FileChange]:
+    """Two files with one doc_id + version: the one already indexed stays, newcomers are
+    refused; when neither was indexed, both are refused."""
+    holders: dict[tuple[str, str], str] = {}
+    for source in plan.unchanged:
+        if source in plan.known:
+            state = plan.known[source]
+            holders[(state.doc_id, state.version)] = source
+    claims: dict[tuple[str, str], list[FileChange]] = {}
+    for change in plan.files:
+        key = (change.file.doc_id, change.file.version)
+        claims.setdefault(key, []).append(change)
+    kept: list[FileChange] = []
+    for key, group in claims.items():
+        holder = holders.get(key)
+        if holder is None and len(group) == 1:
+            kept.extend(group)
+            continue
+        others = [holder] if holder else []
+        for change in group:
+            rivals = [*others, *(c.file.source for c in group if c is not change)]
+            plan.problems.append(
+                FileProblem(
+                    change.file.source,
+                    f"doc_id {key[0]!r} version {key[1]!r} is also in {', '.join(rivals)};"
+                    " give each version its own version number",
+                )
+            )
+            if change.file.source in plan.known:
+                plan.unchanged.append(change.file.source)
+    return kept
+
+
+def plan_changes(
+    store: Store,
+    plan: _Plan,
+    chunker: ChunkerConfig,
+    embedder: Embedder | None,
+    rebuild: bool,
+    sentences: bool,
+    step: Progress,
+) -> ChangeSet:
+    """The change set of a read folder: its files, with the vectors they need embedded."""
+    chunks = [c for f in plan.files for c in f.chunks]
+    vectors: tuple[VectorChange, ...] = ()
+    sentence_vectors: tuple[SentenceVectorChange, ...] = ()
+    meta = {"chunker": chunker.describe()}
+    if embedder is not None:
+        vectors = embed_chunks(chunks, store, embedder, rebuild, step)
+        if sentences:
+            leaving = {f.file.source for f in plan.files} | set(plan.removed)
+            sentence_vectors = embed_sentences(chunks, leaving, store, embedder, rebuild, step)
+        meta |= {"embedder": embedder_label(embedder), "embedder_dim": str(embedder.dim)}
+    new_meta = tuple((k, v) for k, v in meta.items() if rebuild or store.meta_value(k) != v)
+    return ChangeSet(
+        files=tuple(plan.files),
+        removed=tuple(plan.removed),
+        touched=tuple(plan.touched),
+        vectors=vectors,
+        sentence_vectors=sentence_vectors,
+        meta=new_meta,
+        rebuild=rebuild,
+        chunker=chunker.describe(),
+    )
+
+
+def embed_chunks(
+    chunks: list[Chunk], store: Store, embedder: Embedder, rebuild: bool, step: Progress
+) -> tuple[VectorChange, ...]:
+    """Vectors for the chunks that have none under the same text hash."""
+    have = {} if rebuild else store.vector_hashes()
+    todo: list[tuple[str, str, str]] = []
+    for chunk in chunks:
+        text = embed_text(chunk)
+        th = text_hash(text)
+        if have.get(chunk.chunk_id) != th:
+            todo.append((chunk.chunk_id, th, text))
+    if not todo:
+        return ()
+    texts = [t for _, _, t in todo]
+
+    def report(done_texts: int, done_tokens: int) -> None:
+        step("embed", done_texts, len(todo))
+        step("embed:tokens", done_tokens, 0)  # the CLI shows tokens/s
+
+    step("embed", 0, len(todo))
+    if "progress" in inspect.signature(embedder.embed_passages).parameters:
+        # one call: the embedder sorts by length and pads within its own batches
+        matrix = embedder.embed_passages(texts, progress=report)  # type: ignore[call-arg]
+    else:
+        matrix = np.concatenate(
+            [
+                embedder.embed_passages(texts[i : i + EMBED_BATCH])
+                for i in range(0, len(texts), EMBED_BATCH)
+            ]
+        )
+    step("embed", len(todo), len(todo))
+    matrix = np.asarray(matrix, dtype=np.float32)
+    return tuple(VectorChange(cid, th, vec) for (cid, th, _), vec in zip(todo, matrix, strict=True))
+
+
+def embed_sentences(
+    chunks: list[Chunk],
+    leaving: set[str],
+    store: Store,
+    embedder: Embedder,
+    rebuild: bool,
+    step: Progress,
+) -> tuple[SentenceVectorChange, ...]:
+    """Sentence vectors for the chunks being written and for the chunks already in the index
+    that have none under the same text hash (an index built before they existed); chunks of
+    the sources in `leaving` (replaced or removed) are not filled in."""
+    held = {} if rebuild else store.sentence_vector_hashes()
+    have = {cid: th for cid, th in held.items() if th is not None}
+    candidates: dict[str, Chunk] = {c.chunk_id: c for c in chunks}
+    missing = [cid for cid, th in held.items() if th is None]
+    for cid, chunk in store.get_many(missing).items():
+        if chunk.meta.source not in leaving:
+            candidates.setdefault(cid, chunk)
+    todo: list[tuple[str, str, int, int, str]] = []
+    for cid, chunk in candidates.items():
+        th = text_hash(embed_text(chunk))
+        if have.get(cid) == th:
+            continue
+        for start, end in sentence_spans(chunk.text):
+            todo.append((cid, th, start, end, sentence_text(chunk, start, end)))
+    found: dict[str, tuple[str, list[tuple[int, int, np.ndarray]]]] = {}
+    order = sorted(range(len(todo)), key=lambda i: len(todo[i][4]))
+    for i in range(0, len(order), SENTENCE_BATCH):
+        step("embed sentences", i, len(order))
+        part = [todo[j] for j in order[i : i + SENTENCE_BATCH]]
+        matrix = np.asarray(embedder.embed_passages([t[4] for t in part]), dtype=np.float32)
+        for (cid, th, start, end, _), vec in zip(part, matrix, strict=True):
+            found.setdefault(cid, (th, []))[1].append((start, end, vec))
+    step("embed sentences", len(order), len(order))
+    out: list[SentenceVectorChange] = []
+    for cid, (th, rows) in found.items():
+        rows.sort(key=lambda r: (r[0], r[1]))
+        spans = tuple((a, b) for a, b, _ in rows)
+        out.append(SentenceVectorChange(cid, th, spans, np.stack([v for _, _, v in rows])))
+    return tuple(out)
+
+
+def text_hash(text: str) -> str:
+    """The hash a vector is keyed by: what was embedded, so an unchanged chunk is not
+    embedded again."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _row_hash(row: dict[str, str] | None, default_access: str) -> str:
+    payload = json.dumps([sorted((row or {}).items()), default_access], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def _quiet(phase: str, done: int, total: int) -> None:
+    """The progress callback when none is given."""

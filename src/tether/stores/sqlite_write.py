@@ -1,0 +1,143 @@
+"""Writing a ChangeSet into the SQLite index, inside the transaction `SqliteStore.apply` holds.
+
+Every table and index a document reaches is written here and nowhere else: `files`,
+`documents`, `chunks`, the FTS5 table `chunks_fts` (heading, text and a column of codes
+written without separators, so PW-2200-07 is found typed with or without its dashes),
+`embeddings` and `sentence_embeddings`. Removing a source removes its rows from all of them.
+
+What it cannot do: it neither begins nor commits (the caller does both, so a failure anywhere
+rolls everything back); it trusts the change set (duplicates were refused by the planner).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from tether.text import codes, collapse_code
+from tether.types import ChangeSet, FileChange, Progress
+
+_DATA_TABLES = ("sentence_embeddings", "embeddings", "chunks_fts", "chunks", "documents", "files")
+_BATCH = 500  # IDs per IN (...) clause
+
+
+def write_changes(db: sqlite3.Connection, changes: ChangeSet, step: Progress) -> None:
+    """Write `changes` (the order of `ChangeSet`'s docstring); the caller holds the
+    transaction. `step("write", done, total)` is called once per source."""
+    pause_file = os.environ.get("TETHER_TEST_PAUSE_MID_WRITE")
+    total = len(changes.files) + len(changes.removed)
+    if changes.rebuild:
+        for table in _DATA_TABLES:
+            db.execute(f"DELETE FROM {table}")
+    for source in changes.removed:
+        delete_source(db, source)
+    for i, change in enumerate(changes.files):
+        step("write", i, total)
+        if pause_file and i == len(changes.files) // 2:
+            Path(pause_file).write_text("paused")
+            time.sleep(120)  # a test kills the process here
+        delete_source(db, change.file.source)
+        insert(db, change, changes.chunker)
+    for state in changes.touched:
+        db.execute(
+            "UPDATE files SET size = ?, mtime_ns = ? WHERE source = ?",
+            (state.size, state.mtime_ns, state.source),
+        )
+    for v in changes.vectors:
+        db.execute(
+            "INSERT OR REPLACE INTO embeddings (chunk_id, text_hash, vector) VALUES (?, ?, ?)",
+            (v.chunk_id, v.text_hash, _blob(v.vector)),
+        )
+    db.execute("DELETE FROM embeddings WHERE chunk_id NOT IN (SELECT chunk_id FROM chunks)")
+    for s in changes.sentence_vectors:
+        db.execute("DELETE FROM sentence_embeddings WHERE chunk_id = ?", (s.chunk_id,))
+        db.executemany(
+            'INSERT INTO sentence_embeddings (chunk_id, n, start, "end", text_hash, vector)'
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (s.chunk_id, n, a, b, s.text_hash, _blob(row))
+                for n, ((a, b), row) in enumerate(zip(s.spans, s.matrix, strict=True))
+            ],
+        )
+    db.execute(
+        "DELETE FROM sentence_embeddings WHERE chunk_id NOT IN (SELECT chunk_id FROM chunks)"
+    )
+    set_meta_rows(db, dict(changes.meta))
+
+
+def set_meta_rows(db: sqlite3.Connection, values: Mapping[str, str]) -> None:
+    """Insert or replace rows of the meta table."""
+    db.executemany(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value ="
+        " excluded.value",
+        list(values.items()),
+    )
+
+
+def delete_source(db: sqlite3.Connection, source: str) -> None:
+    """Remove what the index holds for one source file (its vectors go with the sweep of
+    `write_changes`)."""
+    row = db.execute("SELECT doc_id, version FROM files WHERE source = ?", (source,)).fetchone()
+    if row is None:
+        return
+    ids = [
+        r[0]
+        for r in db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ? AND version = ?", row)
+    ]
+    for i in range(0, len(ids), _BATCH):
+        part = ids[i : i + _BATCH]
+        marks = ",".join("?" * len(part))
+        db.execute(f"DELETE FROM chunks_fts WHERE chunk_id IN ({marks})", part)
+    db.execute("DELETE FROM chunks WHERE doc_id = ? AND version = ?", row)
+    db.execute("DELETE FROM documents WHERE doc_id = ? AND version = ?", row)
+    db.execute("DELETE FROM files WHERE source = ?", (source,))
+
+
+def insert(db: sqlite3.Connection, change: FileChange, chunker: str) -> None:
+    """Write one file's document (recording the chunker that cut it), chunks, lexical
+    entries and file state."""
+    m = change.document.meta
+    db.execute(
+        "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            m.doc_id, m.version, m.source, m.title, m.doc_type, m.access, m.language,
+            _iso(m.effective_from), _iso(m.effective_to), m.owner, m.format,
+            change.document.content_hash, change.document.text, chunker,
+        ),
+    )  # fmt: skip
+    for c in change.chunks:
+        db.execute(
+            'INSERT INTO chunks (chunk_id, doc_id, version, ordinal, heading_path, anchor,'
+            ' page, start, "end", lead, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+            (
+                c.chunk_id, m.doc_id, m.version, c.ordinal,
+                json.dumps(list(c.heading_path), ensure_ascii=False), c.anchor, c.page,
+                c.start, c.end, c.lead, c.text,
+            ),
+        )  # fmt: skip
+        heading = " ".join([m.title, *c.heading_path])
+        code_col = " ".join(collapse_code(x) for x in codes(c.text + " " + heading))
+        db.execute(
+            "INSERT INTO chunks_fts (heading, text, codes, chunk_id) VALUES (?, ?, ?, ?)",
+            (heading, c.text, code_col, c.chunk_id),
+        )
+    f = change.file
+    db.execute(
+        "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
+        (f.source, f.fingerprint, f.size, f.mtime_ns, f.doc_id, f.version),
+    )
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _iso(d: date | None) -> str | None:
+    return d.isoformat() if d else None
