@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from tether import __version__
+from tether._version import __version__
 from tether.errors import TetherError
 from tether.stores.dense import ANN_THRESHOLD, DenseIndex, hnsw_cache_path, remove_hnsw_caches
 from tether.stores.sqlite_write import set_meta_rows, write_changes
