@@ -232,7 +232,7 @@ def ablation(sets: list[tuple[str, SqliteStore, list, str | None]]) -> list[str]
 
 def rewrite_section(store: SqliteStore, questions) -> list[str]:
     from tether.config import load_settings
-    from tether.providers.providers import make_provider
+    from tether.providers.factory import make_provider
     from tether.retrieval.retriever import LLMRewriter
 
     subset = [q for q in questions if q.kind == "cross-lingual" and q.relevant]

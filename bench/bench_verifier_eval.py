@@ -51,7 +51,7 @@ def main() -> None:
     ]
     if args.llm:
         from tether.config import load_settings
-        from tether.providers.providers import make_provider
+        from tether.providers.factory import make_provider
 
         judges.append(("llm (local model)", LLMJudge(make_provider(load_settings(), name="local"))))
     load = os.getloadavg()[0]

@@ -21,7 +21,8 @@ from pathlib import Path
 from tether.answering.pipeline import AskOptions, ask
 from tether.embeddings.embedders import default_embedder
 from tether.evaluation.evaluate import demo_collection, load_questions
-from tether.providers.providers import LocalProvider, ReplayProvider
+from tether.providers.local import LocalProvider
+from tether.providers.replay import ReplayProvider
 from tether.retrieval.retriever import Retriever
 from tether.stores.sqlite import SqliteStore
 
