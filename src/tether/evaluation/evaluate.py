@@ -794,7 +794,7 @@ def calibrate_gate(
 
     Answerable: `abstain` false. Must refuse: `abstain` true (unanswerable questions and
     staff-only questions asked by the public)."""
-    from tether.answering.pipeline import support_score
+    from tether.answering.gate import support_score
 
     best: dict[str, list[tuple[float, bool]]] = {m: [] for m in methods}
     steps = len(questions) * len(methods)
