@@ -31,14 +31,14 @@ from pathlib import Path
 import numpy as np
 
 from tether.embeddings.embedders import default_embedder, describe
-from tether.evaluation.evaluate import (
-    METRICS,
+from tether.evaluation.metrics import METRICS
+from tether.evaluation.questions import (
     demo_collection,
     larkfield_collection,
     load_questions,
     question_filters,
-    run_retrieval_eval,
 )
+from tether.evaluation.retrieval_eval import run_retrieval_eval
 from tether.retrieval.retriever import (
     HNSW_EF_CONSTRUCTION,
     HNSW_EF_SEARCH,

@@ -21,12 +21,8 @@ from datetime import date
 from pathlib import Path
 
 from tether.embeddings.embedders import default_embedder, describe
-from tether.evaluation.evaluate import (
-    VerifierResult,
-    demo_collection,
-    load_claims,
-    run_verifier_eval,
-)
+from tether.evaluation.questions import demo_collection
+from tether.evaluation.verifier_eval import VerifierResult, load_claims, run_verifier_eval
 from tether.stores.sqlite import SqliteStore
 from tether.verify.judges import EmbeddingJudge, LLMJudge
 

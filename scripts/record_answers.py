@@ -21,7 +21,7 @@ from pathlib import Path
 from tether.answering.context import token_counter
 from tether.answering.pipeline import AskOptions, ask
 from tether.embeddings.embedders import default_embedder, default_token_counter
-from tether.evaluation.evaluate import demo_collection, load_questions
+from tether.evaluation.questions import demo_collection, load_questions
 from tether.providers.local import LocalProvider
 from tether.providers.replay import ReplayProvider
 from tether.retrieval.retriever import Retriever

@@ -12,13 +12,10 @@ from tether.answering.context import token_counter
 from tether.answering.pipeline import AskOptions, ask, choose_judge
 from tether.embeddings.embedders import default_token_counter
 from tether.errors import ProviderError
-from tether.evaluation.evaluate import (
-    calibrate_gate,
-    load_claims,
-    load_questions,
-    run_verifier_eval,
-)
-from tether.providers.providers import ReplayProvider
+from tether.evaluation.calibration import calibrate_gate
+from tether.evaluation.questions import load_questions
+from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
+from tether.providers.replay import ReplayProvider
 from tether.retrieval.retriever import Retriever
 from tether.types import Completion, ModelRequest
 
