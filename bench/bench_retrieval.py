@@ -31,14 +31,14 @@ from pathlib import Path
 import numpy as np
 
 from tether.embeddings.embedders import default_embedder, describe
-from tether.evaluation.evaluate import (
-    METRICS,
+from tether.evaluation.metrics import METRICS
+from tether.evaluation.questions import (
     demo_collection,
     larkfield_collection,
     load_questions,
     question_filters,
-    run_retrieval_eval,
 )
+from tether.evaluation.retrieval_eval import run_retrieval_eval
 from tether.ingest.sync import sync
 from tether.retrieval.retriever import METHODS, Retriever
 from tether.stores.dense import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, DenseIndex
@@ -227,7 +227,7 @@ def ablation(sets: list[tuple[str, SqliteStore, list, str | None]]) -> list[str]
 
 def rewrite_section(store: SqliteStore, questions) -> list[str]:
     from tether.config import load_settings
-    from tether.providers.providers import make_provider
+    from tether.providers.factory import make_provider
     from tether.retrieval.retriever import LLMRewriter
 
     subset = [q for q in questions if q.kind == "cross-lingual" and q.relevant]

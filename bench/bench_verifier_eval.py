@@ -21,12 +21,8 @@ from datetime import date
 from pathlib import Path
 
 from tether.embeddings.embedders import default_embedder, describe
-from tether.evaluation.evaluate import (
-    VerifierResult,
-    demo_collection,
-    load_claims,
-    run_verifier_eval,
-)
+from tether.evaluation.questions import demo_collection
+from tether.evaluation.verifier_eval import VerifierResult, load_claims, run_verifier_eval
 from tether.ingest.sync import sync
 from tether.stores.sqlite import SqliteStore
 from tether.verify.judges import EmbeddingJudge, LLMJudge
@@ -52,7 +48,7 @@ def main() -> None:
     ]
     if args.llm:
         from tether.config import load_settings
-        from tether.providers.providers import make_provider
+        from tether.providers.factory import make_provider
 
         judges.append(("llm (local model)", LLMJudge(make_provider(load_settings(), name="local"))))
     load = os.getloadavg()[0]

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from tether.answering.answer import _clean_id
-from tether.evaluation.evaluate import load_questions
+from tether.evaluation.questions import load_questions
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDINGS = ROOT / "src/tether/demo/recordings/local-qwen.jsonl"

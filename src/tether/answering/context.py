@@ -3,9 +3,10 @@ near-duplicates dropped and a header per passage that lets the model pick the ve
 
     [chunk_id] Title | doc_type, version V, in force from A to B | section: S
 
-Tokens are counted with the multilingual e5 tokenizer (an XLM-R SentencePiece model shipped
-with the embedder) when it can be loaded, else estimated as one token per 3.5 characters
-(the ratio measured on the demo collection with that tokenizer, rounded down to over-count).
+Tokens are counted by the `TokenCounter` the caller passes: the multilingual e5 tokenizer (an
+XLM-R SentencePiece model shipped with the embedder) when the caller could load it, else
+`ESTIMATE`, one token per 3.5 characters (the ratio measured on the demo collection with that
+tokenizer, rounded down to over-count). This module loads no tokenizer itself.
 
 What it cannot do: the budget is in e5 tokens, which differ from the answering model's own
 tokens by a few percent either way; near-duplicates are found by word-shingle overlap, so two
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from functools import cache
+from typing import NamedTuple
 
 from tether.text import words
 from tether.types import Chunk, Context, Dropped, Hit, Passage
@@ -38,22 +39,30 @@ def header(chunk: Chunk) -> str:
     )
 
 
-@cache
-def token_counter() -> tuple[str, Callable[[str], int]]:
-    """(name, count function): the e5 tokenizer when loadable, else the documented estimate."""
-    try:
-        from tether.embeddings.embedders import default_token_counter
-
-        counter = default_token_counter()
-        if counter is not None:
-            return counter
-    except Exception:  # any failure to load a tokenizer falls back to the estimate
-        pass
-    return (f"estimate (1 token per {CHARS_PER_TOKEN} characters)", estimate_tokens)
-
-
 def estimate_tokens(text: str) -> int:
+    """The documented estimate: one token per `CHARS_PER_TOKEN` characters, rounded up."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+class TokenCounter(NamedTuple):
+    """How the context budget is counted: `name` (recorded in the Context) and `count`."""
+
+    name: str
+    count: Callable[[str], int]
+
+
+ESTIMATE = TokenCounter(f"estimate (1 token per {CHARS_PER_TOKEN} characters)", estimate_tokens)
+
+
+def token_counter(load: Callable[[], tuple[str, Callable[[str], int]] | None]) -> TokenCounter:
+    """The (name, count) that `load` returns (an embedder's own tokenizer, for example
+    `tether.embeddings.embedders.default_token_counter`), else `ESTIMATE` when it returns None
+    or fails to load one. Whatever `load` loads is the caller's choice."""
+    try:
+        found = load()
+    except Exception:  # any failure to load a tokenizer falls back to the estimate
+        found = None
+    return TokenCounter(*found) if found is not None else ESTIMATE
 
 
 def _shingles(text: str) -> set[tuple[str, ...]]:
@@ -75,11 +84,12 @@ def assemble(
     hits: Sequence[Hit],
     budget: int = DEFAULT_BUDGET,
     *,
+    count: Callable[[str], int],
+    tokenizer: str = "given",
     near_duplicate: float = NEAR_DUPLICATE,
-    count: Callable[[str], int] | None = None,
 ) -> Context:
-    """Passages in rank order within `budget` tokens; each dropped chunk listed with why."""
-    name, counter = ("given", count) if count is not None else token_counter()
+    """Passages in rank order within `budget` tokens counted by `count` (named `tokenizer` in
+    the Context); each dropped chunk listed with why."""
     passages: list[Passage] = []
     dropped: list[Dropped] = []
     used = 0
@@ -101,10 +111,10 @@ def assemble(
             )
             continue
         head = header(chunk)
-        tokens = counter(f"{head}\n{chunk.text}")
+        tokens = count(f"{head}\n{chunk.text}")
         if used + tokens > budget:
             dropped.append(Dropped(chunk, f"over the token budget ({used}+{tokens} > {budget})"))
             continue
         used += tokens
         passages.append(Passage(chunk, head, tokens, len(passages) + 1, hit.score))
-    return Context(tuple(passages), tuple(dropped), budget, used, name)
+    return Context(tuple(passages), tuple(dropped), budget, used, tokenizer)

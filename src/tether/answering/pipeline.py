@@ -1,18 +1,16 @@
-"""`ask()`: the whole flow for one question, and `Collection`, the Python API over it.
+"""`ask()`: the whole flow for one question from parts the caller built; `choose_judge`, the
+entailment judge that suits a provider; and `Collection`, the Python API over them.
 
-question → filters (as_of, audience) → retrieval → support gate → context → prompt →
-provider → parse → verify → AskResult.
+question → filters (as_of, audience) → retrieval → support gate (`tether.answering.gate`) →
+context → prompt → provider → parse → verify → AskResult.
 
-The support gate refuses before any model call (zero cost) when fewer than `min_support`
-retrieved passages clear the method's score floor. The support score of a hit is, by method:
-BM25 score (bm25), cosine similarity (dense), the dense cosine of a fused hit (hybrid: RRF
-scores carry no absolute meaning, and a hit found only by BM25 gets its BM25 score mapped
-below every floor), the reranker's score (rerank). Floors are calibrated on the bundled
-questions (`tether calibrate`) and stored in the index; the defaults below are those values.
+`ask` builds nothing: the retriever (with its embedder), the provider, the judge and the token
+counter are parameters, built once by whoever holds them (the application's Workspace), so a
+question never loads a model.
 
-What it cannot do: the gate judges retrieval strength, not whether the passages answer; a
-question phrased very differently from the documents can be refused although answerable
-(the trade-off table in the README gives the measured rates).
+What it cannot do: the gate judges retrieval strength, not whether the passages answer (see
+`tether.answering.gate`); the answer's language is English or French only (the languages the
+prompts and refusal sentences know).
 """
 
 from __future__ import annotations
@@ -22,57 +20,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from tether.answering.answer import build_request, parse_completion
-from tether.answering.context import DEFAULT_BUDGET, assemble
+from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble, token_counter
+from tether.answering.gate import DEFAULT_MIN_SUPPORT, floors_for, gate
 from tether.errors import ProviderError, TetherError
-from tether.protocols import Provider
+from tether.protocols import Embedder, Judge, Provider, Store
 from tether.stores.sqlite import DEFAULT_INDEX, SqliteStore
 from tether.types import (
     Answer,
     AnswerProblem,
     AskResult,
     Audience,
+    Context,
     Filters,
-    Gate,
     Hit,
 )
-
-# Default floors per method (support score a passage needs to count), see `calibrate`.
-DEFAULT_FLOORS: dict[str, float] = {"bm25": 5.15, "dense": 0.826, "hybrid": 0.826, "rerank": 0.784}
-DEFAULT_MIN_SUPPORT = 1
-
-
-def support_score(hit: Hit) -> float:
-    """How strongly one hit supports answering, on its method's scale (see module docstring)."""
-    if hit.method == "hybrid":
-        return float(hit.signals.get("dense", 0.0))
-    return float(hit.score)
-
-
-def gate(hits: list[Hit], floor: float, min_support: int = DEFAULT_MIN_SUPPORT) -> Gate:
-    """Pass when at least `min_support` hits clear `floor`."""
-    scores = [support_score(h) for h in hits]
-    supporting = sum(s >= floor for s in scores)
-    best = max(scores, default=0.0)
-    passed = supporting >= min_support
-    reason = (
-        ""
-        if passed
-        else f"retrieval too weak: {supporting} passage(s) cleared the floor {floor:.3g}"
-        f" (best {best:.3g}); need {min_support}"
-    )
-    return Gate(passed, floor, min_support, supporting, best, reason)
-
-
-def floors_for(store: SqliteStore) -> dict[str, float]:
-    """The calibrated floors stored in the index, else the defaults."""
-    floors = dict(DEFAULT_FLOORS)
-    for method in floors:
-        value = store.meta_value(f"gate_floor:{method}")
-        if value is not None:
-            floors[method] = float(value)
-    return floors
+from tether.verify import check as verify
+from tether.verify.judges import EmbeddingJudge, LLMJudge
 
 
 @dataclass(frozen=True)
@@ -91,29 +57,48 @@ class AskOptions:
     verify: bool = True
 
 
-def detect_language(text: str) -> str:
-    """en or fr (the languages the prompts and refusal sentences know), else the detector's."""
+def answer_language(text: str) -> str:
+    """en or fr (the languages the prompts and refusal sentences know), else en.
+
+    Not `tether.text.detect_language`: that one restricts the detector to seven languages and
+    answers its default for text with under 3 letters, so a question that is only a code
+    (ST-410-RD, BT-500-36) can come out the other of en/fr there."""
     import py3langid as langid
 
     lang, _ = langid.classify(text)
     return lang if lang in ("en", "fr") else "en"
 
 
+def choose_judge(provider_name: str, embedder: Embedder | None, provider: Provider) -> Judge | None:
+    """The entailment judge that suits the parts: the local model when it is the provider
+    (already loaded), else the embedding judge over the retrieval embedder, else none."""
+    if provider_name == "local":
+        return LLMJudge(provider)
+    if embedder is not None:
+        return EmbeddingJudge(embedder)
+    return None
+
+
 def ask(
     question: str,
-    store: SqliteStore,
+    store: Store,
     provider: Provider,
     options: AskOptions | None = None,
     *,
-    retriever=None,
-    judge=None,
+    retriever: Any,
+    judge: Judge | None,
+    tokens: TokenCounter,
 ) -> AskResult:
-    """Answer one question from the index (see the module docstring for the flow)."""
+    """Answer one question from the index with the given parts (see the module docstring).
+
+    `retriever` searches `store` (a `tether.retrieval.retriever.Retriever`; its `embedder`, when
+    it has one, also serves the verifier), `judge` scores entailment for the verifier (None: no
+    entailment check; `choose_judge` gives the usual one), `tokens` counts the context budget."""
     o = options or AskOptions()
     if not question.strip():
         raise TetherError("the question is empty")
     timings: dict[str, float] = {}
-    language = o.language or detect_language(question)
+    language = o.language or answer_language(question)
     filters = Filters(as_of=o.as_of, audience=o.audience)
     base = AskResult(question, o.as_of, o.audience, language, o.method, provider=provider.name)
 
@@ -121,10 +106,6 @@ def ask(
         return _answer(base, provider, o, None, timings)
 
     t = time.perf_counter()
-    if retriever is None:
-        from tether.retrieval.retriever import Retriever
-
-        retriever = Retriever.for_store(store)
     method = retriever.resolve_method(o.method)
     hits = retriever.search(question, o.k, filters, method=method)
     timings["retrieve_s"] = time.perf_counter() - t
@@ -138,14 +119,11 @@ def ask(
         )
 
     t = time.perf_counter()
-    context = assemble(hits, o.budget)
+    context = assemble(hits, o.budget, count=tokens.count, tokenizer=tokens.name)
     timings["context_s"] = time.perf_counter() - t
     result = _answer(replace(base, context=context), provider, o, context, timings)
     if o.verify and result.answer is not None and result.answer.claims:
-        from tether.verify import check as verify
-
         t = time.perf_counter()
-        embedder = getattr(retriever, "embedder", None)
         checks = verify.check_answer(
             result.answer,
             store,
@@ -154,8 +132,8 @@ def ask(
             audience=o.audience,
             language=language,
             as_of=o.as_of,
-            judge=judge if judge is not None else default_judge(provider, embedder),
-            embedder=embedder,
+            judge=judge,
+            embedder=getattr(retriever, "embedder", None),
         )
         answer = result.answer
         if o.strict:
@@ -165,21 +143,13 @@ def ask(
     return result
 
 
-def default_judge(provider: Provider, embedder=None):
-    """The entailment judge `ask` uses: the local model when it is the provider (already
-    loaded), else the embedding judge over the retrieval embedder, else none."""
-    from tether.verify.judges import EmbeddingJudge, LLMJudge
-
-    if getattr(provider, "name", "") == "local":
-        return LLMJudge(provider)
-    if embedder is not None:
-        return EmbeddingJudge(embedder)
-    return None
-
-
-def _answer(base: AskResult, provider: Provider, o: AskOptions, context, timings) -> AskResult:
-    from tether.types import Context
-
+def _answer(
+    base: AskResult,
+    provider: Provider,
+    o: AskOptions,
+    context: Context | None,
+    timings: dict[str, float],
+) -> AskResult:
     ctx = context if context is not None else Context(())
     request = build_request(
         base.question,
@@ -271,12 +241,17 @@ class Collection:
         return self._get_retriever().search(query, k, Filters(**filters), method=method)
 
     def ask(self, question: str, **options) -> AskResult:
+        from tether.embeddings.embedders import default_token_counter
+
+        retriever = self._get_retriever()
         return ask(
             question,
             self.store,
             self.provider,
             AskOptions(**options),
-            retriever=self._get_retriever(),
+            retriever=retriever,
+            judge=choose_judge(self.provider.name, retriever.embedder, self.provider),
+            tokens=token_counter(default_token_counter),
         )
 
     def _get_retriever(self):

@@ -1,0 +1,56 @@
+"""The support gate: refuse before any model call when retrieval found too little.
+
+The gate passes when at least `min_support` retrieved passages clear the method's score floor.
+The support score of a hit is, by method: BM25 score (bm25), cosine similarity (dense), the
+dense cosine of a fused hit (hybrid: RRF scores carry no absolute meaning, and a hit found only
+by BM25 gets its BM25 score mapped below every floor), the reranker's score (rerank). Floors
+are calibrated on the bundled questions (`tether calibrate`, `tether.evaluation.calibration`)
+and stored in the index; `DEFAULT_FLOORS` are those values.
+
+What it cannot do: the gate judges retrieval strength, not whether the passages answer; a
+question phrased very differently from the documents can be refused although answerable
+(the trade-off table in the README gives the measured rates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tether.protocols import Store
+from tether.types import Gate, Hit
+
+# Default floors per method (support score a passage needs to count), see `calibrate`.
+DEFAULT_FLOORS: dict[str, float] = {"bm25": 5.15, "dense": 0.826, "hybrid": 0.826, "rerank": 0.784}
+DEFAULT_MIN_SUPPORT = 1
+
+
+def support_score(hit: Hit) -> float:
+    """How strongly one hit supports answering, on its method's scale (see module docstring)."""
+    if hit.method == "hybrid":
+        return float(hit.signals.get("dense", 0.0))
+    return float(hit.score)
+
+
+def gate(hits: Sequence[Hit], floor: float, min_support: int = DEFAULT_MIN_SUPPORT) -> Gate:
+    """Pass when at least `min_support` hits clear `floor`."""
+    scores = [support_score(h) for h in hits]
+    supporting = sum(s >= floor for s in scores)
+    best = max(scores, default=0.0)
+    passed = supporting >= min_support
+    reason = (
+        ""
+        if passed
+        else f"retrieval too weak: {supporting} passage(s) cleared the floor {floor:.3g}"
+        f" (best {best:.3g}); need {min_support}"
+    )
+    return Gate(passed, floor, min_support, supporting, best, reason)
+
+
+def floors_for(store: Store) -> dict[str, float]:
+    """The calibrated floors stored in the index, else the defaults."""
+    floors = dict(DEFAULT_FLOORS)
+    for method in floors:
+        value = store.meta_value(f"gate_floor:{method}")
+        if value is not None:
+            floors[method] = float(value)
+    return floors

@@ -1,0 +1,154 @@
+"""Question sets and where their answers are: reading a question set (JSON Lines in the shared
+format, unknown fields kept), the bundled demo files, staging the Larkfield benchmark, and
+matching a retrieved chunk to a relevant passage.
+
+What it cannot do: relevance is by location (doc_id, version, section or anchor, evidence
+text), so a relevant passage that the chunker split across two chunks matches both halves only
+when neither has an `evidence` string that straddles the cut.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import date
+from importlib import resources
+from pathlib import Path
+
+from tether.errors import TetherError
+from tether.types import Chunk, Filters, Question, Relevant
+
+_KNOWN = {
+    "id", "question", "language", "as_of", "audience", "abstain", "kind",
+    "reference_answer", "keys", "must_not", "relevant", "tags",
+}  # fmt: skip
+
+
+def demo_collection() -> Path:
+    """The bundled demo collection folder (package data)."""
+    return Path(str(resources.files("tether.demo") / "collection"))
+
+
+def demo_questions() -> Path:
+    """The bundled question set."""
+    return Path(str(resources.files("tether.demo") / "questions.jsonl"))
+
+
+def load_questions(path: Path | str | None = None) -> list[Question]:
+    """Read a question set; the bundled one when `path` is None. Bad lines are clear errors."""
+    path = Path(path) if path is not None else demo_questions()
+    if not path.is_file():
+        raise TetherError(f"no question set at {path}")
+    questions: list[Question] = []
+    ids: set[str] = set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            q = _question(raw)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise TetherError(f"{path.name} line {n}: {exc}") from None
+        if q.id in ids:
+            raise TetherError(f"{path.name} line {n}: duplicate question id {q.id!r}")
+        ids.add(q.id)
+        questions.append(q)
+    return questions
+
+
+def _question(raw: dict) -> Question:
+    if not isinstance(raw, dict):
+        raise ValueError("a question must be a JSON object")
+    for field_name in ("id", "question"):
+        if not isinstance(raw.get(field_name), str) or not raw[field_name].strip():
+            raise ValueError(f"missing or empty {field_name!r}")
+    as_of = raw.get("as_of")
+    audience = raw.get("audience") or "public"
+    if audience not in ("public", "staff"):
+        raise ValueError(f"audience {audience!r} is not public or staff")
+    relevant = tuple(
+        Relevant(
+            doc_id=str(r["doc_id"]),
+            version=None if r.get("version") is None else str(r["version"]),
+            section=r.get("section"),
+            anchor=r.get("anchor"),
+            evidence=r.get("evidence"),
+        )
+        for r in raw.get("relevant") or []
+    )
+    return Question(
+        id=raw["id"],
+        question=raw["question"],
+        language=raw.get("language") or "en",
+        as_of=date.fromisoformat(as_of) if as_of else None,
+        audience=audience,
+        abstain=bool(raw.get("abstain", False)),
+        kind=raw.get("kind") or "answerable",
+        reference_answer=raw.get("reference_answer") or "",
+        keys=tuple(raw.get("keys") or ()),
+        must_not=tuple(raw.get("must_not") or ()),
+        relevant=relevant,
+        tags=tuple(raw.get("tags") or ()),
+        extra={k: v for k, v in raw.items() if k not in _KNOWN},
+    )
+
+
+def matches(chunk: Chunk, rel: Relevant) -> bool:
+    """True when a retrieved chunk is at the relevant passage's location (see the map)."""
+    if chunk.doc_id != rel.doc_id:
+        return False
+    if rel.version is not None and chunk.version != rel.version:
+        return False
+    if rel.section is not None or rel.anchor is not None:
+        by_section = rel.section is not None and _norm(rel.section) in {
+            _norm(h) for h in chunk.heading_path
+        }
+        by_anchor = rel.anchor is not None and chunk.anchor == rel.anchor
+        if not (by_section or by_anchor):
+            return False
+    return not (rel.evidence and _norm(rel.evidence) not in _norm(chunk.text))
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def passage_label(rel: Relevant) -> str:
+    """A short, readable name for a relevant passage."""
+    where = rel.section or (f"#{rel.anchor}" if rel.anchor else "")
+    label = rel.doc_id + (f" v{rel.version}" if rel.version else "")
+    if where:
+        label += f" § {where}"
+    if rel.evidence:
+        label += f' ("{rel.evidence[:40]}")'
+    return label
+
+
+def question_filters(q: Question, audience: str | None = None) -> Filters:
+    """The filters a question is asked under (`audience` overrides its own)."""
+    return Filters(as_of=q.as_of, audience=audience or q.audience)  # type: ignore[arg-type]
+
+
+def larkfield_collection(root: Path | str, dest: Path | str) -> Path:
+    """Stage the shared Larkfield benchmark's available documents once each in `dest`:
+    `corpus/documents/` plus the text forms of its two PDFs (`corpus/formats/warranty-policy.md`
+    and `product-care-pw2200.html`), as its README says. Returns `dest`."""
+    corpus = Path(root) / "corpus"
+    if not (corpus / "documents").is_dir():
+        raise TetherError(f"no Larkfield corpus at {corpus}")
+    dest = Path(dest)
+    (dest / "documents").mkdir(parents=True, exist_ok=True)
+    (dest / "formats").mkdir(parents=True, exist_ok=True)
+    for f in sorted((corpus / "documents").iterdir()):
+        if f.is_file():
+            shutil.copyfile(f, dest / "documents" / f.name)
+    for name in ("warranty-policy.md", "product-care-pw2200.html"):
+        if (corpus / "formats" / name).is_file():
+            shutil.copyfile(corpus / "formats" / name, dest / "formats" / name)
+    return dest
+
+
+def demo_claims() -> list[Path]:
+    """The bundled labelled claim set: constructed claims and labelled recorded ones."""
+    folder = Path(str(resources.files("tether.demo")))
+    return sorted(folder.glob("claims-*.jsonl"))

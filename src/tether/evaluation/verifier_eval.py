@@ -1,0 +1,182 @@
+"""The verifier measured on a labelled claim set: `load_claims` reads it (the bundled one by
+default), `run_verifier_eval` checks every claim and counts false passes (unsupported claims
+marked ok) and false alarms (supported claims flagged), overall, per flag and per kind.
+
+What it cannot do: it measures `tether.verify.check.check_answer` with the judge and embedder
+the caller passes (it builds none); a claim's verdict is ok only when it carries no flag, so a
+flag that is right for another reason still counts as an alarm on a supported claim.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from tether.answering.context import header
+from tether.errors import TetherError
+from tether.evaluation.questions import demo_claims, matches
+from tether.protocols import Embedder, Judge, Store
+from tether.types import Answer, Claim, Context, Passage, Relevant
+from tether.verify.check import check_answer, flag_kind
+
+
+def load_claims(paths: Sequence[Path] | None = None) -> list[dict]:
+    """The labelled claims in `paths` (the bundled set when None); a bad line is a clear error."""
+    items: list[dict] = []
+    for path in paths or demo_claims():
+        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    item = json.loads(line)
+                    if item["label"] not in ("supported", "unsupported"):
+                        _bad("label")
+                    if not (item["claim"] and item["made"]):
+                        _bad("claim/made")
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise TetherError(
+                        f"{Path(path).name} line {n}: not a labelled claim ({exc})"
+                    ) from None
+                items.append(item)
+    return items
+
+
+def _bad(what: str) -> None:
+    raise ValueError(f"bad {what}")
+
+
+@dataclass(frozen=True)
+class VerifierRow:
+    """One labelled claim: how it was made, its label, the flags the checker gave, the time."""
+
+    item_id: str
+    made: str
+    kind: str
+    label: str
+    flags: tuple[str, ...]
+    seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return not self.flags
+
+
+@dataclass(frozen=True)
+class VerifierResult:
+    """The checker on a labelled claim set: every row, and where it was wrong."""
+
+    judge: str
+    rows: tuple[VerifierRow, ...]
+    false_passes: int  # unsupported claims marked ok
+    false_alarms: int  # supported claims flagged
+    unsupported: int
+    supported: int
+    per_check: dict[
+        str, dict[str, int]
+    ]  # flag kind -> {"fired_on_supported", "fired_on_unsupported"}
+    per_kind: dict[str, dict[str, int]]  # item kind -> {"n", "wrong"}
+    median_ms: float
+
+    @property
+    def false_pass_rate(self) -> float:
+        return self.false_passes / self.unsupported if self.unsupported else 0.0
+
+    @property
+    def false_alarm_rate(self) -> float:
+        return self.false_alarms / self.supported if self.supported else 0.0
+
+
+def _resolve(store: Store, location: dict, cache: dict) -> str | None:
+    """The ID of the chunk at a claim item's location (doc_id, version, section), or None."""
+    key = (location["doc_id"], location.get("version"), location.get("section"))
+    if key not in cache:
+        rel = Relevant(location["doc_id"], location.get("version"), location.get("section"))
+        cache[key] = next(
+            (c.chunk_id for c in store.chunks(rel.doc_id, rel.version) if matches(c, rel)), None
+        )
+    return cache[key]
+
+
+def run_verifier_eval(
+    store: Store,
+    items: Sequence[dict],
+    *,
+    judge: Judge | None = None,
+    embedder: Embedder | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> VerifierResult:
+    """Check every labelled claim and count where the checker is wrong.
+
+    The overall verdict is ok when a claim carries no flag at all; a false pass is an
+    unsupported claim marked ok, a false alarm a supported claim flagged. `judge` and
+    `embedder` go to the checker as they are (None: none given)."""
+    cache: dict = {}
+    rows: list[VerifierRow] = []
+    for n, item in enumerate(items, 1):
+        rows.append(_check_item(store, item, cache, judge, embedder))
+        if progress:
+            progress(n, len(items))
+    per_check: dict[str, dict[str, int]] = {}
+    per_kind: dict[str, dict[str, int]] = {}
+    for row in rows:
+        for kind in {flag_kind(f) for f in row.flags}:
+            slot = per_check.setdefault(kind, {"fired_on_supported": 0, "fired_on_unsupported": 0})
+            slot["fired_on_" + row.label] += 1
+        wrong = row.passed == (row.label == "unsupported")
+        slot = per_kind.setdefault(f"{row.made}:{row.kind}", {"n": 0, "wrong": 0})
+        slot["n"] += 1
+        slot["wrong"] += int(wrong)
+    times = sorted(r.seconds for r in rows)
+    return VerifierResult(
+        judge=getattr(judge, "name", "none") if judge is not None else "none",
+        rows=tuple(rows),
+        false_passes=sum(r.passed and r.label == "unsupported" for r in rows),
+        false_alarms=sum((not r.passed) and r.label == "supported" for r in rows),
+        unsupported=sum(r.label == "unsupported" for r in rows),
+        supported=sum(r.label == "supported" for r in rows),
+        per_check=per_check,
+        per_kind=per_kind,
+        median_ms=1000 * times[len(times) // 2] if times else 0.0,
+    )
+
+
+def _check_item(
+    store: Store, item: dict, cache: dict, judge: Judge | None, embedder: Embedder | None
+) -> VerifierRow:
+    """One labelled claim checked as the only claim of an answer, in its own context."""
+    context_ids = list(item.get("context_ids") or [])
+    context_ids += [cid for loc in item.get("context", []) if (cid := _resolve(store, loc, cache))]
+    cites = list(item.get("cite_ids") or [])
+    cites += [cid for loc in item.get("cites", []) if (cid := _resolve(store, loc, cache))]
+    chunks = store.get_many(context_ids)
+    passages = tuple(
+        Passage(chunks[cid], header(chunks[cid]), 0, i + 1)
+        for i, cid in enumerate(dict.fromkeys(context_ids))
+        if cid in chunks
+    )
+    context = Context(passages)
+    claim = Claim(item["claim"], tuple(cites))
+    as_of = date.fromisoformat(item["as_of"]) if item.get("as_of") else None
+    t = time.perf_counter()
+    (check,) = check_answer(
+        Answer(True, item["claim"], (claim,)),
+        store,
+        context,
+        item.get("question", ""),
+        audience=item.get("audience", "public"),
+        language=item.get("language", "en"),
+        as_of=as_of,
+        judge=judge,
+        embedder=embedder,
+    )
+    return VerifierRow(
+        item["id"],
+        item["made"],
+        item.get("kind", "recorded"),
+        item["label"],
+        check.flags,
+        time.perf_counter() - t,
+    )

@@ -1,0 +1,281 @@
+"""What every remote provider shares: retries with backoff, list prices and cost estimates,
+and the small readers of SDK responses (first-token log-probabilities, finish reasons).
+
+Remote providers retry 429, 5xx, timeouts and connection errors with exponential backoff
+(the SDKs' own retries are off), and raise `ProviderError` with a one-line message after
+their retries, or at once for 401/403 (key) and 404 (model); 400/422 raise `Rejected`, which
+a provider may answer by adapting its request.
+
+What it cannot do: prices in `PRICES_PER_MTOK` are list prices copied by hand and will go
+stale, so `cost_estimate` is an estimate (and 0 with "cost unknown" for an unlisted model);
+the retry loop knows the `openai` and `anthropic` SDKs' exception shapes only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tether.errors import ProviderError
+from tether.types import Completion, ModelRequest
+
+Sleep = Callable[[float], None]
+
+# USD per million tokens (input, output); list prices, checked by hand, will go stale.
+PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4-turbo": (10.00, 30.00),
+    "gpt-3.5-turbo": (0.50, 1.50),
+    "o1": (15.00, 60.00),
+    "o3": (2.00, 8.00),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "claude-3-haiku": (0.25, 1.25),
+    "claude-3-5-haiku": (0.80, 4.00),
+    "claude-3-5-sonnet": (3.00, 15.00),
+    "claude-3-7-sonnet": (3.00, 15.00),
+    "claude-sonnet-4": (3.00, 15.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-haiku-4-5": (1.00, 5.00),
+    "claude-opus-4": (15.00, 75.00),
+    "claude-opus-4-1": (15.00, 75.00),
+}
+
+_DATED = re.compile(r"^-(\d{4}-?\d{2}-?\d{2}|\d{8}|latest|\d{4})$")
+
+
+def price_for(model: str) -> tuple[float, float] | None:
+    """(input, output) USD per million tokens for a known model or a dated snapshot of it."""
+    if model in PRICES_PER_MTOK:
+        return PRICES_PER_MTOK[model]
+    for name in sorted(PRICES_PER_MTOK, key=len, reverse=True):
+        if model.startswith(name) and _DATED.match(model[len(name) :]):
+            return PRICES_PER_MTOK[name]
+    return None
+
+
+def cost_estimate(model: str, input_tokens: int, output_tokens: int) -> tuple[float, str]:
+    """(USD at list prices, note): (0.0, "cost unknown") for a model without a listed price."""
+    price = price_for(model)
+    if price is None:
+        return 0.0, "cost unknown"
+    return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000, ""
+
+
+def join_notes(*notes: str) -> str:
+    """The non-empty notes, joined with "; "."""
+    return "; ".join(n for n in notes if n)
+
+
+def with_selection(selection: str, described: str) -> str:
+    """A provider's description, followed by why it was chosen when that was said."""
+    return f"{described}: {selection}" if selection else described
+
+
+class Rejected(ProviderError):
+    """A request the server refused as malformed (400/422); never retried."""
+
+    def __init__(self, message: str, status: int, detail: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
+def _status_detail(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    return str(getattr(exc, "message", "") or exc)
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """`text` on one line (whitespace collapsed), cut to `limit` characters with an ellipsis."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def token_usage(usage: Any, input_field: str, output_field: str) -> tuple[int, int]:
+    """(input, output) tokens from an SDK's usage object (0 for a missing field)."""
+    return (
+        int(getattr(usage, input_field, 0) or 0),
+        int(getattr(usage, output_field, 0) or 0),
+    )
+
+
+class RemoteProvider:
+    """What the remote providers share: name, model, the SDK module whose exceptions the
+    retry loop reads, retries with backoff, and `selection` (why it was chosen).
+
+    A subclass creates its SDK client and sets `base_url` before its first request."""
+
+    base_url: str = ""
+
+    def __init__(
+        self,
+        sdk: Any,
+        name: str,
+        model: str,
+        max_retries: int,
+        sleep: Sleep,
+        backoff: tuple[float, float],
+    ) -> None:
+        self._sdk = sdk
+        self.name = name
+        self.model = model
+        self.max_retries = max_retries
+        self.selection = ""
+        self._sleep = sleep
+        self._backoff = backoff
+
+    def _priced(
+        self,
+        response: Any,
+        text: str,
+        latency: float,
+        notes: list[str],
+        usage_fields: tuple[str, str],
+        **fields: Any,
+    ) -> Completion:
+        """A Completion of `response` (an SDK reply): its model (else this provider's), token
+        usage read from its `usage` by `usage_fields` (input, output), the estimated cost and
+        the cost note after `notes`; `fields` are the other Completion fields."""
+        used = token_usage(getattr(response, "usage", None), *usage_fields)
+        cost, cost_note = cost_estimate(self.model, *used)
+        return Completion(
+            text=text,
+            model=getattr(response, "model", None) or self.model,
+            provider=self.name,
+            input_tokens=used[0],
+            output_tokens=used[1],
+            latency_s=latency,
+            cost_usd=cost,
+            note=join_notes(*notes, cost_note),
+            **fields,
+        )
+
+    def _retrying(self, call: Callable[[], Any]) -> Any:
+        """`call_with_retries` with this provider's SDK, name, model, URL, retries and backoff."""
+        return call_with_retries(
+            call,
+            sdk=self._sdk,
+            provider=self.name,
+            model=self.model,
+            where=self.base_url,
+            max_retries=self.max_retries,
+            sleep=self._sleep,
+            backoff_base=self._backoff[0],
+            backoff_max=self._backoff[1],
+        )
+
+
+def call_with_retries(
+    call: Callable[[], Any],
+    *,
+    sdk: Any,
+    provider: str,
+    model: str,
+    where: str,
+    max_retries: int,
+    sleep: Sleep,
+    backoff_base: float,
+    backoff_max: float,
+) -> Any:
+    """Run `call`, retrying 429/5xx/timeouts/connection errors; map the rest to ProviderError.
+
+    `sdk` is the `openai` or `anthropic` module (both have the same exception shapes).
+    """
+    attempt = 0
+    while True:
+        try:
+            return call()
+        except sdk.APIStatusError as exc:
+            status = int(getattr(exc, "status_code", 0) or 0)
+            detail = one_line(_status_detail(exc))
+            if status in (401, 403):
+                raise ProviderError(
+                    f"authentication failed for {where}: check TETHER_API_KEY"
+                ) from None
+            if status == 404:
+                raise ProviderError(f"model '{model}' not found at {where}") from None
+            if status in (400, 422):
+                raise Rejected(
+                    f"{provider} rejected the request ({status}): {detail}", status, detail
+                ) from None
+            retryable = status in (408, 409, 429) or status >= 500
+            if not retryable:
+                raise ProviderError(f"{provider} error {status} from {where}: {detail}") from None
+            reason = f"{status}: {detail}"
+            retry_after = _retry_after(exc)
+        except sdk.APITimeoutError:
+            reason = "timed out"
+            retry_after = None
+        except sdk.APIConnectionError as exc:
+            reason = f"connection failed ({one_line(str(exc.__cause__ or exc), 120)})"
+            retry_after = None
+        if attempt >= max_retries:
+            tries = attempt + 1
+            raise ProviderError(
+                f"{provider} request to {where} failed after {tries} "
+                f"{'try' if tries == 1 else 'tries'}: {reason}"
+            )
+        delay = min(backoff_max, backoff_base * (2**attempt))
+        if retry_after is not None:
+            delay = min(backoff_max, max(delay, retry_after))
+        sleep(delay)
+        attempt += 1
+
+
+def _retry_after(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def first_token_logprobs(logprobs: Any) -> dict[str, float]:
+    """token → logprob for the first generated token, from an OpenAI-shaped `logprobs`."""
+    if logprobs is None:
+        return {}
+    content = logprobs.get("content") if isinstance(logprobs, dict) else logprobs.content
+    if not content:
+        return {}
+    first = content[0]
+    tops = first.get("top_logprobs") if isinstance(first, dict) else first.top_logprobs
+    out: dict[str, float] = {}
+    for entry in tops or []:
+        token = entry.get("token") if isinstance(entry, dict) else entry.token
+        value = entry.get("logprob") if isinstance(entry, dict) else entry.logprob
+        if token is not None and value is not None and token not in out:
+            out[str(token)] = float(value)
+    return out
+
+
+def map_finish(reason: str | None) -> str:
+    """An OpenAI-shaped finish reason as a Completion's: length, refusal or stop."""
+    if reason == "length":
+        return "length"
+    if reason in ("content_filter", "refusal"):
+        return "refusal"
+    return "stop"
+
+
+def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
+    """The request's messages as chat-completions dicts (role, content)."""
+    return [{"role": m.role, "content": m.content} for m in request.messages]

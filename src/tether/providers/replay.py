@@ -1,0 +1,207 @@
+"""`ReplayProvider`: record/replay of completions in a JSONL file, for tests and demos.
+
+A request is found by its exact key (purpose, prompt, messages, passages, schema, limits) or,
+in replay mode only, by its loose key (purpose, question, schema: the same question with other
+passages; the note says the passages differed). Record and auto modes append what `inner`
+returns, one line per completion, under a file lock.
+
+What it cannot do: a replay is only as current as its recording (a changed prompt changes the
+exact key); on Windows appends are not locked across processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from tether.errors import ProviderError, TetherError
+from tether.protocols import Provider
+from tether.providers.base import join_notes, one_line, with_selection
+from tether.types import Completion, ModelRequest
+
+ReplayMode = Literal["replay", "record", "auto"]
+
+
+def _sha(value: Any) -> str:
+    canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def request_key(request: ModelRequest) -> str:
+    """Exact key: purpose, prompt, messages, passages, schema, limits (canonical JSON)."""
+    return _sha(
+        {
+            "purpose": request.purpose,
+            "prompt_id": request.prompt_id,
+            "messages": [[m.role, m.content] for m in request.messages],
+            "passages": [list(p) for p in request.passages],
+            "question": request.question,
+            "json_schema": request.json_schema,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "logprobs": request.logprobs,
+        }
+    )
+
+
+def request_loose_key(request: ModelRequest) -> str | None:
+    """Loose key: purpose, question and schema (same question, any passages); None without
+    a question."""
+    if not request.question.strip():
+        return None
+    return _sha(
+        {
+            "purpose": request.purpose,
+            "question": " ".join(request.question.split()),
+            "json_schema": request.json_schema,
+        }
+    )
+
+
+_COMPLETION_FIELDS = {f.name for f in dataclasses.fields(Completion)}
+
+
+class ReplayProvider:
+    """Replays recorded completions from a JSONL file, or records new ones through `inner`."""
+
+    def __init__(
+        self, path: Path, mode: ReplayMode = "replay", inner: Provider | None = None
+    ) -> None:
+        if mode not in ("replay", "record", "auto"):
+            raise TetherError(f"replay mode {mode!r} is not one of replay, record, auto")
+        if mode != "replay" and inner is None:
+            raise TetherError(f"replay mode {mode!r} needs a provider to record from")
+        self.name = "replay"
+        self.model = getattr(inner, "model", "recordings")
+        self.path = Path(path)
+        self.mode = mode
+        self.inner = inner
+        self.selection = ""
+        self._lock = threading.Lock()
+        self._exact: dict[str, dict] | None = None
+        self._loose: dict[str, dict] = {}
+
+    def describe(self) -> str:
+        inner = (
+            f", recording with {self.inner.name}" if self.inner and self.mode != "replay" else ""
+        )
+        return with_selection(self.selection, f"replay of {self.path} (mode {self.mode}{inner})")
+
+    def _load(self) -> dict[str, dict]:
+        if self._exact is None:
+            exact: dict[str, dict] = {}
+            if self.path.is_file():
+                with self.path.open(encoding="utf-8") as f:
+                    for number, line in enumerate(f, start=1):
+                        if not line.strip():
+                            continue
+                        try:
+                            record = json.loads(line)
+                            if not isinstance(record["key"], str) or not isinstance(
+                                record["completion"]["text"], str
+                            ):
+                                raise TypeError
+                        except (ValueError, KeyError, TypeError):
+                            raise TetherError(
+                                f"recordings file {self.path} line {number} is not a recording"
+                            ) from None
+                        self._index(record, exact)
+            self._exact = exact
+        return self._exact
+
+    def _index(self, record: dict, exact: dict[str, dict]) -> None:
+        exact[record["key"]] = record
+        if record.get("loose_key"):
+            self._loose[record["loose_key"]] = record
+
+    def complete(self, request: ModelRequest) -> Completion:
+        with self._lock:
+            exact = self._load()
+            key = request_key(request)
+            loose = request_loose_key(request)
+            if self.mode != "record":
+                record = exact.get(key)
+                if record is not None:
+                    return self._replayed(record, "")
+                # a different-passages replay only in replay mode: auto records it instead
+                record = self._loose.get(loose) if loose and self.mode == "replay" else None
+                if record is not None:
+                    then = ", ".join(record.get("chunk_ids") or []) or "none"
+                    now = ", ".join(request.chunk_ids or [p[0] for p in request.passages])
+                    return self._replayed(
+                        record,
+                        f"replayed a recording made with different passages "
+                        f"(recorded: {then}; now: {now or 'none'})",
+                    )
+                if self.mode == "replay":
+                    question = one_line(request.question, 80) or "(no question)"
+                    raise ProviderError(
+                        f"no recording for this request (question: '{question}') in "
+                        f"{self.path}; record it with TETHER_PROVIDER=replay and "
+                        f"TETHER_REPLAY_MODE=record, or use another provider"
+                    )
+        assert self.inner is not None
+        completion = self.inner.complete(request)
+        self._append(request, key, loose, completion)
+        return completion
+
+    def _replayed(self, record: dict, note: str) -> Completion:
+        fields = {k: v for k, v in record["completion"].items() if k in _COMPLETION_FIELDS}
+        fields["top_logprobs"] = dict(fields.get("top_logprobs") or {})
+        recorded = (
+            f"replayed recording of {record.get('model') or fields.get('model') or '?'} "
+            f"from {record.get('recorded_at', '?')}"
+        )
+        fields["note"] = join_notes(note or recorded, fields.get("note", ""))
+        return Completion(**fields)
+
+    def _append(
+        self, request: ModelRequest, key: str, loose: str | None, completion: Completion
+    ) -> None:
+        day = datetime.now(UTC).date().isoformat()
+        record = {
+            "key": key,
+            "loose_key": loose,
+            "recorded_at": day,
+            "model": completion.model,
+            "provider": completion.provider,
+            "purpose": request.purpose,
+            "question": request.question,
+            "chunk_ids": list(request.chunk_ids or [p[0] for p in request.passages]),
+            "completion": dataclasses.asdict(completion),
+            "label": f"recorded with {completion.model} on {day}",
+        }
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as f:
+                _lock_file(f)
+                try:
+                    f.write(line)
+                    f.flush()
+                    os.fsync(f.fileno())
+                finally:
+                    _unlock_file(f)
+            self._index(record, self._load())
+
+
+def _lock_file(f: Any) -> None:
+    try:
+        import fcntl
+    except ImportError:  # Windows: a single write of one line is the best we do
+        return
+    fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+
+
+def _unlock_file(f: Any) -> None:
+    try:
+        import fcntl
+    except ImportError:
+        return
+    fcntl.flock(f.fileno(), fcntl.LOCK_UN)
