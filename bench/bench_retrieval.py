@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tether.app import retriever_for
 from tether.embeddings.embedders import default_embedder, describe
 from tether.evaluation.metrics import METRICS
 from tether.evaluation.questions import (
@@ -217,7 +218,7 @@ def ablation(sets: list[tuple[str, SqliteStore, list, str | None]]) -> list[str]
     for label, method, options in VARIANTS:
         cells = []
         for _, store, questions, audience in sets:
-            retriever = Retriever.for_store(store, **options)
+            retriever = retriever_for(store, **options)
             result = run_retrieval_eval(store, retriever, questions, [method], 5, audience=audience)
             agg = result.aggregates[method]["overall"]
             cells.append(f"{agg['recall']:.3f} | {agg['mrr']:.3f}")
@@ -245,9 +246,9 @@ def rewrite_section(store: SqliteStore, questions) -> list[str]:
         "| method | recall@5 plain | recall@5 rewritten | MRR plain | MRR rewritten |",
         "|---|---|---|---|---|",
     ]
-    plain = run_retrieval_eval(store, Retriever.for_store(store), subset, METHODS, 5)
+    plain = run_retrieval_eval(store, retriever_for(store), subset, METHODS, 5)
     rewritten = run_retrieval_eval(
-        store, Retriever.for_store(store, rewrite=rewriter), subset, METHODS, 5
+        store, retriever_for(store, rewrite=rewriter), subset, METHODS, 5
     )
     for m in METHODS:
         a, b = plain.aggregates[m]["overall"], rewritten.aggregates[m]["overall"]
@@ -301,7 +302,7 @@ def main() -> None:
         ]
 
         print("evaluating on the bundled questions …", file=sys.stderr)
-        retriever = Retriever.for_store(store)
+        retriever = retriever_for(store)
         bundled = run_retrieval_eval(store, retriever, questions, METHODS, 5)
         agg = {m: bundled.aggregates[m]["overall"] for m in METHODS}
         rec = {m: agg[m]["recall"] for m in METHODS}
@@ -314,7 +315,7 @@ def main() -> None:
         plain.write_bytes((tmp_path / "demo.sqlite").read_bytes())
         bare = SqliteStore(plain)
         bare.db.execute("DELETE FROM sentence_embeddings")
-        no_sent = run_retrieval_eval(bare, Retriever.for_store(bare), questions, ["rerank"], 5)
+        no_sent = run_retrieval_eval(bare, retriever_for(bare), questions, ["rerank"], 5)
         ns = no_sent.aggregates["rerank"]["overall"]
         bare.close()
         report += [
@@ -358,7 +359,7 @@ def main() -> None:
             lark = ingest(folder, tmp_path / "larkfield.sqlite", embedder)
             lq = load_questions(LARKFIELD / "questions" / "questions.jsonl")
             held = run_retrieval_eval(
-                lark["store"], Retriever.for_store(lark["store"]), lq, METHODS, 5, audience="staff"
+                lark["store"], retriever_for(lark["store"]), lq, METHODS, 5, audience="staff"
             )
             report += [
                 "## Larkfield (held out; 7 of 36 documents plus 2 PDF text forms; audience staff)",

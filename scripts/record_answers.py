@@ -20,12 +20,12 @@ from pathlib import Path
 
 from tether.answering.context import token_counter
 from tether.answering.pipeline import AskOptions, ask
+from tether.app import retriever_for
 from tether.embeddings.embedders import default_embedder, default_token_counter
 from tether.evaluation.questions import demo_collection, load_questions
 from tether.ingest.sync import sync
 from tether.providers.local import LocalProvider
 from tether.providers.replay import ReplayProvider
-from tether.retrieval.retriever import Retriever
 from tether.stores.sqlite import SqliteStore
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "src/tether/demo/recordings/local-qwen.jsonl"
@@ -50,7 +50,7 @@ def main() -> None:
     index = args.index or Path(tempfile.mkdtemp()) / "demo.sqlite"
     store = SqliteStore(index)
     sync(store, demo_collection(), embedder=default_embedder())
-    retriever = Retriever.for_store(store)
+    retriever = retriever_for(store)
     provider = ReplayProvider(RECORDINGS, mode="auto", inner=LocalProvider())
     tokens = token_counter(default_token_counter)  # verify=False below: no judge needed
     for n, q in enumerate(questions, 1):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tether.app import retriever_for
 from tether.cli.main import app
 from tether.evaluation.metrics import DEPTH, METRICS, QuestionRun, aggregate, ranking_metrics
 from tether.evaluation.questions import larkfield_collection, load_questions
@@ -86,7 +87,7 @@ def bundled(demo_store: SqliteStore):
     seen: list[tuple[int, int]] = []
     result = run_retrieval_eval(
         demo_store,
-        Retriever.for_store(demo_store),
+        retriever_for(demo_store),
         questions,
         METHODS,
         5,

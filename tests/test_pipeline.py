@@ -10,13 +10,13 @@ import pytest
 
 from tether.answering.context import token_counter
 from tether.answering.pipeline import AskOptions, ask, choose_judge
+from tether.app import retriever_for
 from tether.embeddings.embedders import default_token_counter
 from tether.errors import ProviderError
 from tether.evaluation.calibration import calibrate_gate
 from tether.evaluation.questions import load_questions
 from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
 from tether.providers.replay import ReplayProvider
-from tether.retrieval.retriever import Retriever
 from tether.types import Completion, ModelRequest
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "src/tether/demo/recordings/local-qwen.jsonl"
@@ -46,7 +46,7 @@ class FailingProvider:
 
 @pytest.fixture(scope="module")
 def retriever(demo_store):
-    return Retriever.for_store(demo_store)
+    return retriever_for(demo_store)
 
 
 def options(q, **extra) -> AskOptions:

