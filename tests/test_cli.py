@@ -14,7 +14,7 @@ runner = CliRunner()
 
 COMMANDS = [
     "ingest", "documents", "chunks", "search", "info", "demo", "questions", "version",
-    "ask", "chat", "eval", "calibrate",
+    "ask", "chat", "eval", "calibrate", "schema",
 ]  # fmt: skip
 
 
