@@ -7,7 +7,6 @@ picks the index, the retriever and the judge, shows progress, and prints the res
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -229,6 +228,8 @@ def checked_methods(methods: str) -> list[str]:
 
 def eval_store(collection: Path | None, index: Path | None) -> Store:
     """--collection ingested into --index (else a temporary index), else the index to read."""
+    import tempfile
+
     from tether.cli.ingest import ingest_for_eval
 
     if collection is None:
