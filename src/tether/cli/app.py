@@ -1,8 +1,8 @@
 """The `tether` Typer app and what its commands share: the consoles, the option types, user
 errors as one line, finding and opening the index, the provider, progress bars and --json.
 
-Start-up is kept short (`tether --help` and `tether version` import no engine module, no
-numpy, no pydantic): everything heavy is imported inside the function that needs it.
+Start-up is kept short (`tether --help` and `tether version` import no engine module and no
+numpy): everything heavy is imported inside the function that needs it.
 
 What it cannot do: it defines no command (the command modules do; `tether.cli.main` registers
 them in the order --help lists them) and holds no state but the two consoles.
