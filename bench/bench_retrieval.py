@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tether.app import retriever_for
-from tether.embeddings.embedders import default_embedder, describe
+from tether.app import retriever_for, shared_models
+from tether.embeddings.embedders import describe
 from tether.evaluation.metrics import METRICS
 from tether.evaluation.questions import (
     demo_collection,
@@ -270,7 +270,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "retrieval.md")
     args = parser.parse_args()
 
-    embedder = default_embedder()
+    embedder = shared_models().embedder()
     questions = load_questions()
     report: list[str] = [
         "# Retrieval: quality and speed",

@@ -20,7 +20,8 @@ import time
 from datetime import date
 from pathlib import Path
 
-from tether.embeddings.embedders import default_embedder, describe
+from tether.app import shared_models
+from tether.embeddings.embedders import describe
 from tether.evaluation.questions import demo_collection
 from tether.evaluation.verifier_eval import VerifierResult, load_claims, run_verifier_eval
 from tether.ingest.sync import sync
@@ -40,7 +41,7 @@ def main() -> None:
     parser.add_argument("--llm", action="store_true", help="also the LLM judge (local model)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "verifier-eval.md")
     args = parser.parse_args()
-    embedder = default_embedder()
+    embedder = shared_models().embedder()
     items = load_claims()
     judges: list[tuple[str, object]] = [
         ("none (exact checks, clues, sources)", None),

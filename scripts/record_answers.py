@@ -20,8 +20,8 @@ from pathlib import Path
 
 from tether.answering.context import token_counter
 from tether.answering.pipeline import AskOptions, ask
-from tether.app import retriever_for
-from tether.embeddings.embedders import default_embedder, default_token_counter
+from tether.app import retriever_for, shared_models
+from tether.embeddings.embedders import token_counter_of
 from tether.evaluation.questions import demo_collection, load_questions
 from tether.ingest.sync import sync
 from tether.providers.local import LocalProvider
@@ -49,10 +49,10 @@ def main() -> None:
     RECORDINGS.parent.mkdir(parents=True, exist_ok=True)
     index = args.index or Path(tempfile.mkdtemp()) / "demo.sqlite"
     store = SqliteStore(index)
-    sync(store, demo_collection(), embedder=default_embedder())
+    sync(store, demo_collection(), embedder=shared_models().embedder())
     retriever = retriever_for(store)
     provider = ReplayProvider(RECORDINGS, mode="auto", inner=LocalProvider())
-    tokens = token_counter(default_token_counter)  # verify=False below: no judge needed
+    tokens = token_counter(lambda: token_counter_of(shared_models().embedder()))  # verify=False below: no judge needed
     for n, q in enumerate(questions, 1):
         t = time.perf_counter()
         options = AskOptions(

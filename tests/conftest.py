@@ -15,13 +15,13 @@ LARKFIELD = REPO.parent / "shared" / "benchmarks" / "larkfield"
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory: pytest.TempPathFactory):
     """A SqliteStore holding the demo collection, with vectors (built once per session)."""
-    from tether.embeddings.embedders import default_embedder
+    from tether.app import shared_models
     from tether.evaluation.evaluate import demo_collection
     from tether.ingest.sync import sync
     from tether.stores.sqlite import SqliteStore
 
     store = SqliteStore(tmp_path_factory.mktemp("demo-index") / "index.sqlite")
-    report = sync(store, demo_collection(), embedder=default_embedder(), sentences=True)
+    report = sync(store, demo_collection(), embedder=shared_models().embedder(), sentences=True)
     assert report.committed and not report.problems, report.problems
     yield store
     store.close()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ runner = CliRunner()
 
 COMMANDS = [
     "ingest", "documents", "chunks", "search", "info", "demo", "questions", "version",
-    "ask", "chat", "eval", "calibrate",
+    "ask", "chat", "eval", "calibrate", "schema",
 ]  # fmt: skip
 
 
@@ -113,3 +116,22 @@ def test_strict_ingest_fails_and_writes_nothing(folder: Path, tmp_path: Path):
     assert "empty.md" in result.output and "nothing was written" in result.output
     result = run("info", "--index", index, "--json")
     assert json.loads(result.stdout)["documents"] == 0
+
+
+def test_help_and_version_import_no_engine_numpy_or_pydantic():
+    """Start-up stays short: the commands import what they need only when they run (typer
+    itself imports pydantic to parse options, so pydantic is not on the list)."""
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from tether.cli.main import app\n"
+        "for args in (['--help'], ['version'], ['search', '--help']):\n"
+        "    assert CliRunner().invoke(app, args).exit_code == 0\n"
+        "heavy = ('numpy', 'tether.stores', 'tether.retrieval', 'tether.providers',\n"
+        "         'tether.evaluation', 'tether.answering', 'tether.schemas', 'matplotlib')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

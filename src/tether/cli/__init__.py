@@ -1,5 +1,8 @@
-"""The `tether` command: a thin face over the Workspace (parsing and printing only)."""
+"""The `tether` command: a thin face over the engine (parsing and printing only).
 
-from tether.cli.main import main
+`main` is the console entry point (`tether.cli:main`); `tether.cli.main.app` is the Typer app.
+"""
 
-__all__ = ["main"]
+from tether.cli.main import app, main
+
+__all__ = ["app", "main"]

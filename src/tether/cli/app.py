@@ -1,0 +1,205 @@
+"""The `tether` Typer app and what its commands share: the consoles, the option types, user
+errors as one line, finding and opening the index, the provider, progress bars and --json.
+
+Start-up is kept short (`tether --help` and `tether version` import no engine module and no
+numpy): everything heavy is imported inside the function that needs it.
+
+What it cannot do: it defines no command (the command modules do; `tether.cli.main` registers
+them in the order --help lists them) and holds no state but the two consoles.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from tether.errors import TetherError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from tether.app import Workspace
+
+app = typer.Typer(
+    help="tether: answers from a document collection with claims an agent can check.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class LazyConsole:
+    """A rich Console built on its first use, then kept by this object (importing rich's
+    console costs start-up time that `tether --help` does not need). Piped output is not cut
+    to 80 columns: tables keep their IDs and paths whole."""
+
+    def __init__(self, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            stream = sys.stderr if self._stderr else sys.stdout
+            self._console = Console(stderr=self._stderr, width=None if stream.isatty() else 160)
+        return getattr(self._console, name)
+
+
+out: Any = LazyConsole()
+err: Any = LazyConsole(stderr=True)
+
+DEMO_INDEX = Path(".tether") / "demo.sqlite"
+
+IndexOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--index",
+        help="The index file. Default: .tether/index.sqlite here (or in a parent folder);"
+        " with --demo, .tether/demo.sqlite.",
+        envvar="TETHER_INDEX",
+    ),
+]
+DemoOpt = Annotated[bool, typer.Option("--demo", help="Use the bundled demo collection's index.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+AsOfOpt = Annotated[
+    str,
+    typer.Option(
+        "--as-of",
+        help="Only versions in force on this date: YYYY-MM-DD, today, or none (all versions).",
+    ),
+]
+AudienceOpt = Annotated[
+    str,
+    typer.Option(
+        "--audience",
+        help="public sees only public documents; staff sees all. Default public (fail-closed).",
+    ),
+]
+ProviderOpt = Annotated[str | None, typer.Option(help="As for `ask`.")]
+ModelOpt = Annotated[str | None, typer.Option(help="Model name for the provider.")]
+QuestionsOpt = Annotated[
+    Path | None,
+    typer.Option("--questions", help="A question set (JSON Lines); default: the bundled one."),
+]
+
+
+def as_of_date(value: str) -> date | None:
+    """--as-of: YYYY-MM-DD, today or none (a bad value is a usage error, exit 2)."""
+    text = value.strip().lower()
+    if text == "none":
+        return None
+    if text == "today":
+        return date.today()
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is not a date: use YYYY-MM-DD, today or none"
+        ) from None
+
+
+def audience_value(value: str) -> str:
+    """--audience: public or staff (else a usage error, exit 2)."""
+    if value not in ("public", "staff"):
+        raise typer.BadParameter(f"{value!r} is not public or staff")
+    return value
+
+
+def error_line(message: str) -> None:
+    """Print one `error:` line on stderr."""
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """A TetherError becomes one `error:` line and exit 1; Ctrl-C exits 130 quietly."""
+    try:
+        yield
+    except TetherError as exc:
+        error_line(str(exc))
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+def find_index(index: Path | None, demo: bool = False) -> Path:
+    """--index, else the demo index with --demo, else .tether/index.sqlite here or above."""
+    from tether.app import DEFAULT_INDEX
+
+    if index is not None:
+        return index
+    if demo:
+        return DEMO_INDEX
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        candidate = folder / DEFAULT_INDEX
+        if candidate.exists():
+            return candidate
+    raise TetherError(
+        "no index found here or in a parent folder: run `tether ingest FOLDER` first,"
+        " pass --index FILE, or use --demo"
+    )
+
+
+def open_workspace(index: Path | None, demo: bool = False) -> Workspace:
+    """The Workspace over the index to read (the demo one is ingested first when missing)."""
+    from tether.app import Workspace
+
+    path = find_index(index, demo)
+    if demo and not path.exists():
+        from tether.cli.ingest import ingest_demo
+
+        ingest_demo(path, quiet=False)
+    return Workspace(index=path)
+
+
+def progress(first: str, *, rate: bool = False, quiet: bool = False) -> Progress:
+    """A transient progress bar on stderr (shown only on a terminal): `first` is the first
+    column's template; `rate` adds a column for the task's `rate` field."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    extra = (TextColumn("{task.fields[rate]}"),) if rate else ()
+    return Progress(
+        TextColumn(first), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), *extra,
+        console=err, transient=True, disable=quiet or not err.is_terminal,
+    )  # fmt: skip
+
+
+def table(title: str, columns: Sequence[str], **options: Any) -> Any:
+    """A rich Table with these column headers (column options such as overflow apply to all)."""
+    from rich.table import Table
+
+    result = Table(title=title)
+    for col in columns:
+        result.add_column(col, **options)
+    return result
+
+
+def in_force(a: date | None, b: date | None) -> str:
+    return f"{a.isoformat() if a else '…'} → {b.isoformat() if b else '…'}"
+
+
+def print_json(data: BaseModel | Sequence[BaseModel]) -> None:
+    """Print wire models (`tether.schemas`), one or a list, as indented JSON on stdout."""
+    if isinstance(data, Sequence):
+        plain: Any = [item.model_dump(mode="json") for item in data]
+    else:
+        plain = data.model_dump(mode="json")
+    sys.stdout.write(json.dumps(plain, ensure_ascii=False, indent=2) + "\n")

@@ -1,0 +1,338 @@
+"""Asking: `tether ask`, `chat`, `demo` and `questions`, and how an answer is printed (the
+passages shown, the answer, each claim's citations and checks, tokens and cost).
+
+What it cannot do: it answers nothing itself (`tether.answering.pipeline.ask` does) and
+checks nothing itself (the verifier did; it only prints the flags and evidence).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from tether.cli.app import (
+    DEMO_INDEX,
+    DemoOpt,
+    IndexOpt,
+    JsonOpt,
+    ModelOpt,
+    ProviderOpt,
+    QuestionsOpt,
+    as_of_date,
+    audience_value,
+    err,
+    error_line,
+    open_workspace,
+    out,
+    print_json,
+    table,
+    user_errors,
+)
+from tether.errors import TetherError
+
+if TYPE_CHECKING:
+    from tether.types import AskResult, ClaimCheck, Completion, Context
+
+QID = re.compile(r"^[A-Z]+\d+$")
+
+
+def ask_options(
+    question: str, as_of: str | None, audience: str | None, method: str, k: int, **rest: Any
+) -> tuple[str, Any, bool]:
+    """(question text, AskOptions, whether it is a bundled question)."""
+    from tether.answering.pipeline import AskOptions
+    from tether.evaluation.evaluate import load_questions
+
+    bundled = None
+    if QID.match(question.strip()):
+        found = {q.id: q for q in load_questions()}
+        bundled = found.get(question.strip())
+        if bundled is None:
+            raise TetherError(
+                f"no question {question!r} in the bundled set (see `tether questions`)"
+            )
+    when, who = (bundled.as_of, bundled.audience) if bundled else (date.today(), "public")
+    opts = AskOptions(
+        as_of=as_of_date(as_of) if as_of is not None else when,
+        audience=audience_value(audience) if audience else who,  # type: ignore[arg-type]
+        language=bundled.language if bundled else None,
+        method=method,
+        k=k,
+        **rest,
+    )
+    return (bundled.question if bundled else question), opts, bundled is not None
+
+
+def demo(
+    index: Annotated[Path, typer.Option(help="Where to put the demo index.")] = DEMO_INDEX,
+    question: Annotated[
+        str, typer.Option(help="The question to answer at the end (text or a bundled ID).")
+    ] = "Q053",
+    provider: Annotated[
+        str | None,
+        typer.Option(help="As for `ask` (default: local model if installed, else extractive)."),
+    ] = None,
+) -> None:
+    """Ingest the bundled demo collection, search it, and answer a question with checked citations."""
+    from tether.app import Workspace
+    from tether.cli.ingest import ingest_demo, print_report
+    from tether.cli.search import print_hits, run_search
+    from tether.types import Filters
+
+    with user_errors():
+        report = ingest_demo(index)
+        print_report(report, index)
+        ws = Workspace(index=index)
+        text, opts, _ = ask_options(question, None, None, "auto", 5)
+        filters = Filters(as_of=opts.as_of, audience=opts.audience)
+        out.print(f"\n[bold]search:[/bold] {text}", highlight=False)
+        print_hits(run_search(ws, text, 5, filters, "auto"), filters)
+        chosen = ws.make_provider(provider, None)
+        ws.use_provider(chosen)
+        out.print(f"\n[bold]ask[/bold] (answering with {chosen.describe()}):", highlight=False)  # type: ignore[attr-defined]
+        with err.status("thinking…"):
+            result = ws.ask(text, opts)
+        print_result(result, "")
+        out.print(
+            f'\nNext: tether ask "your question" --demo · tether questions · tether eval'
+            f"   (the index is {index})",
+            highlight=False,
+        )
+
+
+def questions(
+    kind: Annotated[str | None, typer.Option(help="Only questions of this kind.")] = None,
+    questions_file: QuestionsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the questions of a question set."""
+    from tether.evaluation.evaluate import load_questions
+
+    with user_errors():
+        qs = load_questions(questions_file)
+    if kind is not None:
+        kinds = sorted({q.kind for q in qs})
+        if kind not in kinds:
+            error_line(f"no questions of kind {kind!r}; kinds: {', '.join(kinds)}")
+            raise typer.Exit(1)
+        qs = [q for q in qs if q.kind == kind]
+    if as_json:
+        from tether.schemas import Question
+
+        print_json([Question.from_question(q) for q in qs])
+        return
+    shown = table(
+        f"{len(qs)} questions",
+        ("id", "kind", "lang", "audience", "as of", "abstain", "question"),
+        overflow="fold",
+    )
+    for q in qs:
+        shown.add_row(
+            q.id, q.kind, q.language, q.audience, q.as_of.isoformat() if q.as_of else "-",
+            "yes" if q.abstain else "", q.question,
+        )  # fmt: skip
+    out.print(shown)
+
+
+def ask(
+    question: Annotated[
+        str, typer.Argument(help="A question, or a bundled question ID such as Q007.")
+    ],
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of", help="Date the answer must hold on: YYYY-MM-DD, today (default) or none."
+        ),
+    ] = None,
+    audience: Annotated[
+        str | None, typer.Option(help="public (default, fail-closed) or staff.")
+    ] = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            help="Retrieval: bm25, dense, hybrid or rerank. Default: rerank when the index has"
+            " vectors, else bm25."
+        ),
+    ] = "auto",
+    k: Annotated[int, typer.Option("--k", help="Passages to retrieve.", min=1, max=50)] = 5,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            help="openai, anthropic, local, extractive or replay (default: TETHER_PROVIDER, else local if installed, else extractive)."
+        ),
+    ] = None,
+    model: ModelOpt = None,
+    closed_book: Annotated[
+        bool, typer.Option(help="Ask the model alone, without passages (for comparison).")
+    ] = False,
+    inline: Annotated[
+        bool,
+        typer.Option(
+            help="Numbered [n] citations instead of JSON (for models without structured output)."
+        ),
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option(help="Remove claims that fail an exact check; refuse when none is left.")
+    ] = False,
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a question from the index with cited, checked claims (or refuse honestly)."""
+    with user_errors():
+        text, opts, bundled = ask_options(
+            question, as_of, audience, method, k,
+            closed_book=closed_book, mode="inline" if inline else "json", strict=strict,
+        )  # fmt: skip
+        ws = open_workspace(index, demo or (bundled and index is None))
+        chosen = ws.make_provider(provider, model)
+        ws.use_provider(chosen)
+        result = ws.ask(text, opts)
+    if as_json:
+        from tether.schemas import AskResult as WireAskResult
+
+        print_json(WireAskResult.from_ask_result(result))
+        return
+    print_result(result, getattr(chosen, "note", ""))
+
+
+def chat(
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="YYYY-MM-DD, today (default) or none.")
+    ] = None,
+    audience: Annotated[str | None, typer.Option(help="public (default) or staff.")] = None,
+    method: Annotated[
+        str, typer.Option(help="bm25, dense, hybrid or rerank (default: as for `ask`).")
+    ] = "auto",
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+) -> None:
+    """Ask questions one after another (type `quit` to leave, `history` to list them)."""
+    history: list[str] = []
+    with user_errors():
+        ws = open_workspace(index, demo)
+        chosen = ws.make_provider(provider, model)
+        ws.use_provider(chosen)
+        out.print("Ask a question (quit to leave, history to list your questions).")
+        while True:
+            try:
+                line = input("? ").strip()
+            except EOFError:
+                break
+            if line in ("quit", "exit", ":q"):
+                break
+            if line == "history":
+                for i, q in enumerate(history, 1):
+                    out.print(f"{i:>3}. {q}", highlight=False)
+                continue
+            if not line:
+                continue
+            history.append(line)
+            try:
+                text, opts, _ = ask_options(line, as_of, audience, method, 5)
+                print_result(ws.ask(text, opts), getattr(chosen, "note", ""))
+            except TetherError as exc:
+                error_line(str(exc))
+
+
+# ---- printing an answer -------------------------------------------------------------------
+
+
+def print_result(result: AskResult, provider_note: str = "") -> None:
+    """The question, the passages shown, the answer with each claim's checks, and the cost."""
+    when = result.as_of.isoformat() if result.as_of else "any date"
+    out.print(
+        f"[bold]Q:[/bold] {result.question}  [dim](as of {when}, audience {result.audience},"
+        f" {result.language}, {result.method})[/dim]",
+        highlight=False,
+    )
+    if result.context is not None and result.context.passages:
+        print_passages(result.context)
+    if result.gate is not None and not result.gate.passed:
+        out.print(
+            f"[yellow]Refused before the model:[/yellow] {result.gate.reason} (no model call, no cost)",
+            highlight=False,
+        )
+        return
+    for note in dict.fromkeys(n for n in (provider_note, result.provider_note) if n):
+        out.print(f"[dim]note: {note}[/dim]", highlight=False)
+    if result.problem is not None:
+        out.print(
+            f"[red]No usable answer ({result.problem.kind}):[/red] {result.problem.detail}",
+            highlight=False,
+        )
+    elif result.answer is not None:
+        print_answer(result)
+    if result.completion is not None:
+        print_completion(result.completion, result.provider)
+
+
+def print_passages(ctx: Context) -> None:
+    shown = table(
+        f"passages ({ctx.tokens} of {ctx.budget} tokens, {ctx.tokenizer})",
+        ("#", "chunk", "doc_id", "v", "section", "tokens"),
+        overflow="fold",
+    )
+    for p in ctx.passages:
+        c = p.chunk
+        shown.add_row(str(p.marker), c.chunk_id, c.doc_id, c.version, c.section, str(p.tokens))
+    out.print(shown)
+    for d in ctx.dropped:
+        out.print(f"  dropped {d.chunk.chunk_id} ({d.chunk.doc_id}): {d.reason}", highlight=False)
+
+
+def print_answer(result: AskResult) -> None:
+    """The answer, then each claim: its citations, verdict, flags explained and evidence."""
+    assert result.answer is not None
+    label = (
+        "[green]Answer[/green]"
+        if result.answer.answerable
+        else "[yellow]Not answerable from the passages[/yellow]"
+    )
+    out.print(f"\n{label}: {result.answer.answer}", highlight=False)
+    checks = {id(ch.claim): ch for ch in result.checks}
+    by_text = {ch.claim.text: ch for ch in result.checks}
+    for i, claim in enumerate(result.answer.claims, 1):
+        ch = checks.get(id(claim)) or by_text.get(claim.text)
+        cited = " ".join(claim.chunk_ids) or "(no citation)"
+        print_claim(i, claim.text, cited, ch)
+    for ch in result.checks:
+        if ch.removed:
+            out.print(
+                f"  [red]removed (--strict):[/red] {ch.claim.text} ({', '.join(ch.flags)})",
+                highlight=False,
+            )
+
+
+def print_claim(i: int, text: str, cited: str, ch: ClaimCheck | None) -> None:
+    from tether.verify.check import describe
+
+    if ch is None:
+        verdict = "[yellow]not checked[/yellow]"
+    elif ch.ok:
+        verdict = "[green]ok[/green]"
+    else:
+        verdict = "[red]" + ", ".join(ch.flags) + "[/red]"
+    score = (
+        f" · entailment {ch.entailment:.2f}" if ch is not None and ch.entailment is not None else ""
+    )
+    out.print(f"  {i}. {text}\n     cites {cited} → {verdict}{score}", highlight=False)
+    for flag in ch.flags if ch else ():
+        out.print(f"     [dim]{flag}: {describe(flag)}[/dim]", highlight=False)
+    for ev in ch.evidence if ch else ():
+        out.print(f"     evidence [{ev.chunk_id} {ev.start}:{ev.end}] “{ev.text}”", highlight=False)
+
+
+def print_completion(comp: Completion, provider: str) -> None:
+    cost = f"${comp.cost_usd:.4f}" if comp.cost_usd else "$0"
+    out.print(
+        f"[dim]{comp.provider or provider} · {comp.model} · {comp.input_tokens} tokens in,"
+        f" {comp.output_tokens} out · {comp.latency_s:.1f} s · {cost}[/dim]",
+        highlight=False,
+    )

@@ -1,0 +1,331 @@
+"""Measuring: `tether eval` (retrieval metrics per method, or with --verifier the citation
+checker on labelled claims) and `tether calibrate` (the support gate's floor per method).
+
+What it cannot do: it computes no metric itself (`tether.evaluation.evaluate` does); it
+picks the index, the retriever and the judge, shows progress, and prints the results.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from tether.cli.app import (
+    DemoOpt,
+    IndexOpt,
+    JsonOpt,
+    QuestionsOpt,
+    audience_value,
+    open_workspace,
+    out,
+    print_json,
+    progress,
+    table,
+    user_errors,
+)
+from tether.errors import TetherError
+
+if TYPE_CHECKING:
+    from tether.app import Workspace
+
+
+def eval_verifier(index: Path | None, judge_name: str, as_json: bool) -> None:
+    """`eval --verifier`: the citation checker on the bundled labelled claims."""
+    from tether.evaluation.evaluate import load_claims, run_verifier_eval
+    from tether.verify.judges import EmbeddingJudge, LLMJudge
+
+    with user_errors():
+        if judge_name not in ("none", "embedding", "llm"):
+            raise TetherError(f"unknown judge {judge_name!r}: none, embedding or llm")
+        ws = open_workspace(index, demo=index is None)
+        store = ws.store
+        embedder = ws.query_embedder()
+        judge = {
+            "none": None,
+            "embedding": EmbeddingJudge(embedder) if embedder is not None else None,
+            "llm": LLMJudge(ws.make_provider("local", None)) if judge_name == "llm" else None,
+        }[judge_name]
+        items = load_claims()
+        with progress("checking claims") as bar:
+            task = bar.add_task("claims", total=len(items))
+            result = run_verifier_eval(
+                store, items, judge=judge, embedder=embedder,
+                progress=lambda done, total: bar.update(task, completed=done),
+            )  # fmt: skip
+    from tether.schemas import VerifierReport
+
+    report = VerifierReport.from_result(result)
+    if as_json:
+        print_json(report)
+        return
+    print_verifier(report)
+
+
+def print_verifier(report: Any) -> None:
+    out.print(
+        f"[bold]verifier on {report.claims} labelled claims[/bold] (judge: {report.judge})\n"
+        f"  false passes (unsupported marked ok): {report.false_passes}/{report.unsupported}"
+        f" = {report.false_pass_rate:.1%}\n"
+        f"  false alarms (supported flagged):     {report.false_alarms}/{report.supported}"
+        f" = {report.false_alarm_rate:.1%}\n"
+        f"  median time per claim: {report.median_ms_per_claim:.1f} ms",
+        highlight=False,
+    )
+    shown = table(
+        "per check: how often it fired",
+        ("check", "on supported claims (false alarms)", "on unsupported claims"),
+    )
+    for kind, counts in sorted(report.per_check.items()):
+        shown.add_row(kind, str(counts["fired_on_supported"]), str(counts["fired_on_unsupported"]))
+    out.print(shown)
+    shown = table("per kind of item: overall verdict wrong", ("item kind", "n", "wrong"))
+    for kind, counts in sorted(report.per_kind.items()):
+        shown.add_row(kind, str(counts["n"]), str(counts["wrong"]))
+    out.print(shown)
+    for r in report.wrong:
+        out.print(
+            f"  wrong: {r.id} ({r.kind}, {r.label}) flags: {', '.join(r.flags) or 'none'}",
+            highlight=False,
+        )
+
+
+def calibrate(
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    questions_file: Annotated[
+        Path | None, typer.Option("--questions", help="Question set; default: the bundled one.")
+    ] = None,
+    max_wrongly_refused: Annotated[
+        float, typer.Option(help="Share of answerable questions the gate may refuse.")
+    ] = 0.02,
+    as_json: JsonOpt = False,
+) -> None:
+    """Calibrate the support gate's floor per retrieval method and store it in the index."""
+    from tether.evaluation.evaluate import calibrate_gate, load_questions
+
+    with user_errors():
+        ws = open_workspace(index, demo or index is None)
+        store = ws.store
+        qs = load_questions(questions_file)
+        retriever = ws.retriever()
+        methods = ("bm25", "dense", "hybrid", "rerank") if retriever.embedder else ("bm25",)
+        with progress("calibrating") as bar:
+            task = bar.add_task("gate", total=len(qs) * len(methods))
+            cal = calibrate_gate(
+                store, retriever, qs, methods, max_wrongly_refused=max_wrongly_refused,
+                progress=lambda done, total: bar.update(task, completed=done),
+            )  # fmt: skip
+        ws.set_gate_floors(cal.floors)
+    if as_json:
+        from tether.schemas import Calibration
+
+        print_json(Calibration.from_calibration(cal))
+        return
+    shown = table(
+        "support gate: trade-off per floor (min_support 1)",
+        ("method", "floor", "answerable wrongly refused", "must-refuse let through", "chosen"),
+    )
+    chosen = {(r.method, r.floor) for r in cal.chosen}
+    for r in sorted({*cal.table, *cal.chosen}, key=lambda r: (r.method, r.floor)):
+        shown.add_row(
+            r.method, f"{r.floor:.4g}", f"{r.wrongly_refused}/{r.answerable}",
+            f"{r.let_through}/{r.must_refuse}", "✓" if (r.method, r.floor) in chosen else "",
+        )  # fmt: skip
+    out.print(shown)
+    out.print(
+        f"stored in {ws.index}: " + ", ".join(f"{m} {f:.4g}" for m, f in cal.floors.items())
+    )
+
+
+def eval_command(
+    questions_file: QuestionsOpt = None,
+    collection: Annotated[
+        Path | None,
+        typer.Option(
+            "--collection",
+            help="Ingest this folder first (into --index, else a temporary index) and evaluate"
+            " on it. Default: the demo index (ingested if missing).",
+        ),
+    ] = None,
+    methods: Annotated[
+        str, typer.Option(help="Comma-separated: bm25, dense, hybrid, rerank.")
+    ] = "bm25,dense,hybrid,rerank",
+    k: Annotated[
+        int, typer.Option("--k", help="Cut-off for hit/recall/precision/nDCG.", min=1, max=50)
+    ] = 5,
+    as_json: JsonOpt = False,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write a self-contained HTML report here.")
+    ] = None,
+    rewrite: Annotated[
+        bool,
+        typer.Option(help="Rewrite each question with a language model before searching."),
+    ] = False,
+    audience: Annotated[
+        str | None,
+        typer.Option(help="Override every question's audience (public or staff)."),
+    ] = None,
+    provider: Annotated[
+        str | None, typer.Option(help="Provider for --rewrite (as for `ask`).")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model for --rewrite.")] = None,
+    index: IndexOpt = None,
+    verifier: Annotated[
+        bool,
+        typer.Option(
+            "--verifier",
+            help="Measure the citation checker instead, on the bundled labelled claim set:"
+            " false passes and false alarms per check and overall, time per claim.",
+        ),
+    ] = False,
+    judge: Annotated[
+        str, typer.Option(help="With --verifier: none, embedding, or llm (the local model).")
+    ] = "embedding",
+) -> None:
+    """Measure retrieval on a question set: hit@k, recall@k, precision@k, MRR, nDCG@k per
+    method, overall, per kind and per language; failing questions say where the passage ranked."""
+    if verifier:
+        eval_verifier(index, judge, as_json)
+        return
+    chosen = checked_methods(methods)
+    if audience is not None:
+        audience_value(audience)
+    from tether.evaluation.evaluate import load_questions, write_report
+
+    with user_errors():
+        qs = load_questions(questions_file)
+        ws = eval_workspace(collection, index)
+        retriever = eval_retriever(ws, chosen, rewrite, provider, model)
+        result = run_eval(ws.store, retriever, qs, str(questions_file or "bundled"), chosen, k,
+                          audience, as_json)  # fmt: skip
+        if report is not None:
+            write_report(result, report)
+    if as_json:
+        from tether.schemas import RetrievalReport
+
+        print_json(RetrievalReport.from_result(result))
+        return
+    print_eval(result)
+    if report is not None:
+        out.print(f"report: {report}", highlight=False)
+
+
+def checked_methods(methods: str) -> list[str]:
+    """--methods as a list (an unknown or empty one is a usage error, exit 2)."""
+    from tether.retrieval.retriever import METHODS
+
+    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    bad = [m for m in chosen if m not in METHODS]
+    if bad or not chosen:
+        raise typer.BadParameter(
+            f"{', '.join(bad) or 'none'}: choose from {', '.join(METHODS)}", param_hint="--methods"
+        )
+    return chosen
+
+
+def eval_workspace(collection: Path | None, index: Path | None) -> Workspace:
+    """--collection ingested into --index (else a temporary index), else the index to read."""
+    import tempfile
+
+    from tether.cli.ingest import ingest_for_eval
+
+    if collection is None:
+        return open_workspace(index, demo=index is None)
+    if not collection.is_dir():
+        raise TetherError(f"no such folder: {collection}")
+    path = index or Path(tempfile.mkdtemp(prefix="tether-eval-")) / "index.sqlite"
+    return ingest_for_eval(path, collection)
+
+
+def eval_retriever(
+    ws: Workspace, chosen: list[str], rewrite: bool, provider: str | None, model: str | None
+) -> Any:
+    """The Retriever for the chosen methods (an embedder only when one needs vectors)."""
+    from tether.retrieval.retriever import LLMRewriter
+
+    dense = [m for m in chosen if m != "bm25"]
+    if dense and not ws.store.has_vectors():
+        raise TetherError(
+            f"{', '.join(dense)} need vectors and {ws.index} has none: ingest with"
+            " embeddings, or pass --methods bm25"
+        )
+    rewriter = LLMRewriter(ws.make_provider(provider, model)) if rewrite else None
+    if rewriter is not None and getattr(rewriter.provider, "name", "") == "extractive":
+        raise TetherError(
+            "--rewrite needs a language model; only the extractive answerer is available"
+        )
+    return ws.retriever(rewrite=rewriter, dense=bool(dense))
+
+
+def run_eval(
+    store: Any,
+    retriever: Any,
+    qs: list[Any],
+    questions_file: str,
+    chosen: list[str],
+    k: int,
+    audience: str | None,
+    quiet: bool,
+) -> Any:
+    """run_retrieval_eval with a progress bar (none with --json or off a terminal)."""
+    from tether.evaluation.evaluate import run_retrieval_eval
+
+    with progress("{task.description}", quiet=quiet) as bar:
+        task = bar.add_task("Searching", total=None)
+        return run_retrieval_eval(
+            store, retriever, qs, chosen, k,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            audience=audience, questions_file=questions_file,
+        )  # fmt: skip
+
+
+def print_eval(result: Any) -> None:
+    """The overall table, one table per method by kind and language, then the failures."""
+    from rich.table import Table
+
+    from tether.evaluation.evaluate import METRIC_NAMES, METRICS
+
+    names = [METRIC_NAMES[m].replace("@k", f"@{result.k}") for m in METRICS]
+    overall = Table(title=f"retrieval, k = {result.k} ({result.n_scored} questions scored)")
+    overall.add_column("method")
+    for name in [*names, "median ms", "p95 ms"]:
+        overall.add_column(name, justify="right")
+    for method in result.methods:
+        agg = result.aggregates[method]["overall"]
+        t = result.timings[method]
+        overall.add_row(
+            method, *(f"{agg[m]:.3f}" for m in METRICS),
+            f"{t['median_ms']:.1f}", f"{t['p95_ms']:.1f}",
+        )  # fmt: skip
+    out.print(overall)
+    for method in result.methods:
+        agg = result.aggregates[method]
+        shown = Table(title=f"{method}: per kind and language")
+        shown.add_column("group")
+        for name in ("n", *names):
+            shown.add_column(name, justify="right")
+        for label, groups in (("kind", agg["by_kind"]), ("lang", agg["by_language"])):
+            for group, vals in groups.items():
+                shown.add_row(
+                    f"{label}: {group}", str(int(vals["n"])), *(f"{vals[m]:.3f}" for m in METRICS)
+                )
+        out.print(shown)
+    print_failures(result)
+    for note in result.notes:
+        out.print(note, highlight=False)
+
+
+def print_failures(result: Any) -> None:
+    for method in result.methods:
+        failing = result.failures(method)
+        if failing:
+            out.print(
+                f"[bold]{method}[/bold]: {len(failing)} question(s) with nothing relevant in the top {result.k}"
+            )
+        for r in failing:
+            out.print(
+                f"  {r.id} [{r.kind}, {r.language}] {r.question}", highlight=False, markup=False
+            )
+            out.print(f"      {r.why(result.k)}", highlight=False, markup=False)

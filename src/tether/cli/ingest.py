@@ -1,0 +1,145 @@
+"""`tether ingest`: read a collection folder into an index, with a progress bar and a report;
+also the demo collection's ingest that `demo`, `--demo` and `eval` use.
+
+What it cannot do: it parses and chunks nothing itself (the Workspace's `ingest` does), and
+the embedder loads only when embeddings are asked for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from tether.cli.app import IndexOpt, err, out, user_errors
+from tether.errors import TetherError
+
+if TYPE_CHECKING:
+    from tether.app import Workspace
+    from tether.types import ChunkerConfig, SyncReport
+
+PHASE_LABELS = {"read": "Reading files", "embed": "Embedding chunks", "write": "Writing index"}
+
+
+def run_sync(
+    ws: Workspace, folder: Path, chunker: ChunkerConfig, rebuild: bool, strict: bool, embed: bool
+) -> SyncReport:
+    """Bring the Workspace's index in line with `folder`, showing each phase's progress."""
+    from tether.cli.app import progress
+
+    with progress("{task.description:<17}", rate=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def step(phase: str, done: int, total: int) -> None:
+            if phase == "embed:tokens":  # tokens embedded so far: show the rate
+                task = bar.tasks[tasks["embed"]] if "embed" in tasks else None
+                if task is not None and task.elapsed:
+                    bar.update(task.id, rate=f"{done / task.elapsed:,.0f} tokens/s")
+                return
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(PHASE_LABELS.get(phase, phase), total=total, rate="")
+            bar.update(tasks[phase], completed=done, total=total)
+
+        return ws.ingest(
+            folder, chunker=chunker, embed=embed, rebuild=rebuild, strict=strict, progress=step
+        )
+
+
+def print_problems(report: SyncReport) -> None:
+    for problem in report.problems:
+        err.print(f"[yellow]problem[/yellow]  {problem.source}: {problem.reason}", highlight=False)
+
+
+def print_report(report: SyncReport, index: Path) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"ingest → {index}", show_header=True)
+    columns = ("added", "updated", "removed", "unchanged", "problems", "chunks written", "seconds")
+    for col in columns:
+        table.add_column(col, justify="right")
+    table.add_row(
+        *(str(len(x)) for x in (report.added, report.updated, report.removed, report.unchanged)),
+        str(len(report.problems)),
+        str(report.chunks_written),
+        f"{report.seconds:.2f}",
+    )
+    out.print(table)
+    for name, files in (
+        ("added", report.added),
+        ("updated", report.updated),
+        ("removed", report.removed),
+    ):
+        for f in files:
+            out.print(f"  {name:<8} {f}", highlight=False)
+    print_problems(report)
+    if not report.committed:
+        err.print("[red]--strict: nothing was written (the index is as it was)[/red]")
+
+
+def writable_index(path: Path) -> Workspace:
+    """A Workspace over the index at `path` to write into (created when missing)."""
+    from tether.app import Workspace
+
+    return Workspace(index=path, create=True)
+
+
+def ingest(
+    folder: Annotated[
+        Path, typer.Argument(help="The collection folder (read recursively).")
+    ] = Path("."),
+    index: IndexOpt = None,
+    chunker: Annotated[
+        str, typer.Option(help="structure (one chunk per section), fixed, or overlap.")
+    ] = "structure",
+    max_words: Annotated[int, typer.Option(help="Words per chunk before a split.", min=20)] = 200,
+    overlap_words: Annotated[
+        int, typer.Option(help="Overlap for the overlap chunker.", min=0)
+    ] = 50,
+    rebuild: Annotated[
+        bool, typer.Option(help="Start the index afresh (needed to change chunker or embedder).")
+    ] = False,
+    strict: Annotated[bool, typer.Option(help="Write nothing if any file has a problem.")] = False,
+    embed: Annotated[bool, typer.Option(help="Compute embeddings for dense search.")] = True,
+) -> None:
+    """Read a folder of documents into the index (incremental; atomic)."""
+    from tether.app import DEFAULT_INDEX
+    from tether.types import ChunkerConfig
+
+    if chunker not in ("structure", "fixed", "overlap"):
+        raise typer.BadParameter(
+            f"{chunker!r} is not structure, fixed or overlap", param_hint="--chunker"
+        )
+    with user_errors():
+        if not folder.is_dir():
+            raise TetherError(f"no such folder: {folder}")
+        path = index or folder / DEFAULT_INDEX
+        ws = writable_index(path)
+        config = ChunkerConfig(chunker, max_words, overlap_words)  # type: ignore[arg-type]
+        report = run_sync(ws, folder, config, rebuild, strict, embed)
+        ws.close()
+        print_report(report, path)
+        if report.problems and strict:
+            raise typer.Exit(1)
+
+
+def ingest_demo(path: Path, quiet: bool = True) -> SyncReport:
+    """Ingest the bundled demo collection (with embeddings) into `path`."""
+    from tether.evaluation.evaluate import demo_collection
+    from tether.types import ChunkerConfig
+
+    ws = writable_index(path)
+    report = run_sync(ws, demo_collection(), ChunkerConfig(), False, False, True)
+    ws.close()
+    if not quiet:
+        err.print(f"ingested the demo collection into {path}", highlight=False)
+    return report
+
+
+def ingest_for_eval(path: Path, folder: Path) -> Workspace:
+    """`eval --collection`: ingest `folder` into `path` (problems are printed, not fatal)."""
+    from tether.types import ChunkerConfig
+
+    ws = writable_index(path)
+    print_problems(run_sync(ws, folder, ChunkerConfig(), False, False, True))
+    return ws

@@ -1,0 +1,467 @@
+"""The wire shape: pydantic models for everything tether prints as JSON (`--json`, an API).
+
+One model per thing a consumer reads: a `Document` (its metadata and chunk count), a `Chunk`,
+a search `Hit` (a chunk with its rank, score, method and signals, flat), a claim `Check`, an
+`AskResult`, and the reports of `questions`, `info`, `calibrate` and `eval`. Each has a small
+converter from the engine's dataclass (`Chunk.from_chunk`, `Hit.from_hit`,
+`AskResult.from_ask_result`, ...); `model_dump(mode="json")` gives plain JSON data (dates as
+ISO strings) and `model_json_schema()` its JSON Schema. `MODELS` names every model for
+`tether schema`.
+
+The keys are those the CLI printed before these models existed; the models only add keys
+(a chunk's doc_type, dates and source; a hit inside an answer carries its text).
+
+What it cannot do: it describes and converts, it never reads an index or calls a model; the
+converters read the engine's dataclasses by attribute and do not validate what they mean (a
+score is any float, a flag any string).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from datetime import date
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from tether import types
+
+
+class _Wire(BaseModel):
+    """Frozen, no unknown keys; inf/nan print as JSON's Infinity/NaN as `json.dumps` did."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", ser_json_inf_nan="constants", defer_build=True
+    )
+
+
+class _Version(_Wire):
+    """Which document version something belongs to, and what that version says of itself."""
+
+    doc_id: str
+    version: str
+    title: str
+    doc_type: str
+    access: Literal["public", "staff"]
+    language: str
+    effective_from: date | None
+    effective_to: date | None
+    source: str
+
+
+def _version_fields(m: types.DocMeta) -> dict[str, Any]:
+    return _fields(m, _Version)
+
+
+class Document(_Version):
+    """A document version as the index sees it: its metadata and how many chunks it has."""
+
+    owner: str | None
+    format: str
+    chunks: int
+
+    @classmethod
+    def from_info(cls, info: types.DocumentInfo) -> Document:
+        m = info.meta
+        return cls(**_version_fields(m), owner=m.owner, format=m.format, chunks=info.chunks)
+
+
+class Chunk(_Version):
+    """A passage with where it sits: document version, heading path, offsets, page."""
+
+    chunk_id: str
+    heading_path: list[str]
+    section: str
+    anchor: str | None
+    page: int | None
+    start: int
+    end: int
+    text: str
+
+    @classmethod
+    def from_chunk(cls, c: types.Chunk) -> Chunk:
+        return cls(**_chunk_fields(c))
+
+
+def _chunk_fields(c: types.Chunk) -> dict[str, Any]:
+    return {**_version_fields(c.meta), **_fields(c, Chunk, skip=_Version.model_fields)}
+
+
+class _Ranking(_Wire):
+    """Where a retriever placed a chunk (a base of `Hit`: its keys print first)."""
+
+    rank: int
+    score: float
+    method: str
+    signals: dict[str, float]
+
+
+class Hit(Chunk, _Ranking):
+    """A search result: the chunk's keys, flat, with rank, score, method and the signals
+    (component scores) that placed it."""
+
+    @classmethod
+    def from_hit(cls, h: types.Hit) -> Hit:
+        return cls(
+            rank=h.rank, score=h.score, method=h.method, signals=dict(h.signals),
+            **_chunk_fields(h.chunk),
+        )  # fmt: skip
+
+
+class _Shown(_Wire):
+    marker: int
+    header: str
+    tokens: int
+
+
+class Passage(Chunk, _Shown):
+    """A chunk as shown to the model: its [n] marker, header line and token count."""
+
+
+class _Dropping(_Wire):
+    reason: str
+
+
+class Dropped(Chunk, _Dropping):
+    """A retrieved chunk that did not reach the model, and why."""
+
+
+class Context(_Wire):
+    """The passages given to the model within a token budget, and those left out."""
+
+    tokens: int
+    budget: int
+    tokenizer: str
+    passages: list[Passage]
+    dropped: list[Dropped]
+
+
+class Gate(_Wire):
+    """The support gate's decision, made before any model call."""
+
+    passed: bool
+    floor: float
+    min_support: int
+    supporting: int
+    best: float
+    reason: str
+
+
+class Request(_Wire):
+    """What was asked of the model: the prompt file's ID, the purpose, the passages shown."""
+
+    prompt_id: str
+    purpose: str
+    chunk_ids: list[str]
+
+
+class Completion(_Wire):
+    """What came back from the model: its text, tokens, latency and cost."""
+
+    model: str
+    provider: str
+    finish_reason: str
+    input_tokens: int
+    output_tokens: int
+    latency_s: float
+    cost_usd: float
+    note: str
+    text: str
+
+
+class Claim(_Wire):
+    text: str
+    chunk_ids: list[str]
+
+
+class Answer(_Wire):
+    """The model's answer: answerable or not, a short answer, claims with citations."""
+
+    answerable: bool
+    answer: str
+    mode: Literal["json", "inline"]
+    claims: list[Claim]
+
+
+class Problem(_Wire):
+    """Why a completion could not be read as an answer."""
+
+    kind: str
+    detail: str
+
+
+class Evidence(_Wire):
+    """A sentence of a cited passage that supports a claim (offsets into the document text)."""
+
+    chunk_id: str
+    text: str
+    start: int
+    end: int
+    score: float
+
+
+class Check(_Wire):
+    """One claim's check: its flags (``kind`` or ``kind:arg``; none means ok), the evidence
+    found, the judge's entailment score, and whether --strict removed it."""
+
+    claim: str
+    chunk_ids: list[str]
+    ok: bool
+    flags: list[str]
+    entailment: float | None
+    removed: bool
+    evidence: list[Evidence]
+
+    @classmethod
+    def from_check(cls, ch: types.ClaimCheck) -> Check:
+        return cls(
+            claim=ch.claim.text, chunk_ids=list(ch.claim.chunk_ids), ok=ch.ok,
+            flags=[str(f) for f in ch.flags], entailment=ch.entailment, removed=ch.removed,
+            evidence=[Evidence(**_fields(e, Evidence)) for e in ch.evidence],
+        )  # fmt: skip
+
+
+class AskResult(_Wire):
+    """Everything one question produced: the hits, the gate, the passages shown, the request
+    and completion, the answer and its checked claims, whether (and why) it was refused."""
+
+    question: str
+    as_of: date | None
+    audience: Literal["public", "staff"]
+    language: str
+    method: str
+    hits: list[Hit]
+    gate: Gate | None
+    context: Context | None
+    request: Request | None
+    completion: Completion | None
+    answer: Answer | None
+    problem: Problem | None
+    checks: list[Check]
+    refused: bool
+    why_refused: str | None
+    provider: str
+    model: str
+    provider_note: str
+    timings: dict[str, float]
+
+    @classmethod
+    def from_ask_result(cls, r: types.AskResult) -> AskResult:
+        return cls(
+            question=r.question, as_of=r.as_of, audience=r.audience, language=r.language,
+            method=r.method, hits=[Hit.from_hit(h) for h in r.hits],
+            gate=_optional(r.gate, Gate), context=_context(r.context),
+            request=_optional(r.request, Request), completion=_optional(r.completion, Completion),
+            answer=_answer(r.answer), problem=_optional(r.problem, Problem),
+            checks=[Check.from_check(ch) for ch in r.checks], refused=r.refused,
+            why_refused=_why_refused(r), provider=r.provider,
+            model=r.completion.model if r.completion is not None else "",
+            provider_note=r.provider_note, timings=dict(r.timings),
+        )  # fmt: skip
+
+
+def _fields(obj: object, model: type[BaseModel], skip: Container[str] = ()) -> dict[str, Any]:
+    """The attributes of `obj` that `model` has as fields, but those in `skip` (tuples as
+    lists)."""
+    values = {name: getattr(obj, name) for name in model.model_fields if name not in skip}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+
+
+def _optional(obj: object | None, model: type[_Wire]) -> Any:
+    return None if obj is None else model(**_fields(obj, model))
+
+
+def _context(ctx: types.Context | None) -> Context | None:
+    if ctx is None:
+        return None
+    return Context(
+        tokens=ctx.tokens, budget=ctx.budget, tokenizer=ctx.tokenizer,
+        passages=[
+            Passage(marker=p.marker, header=p.header, tokens=p.tokens, **_chunk_fields(p.chunk))
+            for p in ctx.passages
+        ],
+        dropped=[Dropped(reason=d.reason, **_chunk_fields(d.chunk)) for d in ctx.dropped],
+    )  # fmt: skip
+
+
+def _answer(a: types.Answer | None) -> Answer | None:
+    if a is None:
+        return None
+    claims = [Claim(text=c.text, chunk_ids=list(c.chunk_ids)) for c in a.claims]
+    return Answer(answerable=a.answerable, answer=a.answer, mode=a.mode, claims=claims)
+
+
+def _why_refused(r: types.AskResult) -> str | None:
+    """One line saying why no answer was given (None when one was)."""
+    if not r.refused:
+        return None
+    if r.gate is not None and not r.gate.passed:
+        return f"refused before the model: {r.gate.reason}"
+    if r.problem is not None:
+        return f"no usable answer ({r.problem.kind}): {r.problem.detail}"
+    return "not answerable from the passages"
+
+
+class Relevant(_Wire):
+    """A passage that answers a question, by location."""
+
+    doc_id: str
+    version: str | None
+    section: str | None
+    anchor: str | None
+    evidence: str | None
+
+
+class Question(_Wire):
+    """One line of a question set."""
+
+    id: str
+    question: str
+    language: str
+    as_of: date | None
+    audience: Literal["public", "staff"]
+    abstain: bool
+    kind: str
+    reference_answer: str
+    keys: list[str]
+    must_not: list[str]
+    relevant: list[Relevant]
+    tags: list[str]
+    extra: dict[str, Any]
+
+    @classmethod
+    def from_question(cls, q: types.Question) -> Question:
+        values = _fields(q, cls)
+        values["relevant"] = [Relevant(**_fields(r, Relevant)) for r in q.relevant]
+        return cls(**values)
+
+
+class IndexInfo(BaseModel):
+    """What an index holds; the keys the index records about itself (schema and tether
+    version, chunker, embedder, ...) and the embedder report come as further keys."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="allow", ser_json_inf_nan="constants", defer_build=True
+    )
+
+    path: str
+    size_bytes: int
+    documents: int
+    chunks: int
+    vectors: int
+    by_access: dict[str, int]
+    by_language: dict[str, int]
+    by_format: dict[str, int]
+
+
+class GateRow(_Wire):
+    """One floor's trade-off for one retrieval method."""
+
+    method: str
+    floor: float
+    wrongly_refused: int
+    answerable: int
+    let_through: int
+    must_refuse: int
+
+
+class Calibration(_Wire):
+    """The support gate's floor chosen per method, and the trade-off table it came from."""
+
+    floors: dict[str, float]
+    table: list[GateRow]
+
+    @classmethod
+    def from_calibration(cls, cal: Any) -> Calibration:
+        return cls(floors=dict(cal.floors), table=[_fields(r, GateRow) for r in cal.table])
+
+
+class WrongVerdict(_Wire):
+    """A labelled claim the verifier judged wrongly."""
+
+    id: str
+    kind: str
+    label: str
+    flags: list[str]
+
+
+class VerifierReport(_Wire):
+    """The citation checker measured on labelled claims: false passes and false alarms."""
+
+    judge: str
+    claims: int
+    false_passes: int
+    unsupported: int
+    false_alarms: int
+    supported: int
+    false_pass_rate: float
+    false_alarm_rate: float
+    per_check: dict[str, dict[str, int]]
+    per_kind: dict[str, dict[str, int]]
+    median_ms_per_claim: float
+    wrong: list[WrongVerdict]
+
+    @classmethod
+    def from_result(cls, result: Any) -> VerifierReport:
+        wrong = [r for r in result.rows if r.passed == (r.label == "unsupported")]
+        return cls(
+            judge=result.judge, claims=len(result.rows), false_passes=result.false_passes,
+            unsupported=result.unsupported, false_alarms=result.false_alarms,
+            supported=result.supported, false_pass_rate=result.false_pass_rate,
+            false_alarm_rate=result.false_alarm_rate, per_check=result.per_check,
+            per_kind=result.per_kind, median_ms_per_claim=result.median_ms,
+            wrong=[
+                WrongVerdict(id=r.item_id, kind=r.kind, label=r.label, flags=list(r.flags))
+                for r in wrong
+            ],
+        )  # fmt: skip
+
+
+class Skipped(_Wire):
+    id: str
+    reason: str
+
+
+class RetrievalReport(_Wire):
+    """`tether eval`: retrieval metrics per method (overall, per kind, per language), timings,
+    and one row per question and method (its metrics, expected passages and their ranks)."""
+
+    k: int
+    depth: int
+    methods: list[str]
+    questions_file: str
+    index: str
+    n_questions: int
+    n_scored: int
+    n_skipped: int
+    skipped: list[Skipped]
+    partial: list[Skipped]
+    aggregates: dict[str, dict[str, Any]]
+    timings: dict[str, dict[str, float]]
+    notes: list[str]
+    rows: list[dict[str, Any]]
+
+    @classmethod
+    def from_result(cls, result: Any) -> RetrievalReport:
+        return cls.model_validate(result.to_dict())
+
+
+MODELS: dict[str, type[BaseModel]] = {
+    "document": Document,
+    "chunk": Chunk,
+    "hit": Hit,
+    "check": Check,
+    "ask-result": AskResult,
+    "question": Question,
+    "index-info": IndexInfo,
+    "calibration": Calibration,
+    "verifier-report": VerifierReport,
+    "retrieval-report": RetrievalReport,
+}
+"""Every wire model by the name `tether schema NAME` takes."""
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of the wire model called `name` (a key of `MODELS`)."""
+    return MODELS[name].model_json_schema()
