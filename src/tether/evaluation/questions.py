@@ -14,9 +14,10 @@ import shutil
 from datetime import date
 from importlib import resources
 from pathlib import Path
+from typing import cast
 
 from tether.errors import TetherError
-from tether.types import Chunk, Filters, Question, Relevant
+from tether.types import Audience, Chunk, Filters, Question, Relevant
 
 _KNOWN = {
     "id", "question", "language", "as_of", "audience", "abstain", "kind",
@@ -81,7 +82,7 @@ def _question(raw: dict) -> Question:
         question=raw["question"],
         language=raw.get("language") or "en",
         as_of=date.fromisoformat(as_of) if as_of else None,
-        audience=audience,
+        audience=cast(Audience, audience),
         abstain=bool(raw.get("abstain", False)),
         kind=raw.get("kind") or "answerable",
         reference_answer=raw.get("reference_answer") or "",

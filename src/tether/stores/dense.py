@@ -68,7 +68,7 @@ class DenseIndex:
         import time
 
         began = time.perf_counter()
-        index = None
+        index: Any = None  # a faiss.IndexHNSWFlat (its stubs do not name `hnsw`)
         if self.cache_path is not None and self.cache_path.exists():
             try:
                 index = faiss.read_index(str(self.cache_path))

@@ -157,9 +157,9 @@ def parse(data: bytes) -> Parsed:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             try:
-                ok = reader.decrypt("")
+                ok = bool(reader.decrypt(""))
             except Exception:
-                ok = 0
+                ok = False
             if not ok:
                 raise ParseError("PDF cannot be read: it is encrypted (password protected)")
         pages = list(reader.pages)
