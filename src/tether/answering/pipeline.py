@@ -146,6 +146,15 @@ def ask(
 
         t = time.perf_counter()
         embedder = getattr(retriever, "embedder", None)
+        judge = judge if judge is not None else default_judge(provider, embedder)
+        # wired by Workspace later: verify no longer loads an embedder for a claim whose
+        # passages are in another language; load it here only when the context has one
+        if (
+            embedder is None
+            and getattr(judge, "embedder", None) is None
+            and any(p.chunk.meta.language != language for p in context.passages)
+        ):
+            embedder = verify_embedder()
         checks = verify.check_answer(
             result.answer,
             store,
@@ -154,7 +163,7 @@ def ask(
             audience=o.audience,
             language=language,
             as_of=o.as_of,
-            judge=judge if judge is not None else default_judge(provider, embedder),
+            judge=judge,
             embedder=embedder,
         )
         answer = result.answer
@@ -163,6 +172,17 @@ def ask(
         timings["verify_s"] = time.perf_counter() - t
         result = replace(result, answer=answer, checks=tuple(checks), timings=timings)
     return result
+
+
+def verify_embedder():
+    """The default embedder, for the checker's cross-language test (None when none can be
+    built: the checker then matches words). Wired by Workspace later."""
+    from tether.embeddings.embedders import default_embedder
+
+    try:
+        return default_embedder()
+    except Exception:  # no embedder available: the checker falls back to word matching
+        return None
 
 
 def default_judge(provider: Provider, embedder=None):

@@ -694,9 +694,13 @@ def run_verifier_eval(
     import time as _time
 
     from tether.answering.context import header
+    from tether.answering.pipeline import verify_embedder
     from tether.types import Answer, Claim, Context, Passage
-    from tether.verify.check import check_answer, flag_kind
+    from tether.verify.check import VerifierCache, check_answer, flag_kind
 
+    if embedder is None and getattr(judge, "embedder", None) is None:
+        embedder = verify_embedder()  # wired by Workspace later
+    checked = VerifierCache()  # one for the run: each passage is prepared once
     cache: dict = {}
     rows: list[VerifierRow] = []
     for n, item in enumerate(items, 1):
@@ -726,6 +730,7 @@ def run_verifier_eval(
             as_of=as_of,
             judge=judge,
             embedder=embedder,
+            cache=checked,
         )
         rows.append(
             VerifierRow(item["id"], item["made"], item.get("kind", "recorded"), item["label"],
