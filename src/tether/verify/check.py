@@ -297,6 +297,26 @@ class _Call:
     """What one `check_answer` call reads once (the question, the context's passages, the
     cited chunks) and shares between the answer's claims."""
 
+    __slots__ = (
+        "_siblings",
+        "_vectors",
+        "base_dates",
+        "base_keys",
+        "cache",
+        "chunks",
+        "context_preps",
+        "embedder",
+        "in_context",
+        "o",
+        "q_info",
+        "q_periods",
+        "question",
+        "store",
+        "store_vectors",
+        "today_keys",
+        "unit_keys_added",
+    )
+
     def __init__(
         self,
         answer: Answer,
@@ -368,14 +388,15 @@ class _Call:
         cited chunks found."""
         flags = [] if claim.chunk_ids else [_NO_CITATION]
         cited: list[Chunk] = []
+        chunks, in_context, public = self.chunks, self.in_context, self.o.audience == "public"
         for cid in dict.fromkeys(claim.chunk_ids):
-            chunk = self.chunks.get(cid)
+            chunk = chunks.get(cid)
             if chunk is None:
                 flags.append(Flag("missing_id", cid))
                 continue
-            if cid not in self.in_context:
+            if cid not in in_context:
                 flags.append(Flag("not_in_context", cid))
-            if self.o.audience == "public" and chunk.meta.access != "public":
+            if public and chunk.meta.access != "public":
                 flags.append(Flag("not_allowed", cid))
             cited.append(chunk)
         return flags, cited
