@@ -808,13 +808,27 @@ def test_evidence_picks_the_best_sentences(store: SqliteStore) -> None:
 
 
 class DictStore:
-    """A store with only `get` (no `get_many`), over chunks built by hand."""
+    """A store over chunks built by hand, with only the `Store` members the checker reads
+    (`get_many`, `chunks`, `vector`: no vectors)."""
 
     def __init__(self, *chunks: Chunk) -> None:
         self.by_id = {c.chunk_id: c for c in chunks}
 
     def get(self, chunk_id: str) -> Chunk | None:
         return self.by_id.get(chunk_id)
+
+    def get_many(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        return {cid: self.by_id[cid] for cid in chunk_ids if cid in self.by_id}
+
+    def chunks(self, doc_id: str | None = None, version: str | None = None) -> list[Chunk]:
+        return [
+            c
+            for c in self.by_id.values()
+            if doc_id in (None, c.doc_id) and version in (None, c.version)
+        ]
+
+    def vector(self, chunk_id: str) -> np.ndarray | None:
+        return None
 
 
 def test_evidence_offsets_with_a_hand_built_chunk_and_lead() -> None:

@@ -34,7 +34,7 @@ from tether.types import Audience, ChunkerConfig, Filters, Hit, SyncReport
 
 if TYPE_CHECKING:
     from tether.answering.context import TokenCounter
-    from tether.answering.pipeline import AskOptions
+    from tether.answering.pipeline import AskOptions, VerifierParts
     from tether.protocols import Embedder, Judge, Provider, Store
     from tether.providers.local import LocalModels
     from tether.retrieval.retriever import Retriever
@@ -137,7 +137,8 @@ class Workspace:
         self._embedder = embedder
         self._store: Store | None = None
         self._retriever: Retriever | None = None
-        self._verifier_cache: Any = None
+        self._verifier: VerifierParts | None = None
+        self._verifier_generation = -1
 
     # ---- the index ------------------------------------------------------------------------
 
@@ -210,6 +211,24 @@ class Workspace:
         if embedder is None:
             return ESTIMATE
         return token_counter(lambda: token_counter_of(embedder))
+
+    def verifier(self) -> VerifierParts:
+        """The checker's parts kept by this Workspace: its cache of prepared passages (valid
+        while the index's generation stays) and the embedder it may need for cross-language
+        claims on an index without vectors."""
+        from tether.answering.pipeline import VerifierParts
+
+        generation = self.store.generation()
+        if self._verifier is None or self._verifier_generation != generation:
+            self._verifier = VerifierParts(embedder=self._embedder_if_available)
+            self._verifier_generation = generation
+        return self._verifier
+
+    def _embedder_if_available(self) -> Embedder | None:
+        try:
+            return self.embedder()
+        except TetherError:  # none can be built here: the checker falls back to words
+            return None
 
     # ---- retrieval ------------------------------------------------------------------------
 
@@ -291,6 +310,7 @@ class Workspace:
             retriever=self.retriever(),
             judge=self.judge(),
             tokens=self.tokens(),
+            verifier=self.verifier(),
         )
 
 

@@ -16,7 +16,8 @@ prompts and refusal sentences know).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -84,12 +85,15 @@ def ask(
     retriever: Any,
     judge: Judge | None,
     tokens: TokenCounter,
+    verifier: VerifierParts | None = None,
 ) -> AskResult:
     """Answer one question from the index with the given parts (see the module docstring).
 
     `retriever` searches `store` (a `tether.retrieval.retriever.Retriever`; its `embedder`, when
     it has one, also serves the verifier), `judge` scores entailment for the verifier (None: no
-    entailment check; `choose_judge` gives the usual one), `tokens` counts the context budget."""
+    entailment check; `choose_judge` gives the usual one), `tokens` counts the context budget,
+    `verifier` carries the checker's cache and an embedder to load for cross-language claims
+    on an index without vectors (None: a fresh cache, no such embedder)."""
     o = options or AskOptions()
     if not question.strip():
         raise TetherError("the question is empty")
@@ -120,16 +124,22 @@ def ask(
     result = _answer(replace(base, context=context), provider, o, context, timings)
     if o.verify and result.answer is not None and result.answer.claims:
         t = time.perf_counter()
+        parts = verifier or VerifierParts()
+        embedder = getattr(retriever, "embedder", None)
+        # an index without vectors: load an embedder for the checker's cross-language test
+        # only when a passage of the context is in another language than the answer
+        if (
+            embedder is None
+            and getattr(judge, "embedder", None) is None
+            and parts.embedder is not None
+            and any(p.chunk.meta.language != language for p in context.passages)
+        ):
+            embedder = parts.embedder()
+        options = verify.CheckOptions(
+            audience=o.audience, language=language, as_of=o.as_of, judge=judge, embedder=embedder
+        )
         checks = verify.check_answer(
-            result.answer,
-            store,
-            context,
-            question,
-            audience=o.audience,
-            language=language,
-            as_of=o.as_of,
-            judge=judge,
-            embedder=getattr(retriever, "embedder", None),
+            result.answer, store, context, question, options, cache=parts.cache
         )
         answer = result.answer
         if o.strict:
@@ -137,6 +147,16 @@ def ask(
         timings["verify_s"] = time.perf_counter() - t
         result = replace(result, answer=answer, checks=tuple(checks), timings=timings)
     return result
+
+
+@dataclass(frozen=True)
+class VerifierParts:
+    """What the checker keeps between questions (its prepared passages) and the embedder it
+    may load for cross-language claims when retrieval has none (called only when needed;
+    returns None when no embedder can be built here)."""
+
+    cache: verify.VerifierCache = field(default_factory=verify.VerifierCache)
+    embedder: Callable[[], Embedder | None] | None = None
 
 
 def _answer(

@@ -21,7 +21,7 @@ from tether.errors import TetherError
 from tether.evaluation.questions import demo_claims, matches
 from tether.protocols import Embedder, Judge, Store
 from tether.types import Answer, Claim, Context, Passage, Relevant
-from tether.verify.check import check_answer, flag_kind
+from tether.verify.check import VerifierCache, check_answer, flag_kind
 
 
 def load_claims(paths: Sequence[Path] | None = None) -> list[dict]:
@@ -114,9 +114,10 @@ def run_verifier_eval(
     unsupported claim marked ok, a false alarm a supported claim flagged. `judge` and
     `embedder` go to the checker as they are (None: none given)."""
     cache: dict = {}
+    checked = VerifierCache()  # one for the run: each passage is prepared once
     rows: list[VerifierRow] = []
     for n, item in enumerate(items, 1):
-        rows.append(_check_item(store, item, cache, judge, embedder))
+        rows.append(_check_item(store, item, cache, judge, embedder, checked))
         if progress:
             progress(n, len(items))
     per_check: dict[str, dict[str, int]] = {}
@@ -144,7 +145,12 @@ def run_verifier_eval(
 
 
 def _check_item(
-    store: Store, item: dict, cache: dict, judge: Judge | None, embedder: Embedder | None
+    store: Store,
+    item: dict,
+    cache: dict,
+    judge: Judge | None,
+    embedder: Embedder | None,
+    checked: VerifierCache,
 ) -> VerifierRow:
     """One labelled claim checked as the only claim of an answer, in its own context."""
     context_ids = list(item.get("context_ids") or [])
@@ -171,6 +177,7 @@ def _check_item(
         as_of=as_of,
         judge=judge,
         embedder=embedder,
+        cache=checked,
     )
     return VerifierRow(
         item["id"],

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -218,8 +219,8 @@ class NLIJudge:
         self.max_length = max_length
         self.device = device
         self.name = f"nli ({self.name_or_path})"
-        self._model = None
-        self._tokenizer = None
+        self._model: Any = None  # loaded by `load()`
+        self._tokenizer: Any = None
         self._entail: int | None = None
         self._window = max_length
 

@@ -1,0 +1,144 @@
+"""What the checker's flags are and what to do with them: the flag families (`EXACT_FLAGS`,
+`CLUE_FLAGS`, `SOURCE_FLAGS`), `flag_kind`, `describe` (one line a person can read), the
+refusal sentences, and the strict policy (`apply_strict`: a claim failing an exact check is
+removed; no claim left makes the answer a refusal).
+
+What it cannot do: `describe` knows the flags listed here; another string is returned as
+it is. The refusal sentences are English and French only (another language gets English).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tether.types import Answer, Claim, ClaimCheck, Flag
+from tether.verify.claims import CROSS_LANGUAGE_CUT
+
+__all__ = [
+    "CLUE_FLAGS",
+    "EXACT_FLAGS",
+    "REFUSAL_SENTENCE",
+    "REFUSAL_SENTENCES",
+    "REFUSAL_SENTENCE_FR",
+    "SOURCE_FLAGS",
+    "apply_strict",
+    "describe",
+    "flag_kind",
+]
+
+REFUSAL_SENTENCE = "The passages do not answer this question."
+REFUSAL_SENTENCE_FR = "Les passages ne répondent pas à cette question."
+REFUSAL_SENTENCES: dict[str, str] = {"en": REFUSAL_SENTENCE, "fr": REFUSAL_SENTENCE_FR}
+
+
+EXACT_FLAGS: frozenset[str] = frozenset(
+    {"no_citation", "missing_id", "not_in_context", "not_allowed"}
+)
+CLUE_FLAGS: frozenset[str] = frozenset(
+    {
+        "number_not_found",
+        "number_in_other_column",
+        "name_not_found",
+        "unsupported",
+        "negation_mismatch",
+        "not_entailed",
+    }
+)
+SOURCE_FLAGS: frozenset[str] = frozenset(
+    {"instruction_in_source", "lower_precedence", "weaker_citation"}
+)
+
+
+def flag_kind(flag: str) -> str:
+    """The name of a flag without its argument: "missing_id:abc" → "missing_id" (`flag.kind`
+    for a `Flag`; this also reads a flag kept as a plain string, as recordings hold them)."""
+    return flag.kind if isinstance(flag, Flag) else flag.split(":", 1)[0]
+
+
+def apply_strict(
+    answer: Answer, checks: list[ClaimCheck], *, language: str = "en"
+) -> tuple[Answer, list[ClaimCheck]]:
+    """Fail closed: a claim with an exact flag is removed (`removed=True`, flags kept).
+
+    When a claim is removed, the answer text is rebuilt from the claims that remain (the old
+    text may repeat what was removed). When no claim remains (or an answerable answer had no
+    claim at all), the answer becomes a refusal in `language`."""
+    out: list[ClaimCheck] = []
+    kept: list[Claim] = []
+    for check in checks:
+        if any(flag_kind(f) in EXACT_FLAGS for f in check.flags):
+            out.append(replace(check, removed=True))
+        else:
+            out.append(check)
+            kept.append(check.claim)
+    removed = len(kept) < len(checks)
+    if answer.answerable and not kept:
+        refusal = REFUSAL_SENTENCES.get(language, REFUSAL_SENTENCE)
+        return Answer(False, refusal, (), answer.mode), out
+    if removed:
+        return replace(answer, answer=" ".join(c.text for c in kept), claims=tuple(kept)), out
+    return answer, out
+
+
+_DESCRIPTIONS: dict[str, str] = {
+    "no_citation": "the claim cites no passage (exact check)",
+    "missing_id": "{arg} is not in the index: a made-up or mistyped ID (exact check)",
+    "not_in_context": "{arg} exists but was not among the passages given to the model (exact check)",
+    "not_allowed": "{arg} is not public and the audience is public (exact check)",
+    "number_not_found": (
+        "{arg} is in none of the cited passages, their headers, the question or its date"
+        " (a clue, can be wrong: a value computed in a way the checker does not know)"
+    ),
+    "number_in_other_column": (
+        "{arg} is in the cited table only under a column the claim does not speak of, while"
+        " the claim speaks of another column (a clue, can be wrong: the claim may name the"
+        " column in other words)"
+    ),
+    "name_not_found": (
+        "the claim names {arg}, which the cited passages do not name (or name with another"
+        " number or code) and the question does not name either"
+        " (a clue, can be wrong: the name may be written differently in the passage)"
+    ),
+    "unsupported": (
+        "only {arg} of the claim's words are found in the cited passages"
+        " (a clue, can be wrong: a true paraphrase can share few words)"
+    ),
+    "negation_mismatch": (
+        "the claim and its best evidence sentence differ in negation"
+        ' (a clue, can be wrong: "cannot ... unless" and "can ... if" say the same)'
+    ),
+    "not_entailed": (
+        "the entailment judge scored {arg}, below its threshold"
+        " (a clue, can be wrong: judges make mistakes)"
+    ),
+    "instruction_in_source": (
+        "passage {arg} (cited, or of a cited document, repeating the claim's unsupported words)"
+        " contains text addressed to AI assistants; it is shown, never obeyed:"
+        " check that the claim does not come from it (a clue about the source)"
+    ),
+    "lower_precedence": (
+        "the claim rests only on {arg}, a source type ranked below another passage in the"
+        " context on the same point (a clue, can be wrong: the overlap may be a coincidence)"
+    ),
+    "weaker_citation": (
+        "another passage supports the claim more directly: {arg}"
+        " (a clue, can be wrong: word overlap is not meaning)"
+    ),
+}
+
+
+def describe(flag: str) -> str:
+    """A one-line human explanation of a flag ("ok" for none)."""
+    if not flag or flag == "ok":
+        return "no problem found"
+    kind, _, arg = flag.partition(":")
+    template = _DESCRIPTIONS.get(kind)
+    if template is None:
+        return flag
+    if kind == "unsupported" and arg.startswith("cos="):
+        return (
+            f"the claim's similarity to its best passage sentence in another language is"
+            f" {arg[4:]}, below {CROSS_LANGUAGE_CUT}"
+            " (a clue, can be wrong: a multilingual embedding is a rough signal)"
+        )
+    return template.format(arg=arg or "?")
