@@ -135,11 +135,11 @@ def ask(
             and any(p.chunk.meta.language != language for p in context.passages)
         ):
             embedder = parts.embedder()
-        options = verify.CheckOptions(
+        check_options = verify.CheckOptions(
             audience=o.audience, language=language, as_of=o.as_of, judge=judge, embedder=embedder
         )
         checks = verify.check_answer(
-            result.answer, store, context, question, options, cache=parts.cache
+            result.answer, store, context, question, check_options, cache=parts.cache
         )
         answer = result.answer
         if o.strict:
@@ -196,117 +196,3 @@ def _answer(
         provider_note=completion.note,
         timings=timings,
     )
-
-
-def result_json(result: AskResult) -> dict:
-    """An AskResult as plain JSON-ready data (dates as ISO strings, chunks by ID + location)."""
-
-    def chunk_ref(c) -> dict:
-        return {
-            "chunk_id": c.chunk_id,
-            "doc_id": c.doc_id,
-            "version": c.version,
-            "title": c.meta.title,
-            "section": c.section,
-            "heading_path": list(c.heading_path),
-            "anchor": c.anchor,
-            "page": c.page,
-            "source": c.meta.source,
-        }
-
-    ctx = result.context
-    comp = result.completion
-    return {
-        "question": result.question,
-        "as_of": result.as_of.isoformat() if result.as_of else None,
-        "audience": result.audience,
-        "language": result.language,
-        "method": result.method,
-        "hits": [
-            {"rank": h.rank, "score": h.score, "signals": h.signals, **chunk_ref(h.chunk)}
-            for h in result.hits
-        ],
-        "gate": None
-        if result.gate is None
-        else {
-            "passed": result.gate.passed,
-            "floor": result.gate.floor,
-            "min_support": result.gate.min_support,
-            "supporting": result.gate.supporting,
-            "best": result.gate.best,
-            "reason": result.gate.reason,
-        },
-        "context": None
-        if ctx is None
-        else {
-            "tokens": ctx.tokens,
-            "budget": ctx.budget,
-            "tokenizer": ctx.tokenizer,
-            "passages": [
-                {"marker": p.marker, "header": p.header, "tokens": p.tokens, **chunk_ref(p.chunk)}
-                for p in ctx.passages
-            ],
-            "dropped": [{"reason": d.reason, **chunk_ref(d.chunk)} for d in ctx.dropped],
-        },
-        "request": None
-        if result.request is None
-        else {
-            "prompt_id": result.request.prompt_id,
-            "purpose": result.request.purpose,
-            "chunk_ids": list(result.request.chunk_ids),
-        },
-        "completion": None
-        if comp is None
-        else {
-            "model": comp.model,
-            "provider": comp.provider,
-            "finish_reason": comp.finish_reason,
-            "input_tokens": comp.input_tokens,
-            "output_tokens": comp.output_tokens,
-            "latency_s": comp.latency_s,
-            "cost_usd": comp.cost_usd,
-            "note": comp.note,
-            "text": comp.text,
-        },
-        "answer": None
-        if result.answer is None
-        else {
-            "answerable": result.answer.answerable,
-            "answer": result.answer.answer,
-            "mode": result.answer.mode,
-            "claims": [
-                {"text": c.text, "chunk_ids": list(c.chunk_ids)} for c in result.answer.claims
-            ],
-        },
-        "problem": None
-        if result.problem is None
-        else {
-            "kind": result.problem.kind,
-            "detail": result.problem.detail,
-        },
-        "checks": [
-            {
-                "claim": ch.claim.text,
-                "chunk_ids": list(ch.claim.chunk_ids),
-                "ok": ch.ok,
-                "flags": list(ch.flags),
-                "entailment": ch.entailment,
-                "removed": ch.removed,
-                "evidence": [
-                    {
-                        "chunk_id": e.chunk_id,
-                        "text": e.text,
-                        "start": e.start,
-                        "end": e.end,
-                        "score": e.score,
-                    }
-                    for e in ch.evidence
-                ],
-            }
-            for ch in result.checks
-        ],
-        "refused": result.refused,
-        "provider": result.provider,
-        "provider_note": result.provider_note,
-        "timings": result.timings,
-    }

@@ -405,98 +405,113 @@ def _onnx_modules():
     return onnx, TensorProto, helper, numpy_helper
 
 
-def build_graph(f: E5File, variant: str = DEFAULT_VARIANT):
+class _Graph:
+    """The ONNX nodes and initializers of the encoder, added one operation at a time."""
+
+    def __init__(self, variant: str) -> None:
+        _, self.tp, self.helper, self.numpy_helper = _onnx_modules()
+        self.variant = variant
+        self.nodes: list = []
+        self.inits: list = []
+        self.names: set[str] = set()
+
+    def const(self, name: str, arr: np.ndarray) -> str:
+        assert name not in self.names, name
+        self.names.add(name)
+        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(arr), name))
+        return name
+
+    def node(self, op: str, inputs: list[str], out: str, domain: str = "", **attrs: Any) -> str:
+        self.nodes.append(
+            self.helper.make_node(op, inputs, [out], name=out, domain=domain, **attrs)
+        )
+        return out
+
+    def linear(self, x: str, raw: np.ndarray, wname: str, out: str, bias: str | None = None) -> str:
+        """x @ W.T (+ bias) for Q4_0 blocks `raw` (nout, nin/32, 18)."""
+        nout, nin = raw.shape[0], raw.shape[1] * _QK
+        if self.variant == "nbits":
+            nibbles, scales = q4_unpack(raw)
+            packed = (nibbles[..., 0::2] | (nibbles[..., 1::2] << 4)).astype(np.uint8)
+            ins = [x, self.const(wname + ".q", packed), self.const(wname + ".s", scales.reshape(-1))]
+            if bias is not None:
+                ins += ["", "", bias]  # zero_points (default 8), g_idx, bias
+            return self.node(
+                "MatMulNBits", ins, out, domain="com.microsoft",
+                K=nin, N=nout, bits=4, block_size=_QK, accuracy_level=4,
+            )  # fmt: skip
+        y = self.node("MatMul", [x, self.const(wname + ".t", q4_dequant(raw).T)], out + ".mm")
+        return self.node("Add", [y, bias], out) if bias is not None else y
+
+    def skip_norm(self, a: str, b: str, p: str, ln: str, bias: str, f: E5File) -> str:
+        """LayerNorm(a + b + bias) with the weights `p+ln+.w/.b` (ONNX Runtime's fused op)."""
+        return self.node(
+            "SkipLayerNormalization",
+            [a, b, self.const(p + ln + ".w", f.f32(p + ln + ".w")),
+             self.const(p + ln + ".b", f.f32(p + ln + ".b")), self.const(p + bias, f.f32(p + bias))],
+            p + ln, domain="com.microsoft", epsilon=f.eps,
+        )  # fmt: skip
+
+    def layer(self, f: E5File, layer: int, x: str) -> str:
+        """One transformer layer over the hidden states `x`; returns its output's name."""
+        p = f"l{layer}."
+        qkv_w = np.concatenate([f.q4(p + s, f.hidden) for s in ("q.w", "k.w", "v.w")])
+        qkv_b = np.concatenate([f.f32(p + s) for s in ("q.b", "k.b", "v.b")])
+        qkv = self.linear(x, qkv_w, p + "qkv.w", p + "qkv", self.const(p + "qkv.b", qkv_b))
+        parts = [p + "q", p + "k", p + "v"]
+        self.nodes.append(
+            self.helper.make_node("Split", [qkv], parts, name=p + "split", axis=-1, num_outputs=3)
+        )
+        attn = self.node(
+            "MultiHeadAttention", [*parts, "", "mask"], p + "attn",
+            domain="com.microsoft", num_heads=f.heads,
+        )  # fmt: skip
+        ao = self.linear(attn, f.q4(p + "ao.w", f.hidden), p + "ao.w", p + "ao")
+        x1 = self.skip_norm(ao, x, p, "aln", "ao.b", f)
+        mid = self.linear(x1, f.q4(p + "fi.w", f.hidden), p + "fi.w", p + "fi")
+        g = self.node("BiasGelu", [mid, self.const(p + "fi.b", f.f32(p + "fi.b"))], p + "gelu",
+                      domain="com.microsoft")  # fmt: skip
+        fo = self.linear(g, f.q4(p + "fo.w", f.ffn), p + "fo.w", p + "fo")
+        return self.skip_norm(fo, x1, p, "oln", "fo.b", f)
+
+    def masked_mean(self, x: str) -> str:
+        """The mask-weighted mean of `x` over the sequence, as the output `mean`."""
+        maskf = self.node("Cast", ["mask"], "maskf", to=self.tp.FLOAT)
+        mask3 = self.node(
+            "Unsqueeze", [maskf, self.const("axis_m1", np.array([-1], np.int64))], "mask3"
+        )
+        summed = self.node(
+            "ReduceSum",
+            [self.node("Mul", [x, mask3], "masked"), self.const("axis_1", np.array([1], np.int64))],
+            "summed",
+            keepdims=0,
+        )
+        count = self.node("ReduceSum", [mask3, "axis_1"], "count", keepdims=0)
+        return self.node("Div", [summed, count], "mean")
+
+
+def build_graph(f: E5File, variant: str = DEFAULT_VARIANT) -> Any:
     """The encoder as an ONNX model (without the word-embedding lookup).
 
     Inputs: `embeds` float32 (B, L, H) = word + position + type embeddings; `mask` int32 (B, L).
     Output: `mean` float32 (B, H), the mask-weighted mean of the last hidden states.
     """
-    _, tp, helper, numpy_helper = _onnx_modules()
-    hidden, heads, ffn = f.hidden, f.heads, f.ffn
-    nodes: list = []
-    inits: list = []
-    names: set[str] = set()
-
-    def const(name: str, arr: np.ndarray) -> str:
-        assert name not in names, name
-        names.add(name)
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
-        return name
-
-    def node(op: str, inputs: list[str], out: str, domain: str = "", **attrs) -> str:
-        nodes.append(helper.make_node(op, inputs, [out], name=out, domain=domain, **attrs))
-        return out
-
-    def linear(x: str, raw: np.ndarray, wname: str, out: str, bias: str | None = None) -> str:
-        """x @ W.T (+ bias) for Q4_0 blocks `raw` (nout, nin/32, 18)."""
-        nout, nin = raw.shape[0], raw.shape[1] * _QK
-        if variant == "nbits":
-            nibbles, scales = q4_unpack(raw)
-            packed = (nibbles[..., 0::2] | (nibbles[..., 1::2] << 4)).astype(np.uint8)
-            ins = [x, const(wname + ".q", packed), const(wname + ".s", scales.reshape(-1))]
-            if bias is not None:
-                ins += ["", "", bias]  # zero_points (default 8), g_idx, bias
-            return node(
-                "MatMulNBits", ins, out, domain="com.microsoft",
-                K=nin, N=nout, bits=4, block_size=_QK, accuracy_level=4,
-            )  # fmt: skip
-        y = node("MatMul", [x, const(wname + ".t", q4_dequant(raw).T)], out + ".mm")
-        return node("Add", [y, bias], out) if bias is not None else y
-
-    eps = f.eps
-    x = node(
+    g = _Graph(variant)
+    x = g.node(
         "LayerNormalization",
-        ["embeds", const("emb.ln.w", f.f32("emb.ln.w")), const("emb.ln.b", f.f32("emb.ln.b"))],
-        "emb.ln", axis=-1, epsilon=eps,
+        ["embeds", g.const("emb.ln.w", f.f32("emb.ln.w")), g.const("emb.ln.b", f.f32("emb.ln.b"))],
+        "emb.ln", axis=-1, epsilon=f.eps,
     )  # fmt: skip
     for layer in range(f.layers):
-        p = f"l{layer}."
-        qkv_w = np.concatenate([f.q4(p + s, hidden) for s in ("q.w", "k.w", "v.w")])
-        qkv_b = np.concatenate([f.f32(p + s) for s in ("q.b", "k.b", "v.b")])
-        qkv = linear(x, qkv_w, p + "qkv.w", p + "qkv", const(p + "qkv.b", qkv_b))
-        parts = [p + "q", p + "k", p + "v"]
-        nodes.append(
-            helper.make_node("Split", [qkv], parts, name=p + "split", axis=-1, num_outputs=3)
-        )
-        attn = node(
-            "MultiHeadAttention", [*parts, "", "mask"], p + "attn",
-            domain="com.microsoft", num_heads=heads,
-        )  # fmt: skip
-        ao = linear(attn, f.q4(p + "ao.w", hidden), p + "ao.w", p + "ao")
-        x1 = node(
-            "SkipLayerNormalization",
-            [ao, x, const(p + "aln.w", f.f32(p + "aln.w")), const(p + "aln.b", f.f32(p + "aln.b")),
-             const(p + "ao.b", f.f32(p + "ao.b"))],
-            p + "aln", domain="com.microsoft", epsilon=eps,
-        )  # fmt: skip
-        mid = linear(x1, f.q4(p + "fi.w", hidden), p + "fi.w", p + "fi")
-        g = node("BiasGelu", [mid, const(p + "fi.b", f.f32(p + "fi.b"))], p + "gelu",
-                 domain="com.microsoft")  # fmt: skip
-        fo = linear(g, f.q4(p + "fo.w", ffn), p + "fo.w", p + "fo")
-        x = node(
-            "SkipLayerNormalization",
-            [fo, x1, const(p + "oln.w", f.f32(p + "oln.w")), const(p + "oln.b", f.f32(p + "oln.b")),
-             const(p + "fo.b", f.f32(p + "fo.b"))],
-            p + "oln", domain="com.microsoft", epsilon=eps,
-        )  # fmt: skip
-    # masked mean over the sequence
-    maskf = node("Cast", ["mask"], "maskf", to=tp.FLOAT)
-    mask3 = node("Unsqueeze", [maskf, const("axis_m1", np.array([-1], np.int64))], "mask3")
-    summed = node(
-        "ReduceSum",
-        [node("Mul", [x, mask3], "masked"), const("axis_1", np.array([1], np.int64))],
-        "summed",
-        keepdims=0,
-    )
-    count = node("ReduceSum", [mask3, "axis_1"], "count", keepdims=0)
-    node("Div", [summed, count], "mean")
-
+        x = g.layer(f, layer, x)
+    g.masked_mean(x)
+    helper, tp = g.helper, g.tp
     graph = helper.make_graph(
-        nodes, "e5_small",
-        [helper.make_tensor_value_info("embeds", tp.FLOAT, ["batch", "seq", hidden]),
+        g.nodes, "e5_small",
+        [helper.make_tensor_value_info("embeds", tp.FLOAT, ["batch", "seq", f.hidden]),
          helper.make_tensor_value_info("mask", tp.INT32, ["batch", "seq"])],
-        [helper.make_tensor_value_info("mean", tp.FLOAT, ["batch", hidden])],
-        initializer=inits,
+        [helper.make_tensor_value_info("mean", tp.FLOAT, ["batch", f.hidden])],
+        initializer=g.inits,
     )  # fmt: skip
     model = helper.make_model(
         graph,
