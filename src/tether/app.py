@@ -102,6 +102,8 @@ def retriever_for(
         profile = profile_for(built.split(" (")[0] if built else None)
     kwargs.setdefault("rrf_weights", profile.rrf_weights)
     kwargs.setdefault("lexical_gate", profile.lexical_gate)
+    kwargs.setdefault("same_point_cosine", profile.same_point_cosine)
+    kwargs.setdefault("rerank_weights", profile.rerank_weights)
     return Retriever(store, embedder, **kwargs)
 
 
@@ -200,7 +202,9 @@ class Workspace:
         """The entailment judge that suits the provider and the index."""
         from tether.answering.pipeline import choose_judge
 
-        return choose_judge(self.provider.name, self.retriever().embedder, self.provider)
+        return choose_judge(
+            self.provider.name, self.retriever().embedder, self.provider, self.profile
+        )
 
     def tokens(self) -> TokenCounter:
         """How the context budget is counted: the embedder's tokenizer, else an estimate."""
@@ -311,6 +315,7 @@ class Workspace:
             judge=self.judge(),
             tokens=self.tokens(),
             verifier=self.verifier(),
+            profile=self.profile,
         )
 
 

@@ -25,11 +25,6 @@ TYPE_ALIASES: dict[str, str] = {
 }
 
 
-# Two passages whose chunk vectors (multilingual-e5-small) have at least this cosine are taken
-# to be on the same point (retrieval's standing rules, the verifier's `lower_precedence`).
-# Chosen on the bundled collection: a help answer and the policy section it paraphrases score
-# 0.92-0.94; neighbouring sections of one topic 0.85-0.91.
-SAME_POINT_COSINE = 0.92
 
 
 def source_rank(doc_type: str, precedence: Sequence[str] = DEFAULT_PRECEDENCE) -> int | None:

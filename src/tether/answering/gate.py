@@ -14,13 +14,14 @@ question phrased very differently from the documents can be refused although ans
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from tether.config import DEFAULT_PROFILE
 from tether.protocols import Store
 from tether.types import Gate, Hit
 
 # Default floors per method (support score a passage needs to count), see `calibrate`.
-DEFAULT_FLOORS: dict[str, float] = {"bm25": 5.15, "dense": 0.826, "hybrid": 0.826, "rerank": 0.784}
+DEFAULT_FLOORS: Mapping[str, float] = DEFAULT_PROFILE.gate_floors  # tuned: tether.config
 DEFAULT_MIN_SUPPORT = 1
 
 
@@ -46,9 +47,9 @@ def gate(hits: Sequence[Hit], floor: float, min_support: int = DEFAULT_MIN_SUPPO
     return Gate(passed, floor, min_support, supporting, best, reason)
 
 
-def floors_for(store: Store) -> dict[str, float]:
-    """The calibrated floors stored in the index, else the defaults."""
-    floors = dict(DEFAULT_FLOORS)
+def floors_for(store: Store, defaults: Mapping[str, float] = DEFAULT_FLOORS) -> dict[str, float]:
+    """The calibrated floors stored in the index, else `defaults` (the Profile's)."""
+    floors = dict(defaults)
     for method in floors:
         value = store.meta_value(f"gate_floor:{method}")
         if value is not None:

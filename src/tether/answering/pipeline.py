@@ -24,6 +24,7 @@ from typing import Any
 from tether.answering.answer import build_request, parse_completion
 from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
 from tether.answering.gate import DEFAULT_MIN_SUPPORT, floors_for, gate
+from tether.config import DEFAULT_PROFILE, Profile
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Embedder, Judge, Provider, Store
 from tether.types import (
@@ -66,13 +67,19 @@ def answer_language(text: str) -> str:
     return lang if lang in ("en", "fr") else "en"
 
 
-def choose_judge(provider_name: str, embedder: Embedder | None, provider: Provider) -> Judge | None:
+def choose_judge(
+    provider_name: str,
+    embedder: Embedder | None,
+    provider: Provider,
+    profile: Profile = DEFAULT_PROFILE,
+) -> Judge | None:
     """The entailment judge that suits the parts: the local model when it is the provider
-    (already loaded), else the embedding judge over the retrieval embedder, else none."""
+    (already loaded), else the embedding judge over the retrieval embedder (with the cosine
+    band of the embedder's Profile), else none."""
     if provider_name == "local":
         return LLMJudge(provider)
     if embedder is not None:
-        return EmbeddingJudge(embedder)
+        return EmbeddingJudge(embedder, low=profile.judge_low, high=profile.judge_high)
     return None
 
 
@@ -86,6 +93,7 @@ def ask(
     judge: Judge | None,
     tokens: TokenCounter,
     verifier: VerifierParts | None = None,
+    profile: Profile = DEFAULT_PROFILE,
 ) -> AskResult:
     """Answer one question from the index with the given parts (see the module docstring).
 
@@ -93,7 +101,8 @@ def ask(
     it has one, also serves the verifier), `judge` scores entailment for the verifier (None: no
     entailment check; `choose_judge` gives the usual one), `tokens` counts the context budget,
     `verifier` carries the checker's cache and an embedder to load for cross-language claims
-    on an index without vectors (None: a fresh cache, no such embedder)."""
+    on an index without vectors (None: a fresh cache, no such embedder), `profile` the tuned
+    values of the index's embedder (gate floors, the checker's cosine cut-offs)."""
     o = options or AskOptions()
     if not question.strip():
         raise TetherError("the question is empty")
@@ -109,7 +118,7 @@ def ask(
     method = retriever.resolve_method(o.method)
     hits = retriever.search(question, o.k, filters, method=method)
     timings["retrieve_s"] = time.perf_counter() - t
-    floor = o.floor if o.floor is not None else floors_for(store).get(method, 0.0)
+    floor = o.floor if o.floor is not None else floors_for(store, profile.gate_floors).get(method, 0.0)
     decision = gate(hits, floor, o.min_support)
     base = replace(base, method=method, hits=tuple(hits), gate=decision)
     if not decision.passed:
@@ -136,8 +145,10 @@ def ask(
         ):
             embedder = parts.embedder()
         check_options = verify.CheckOptions(
-            audience=o.audience, language=language, as_of=o.as_of, judge=judge, embedder=embedder
-        )
+            audience=o.audience, language=language, as_of=o.as_of, judge=judge, embedder=embedder,
+            same_point_cosine=profile.same_point_cosine,
+            cross_language_cut=profile.cross_language_cut,
+        )  # fmt: skip
         checks = verify.check_answer(
             result.answer, store, context, question, check_options, cache=parts.cache
         )

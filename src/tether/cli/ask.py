@@ -96,7 +96,7 @@ def demo(
         out.print(f"\n[bold]ask[/bold] (answering with {chosen.describe()}):", highlight=False)  # type: ignore[attr-defined]
         with err.status("thinking…"):
             result = ws.ask(text, opts)
-        print_result(result, "")
+        print_result(result, "", ws.profile.note)
         out.print(
             f'\nNext: tether ask "your question" --demo · tether questions · tether eval'
             f"   (the index is {index})",
@@ -197,7 +197,7 @@ def ask(
 
         print_json(WireAskResult.from_ask_result(result))
         return
-    print_result(result, getattr(chosen, "note", ""))
+    print_result(result, getattr(chosen, "note", ""), ws.profile.note)
 
 
 def chat(
@@ -236,7 +236,7 @@ def chat(
             history.append(line)
             try:
                 text, opts, _ = ask_options(line, as_of, audience, method, 5)
-                print_result(ws.ask(text, opts), getattr(chosen, "note", ""))
+                print_result(ws.ask(text, opts), getattr(chosen, "note", ""), ws.profile.note)
             except TetherError as exc:
                 error_line(str(exc))
 
@@ -244,14 +244,17 @@ def chat(
 # ---- printing an answer -------------------------------------------------------------------
 
 
-def print_result(result: AskResult, provider_note: str = "") -> None:
-    """The question, the passages shown, the answer with each claim's checks, and the cost."""
+def print_result(result: AskResult, provider_note: str = "", profile_note: str = "") -> None:
+    """The question, the passages shown, the answer with each claim's checks, and the cost;
+    `profile_note` says when the tuned values do not belong to the index's embedder."""
     when = result.as_of.isoformat() if result.as_of else "any date"
     out.print(
         f"[bold]Q:[/bold] {result.question}  [dim](as of {when}, audience {result.audience},"
         f" {result.language}, {result.method})[/dim]",
         highlight=False,
     )
+    if profile_note:
+        out.print(f"note: {profile_note}", style="dim", highlight=False, markup=False)
     if result.context is not None and result.context.passages:
         print_passages(result.context)
     if result.gate is not None and not result.gate.passed:

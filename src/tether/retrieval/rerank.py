@@ -36,26 +36,19 @@ from typing import Any
 
 import numpy as np
 
+from tether.config import DEFAULT_PROFILE
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Embedder, Provider, Store
 from tether.text import codes, collapse_code, content_words, embed_text, fold_plural, words
 from tether.types import Hit, Message, ModelRequest
 
-# Tuned on the bundled questions by a random search over these features (objective: recall@5
+# Tuned on the bundled questions by a random search over the features (objective: recall@5
 # + MRR of the reranked hybrid top 20), then checked on the Larkfield questions (held out); see
 # bench/results/retrieval.md. Each feature is in 0..1, so the score is a weighted mean. The
 # code, heading and rrf features got no weight: BM25 in the hybrid list already brings every
 # exact code to the top, and a weight on them lowered MRR; they stay in `signals` for reading.
-DEFAULT_WEIGHTS: Mapping[str, float] = {
-    "maxsim": 3.0,
-    "dense": 0.5,
-    "xdense": 1.0,
-    "bm25": 0.1,
-    "coverage": 0.05,
-    "heading": 0.0,
-    "code": 0.0,
-    "rrf": 0.0,
-}
+# The weights are an embedder's tuned values: they live in its Profile (tether.config).
+DEFAULT_WEIGHTS: Mapping[str, float] = DEFAULT_PROFILE.rerank_weights
 BM25_HALF = 5.0  # the BM25 score that maps to 0.5
 MIN_LANGUAGE_CHUNKS = 3  # fewer chunks in a language: centre it on the mean of all chunks
 

@@ -45,24 +45,27 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from tether.config import DEFAULT_PROFILE
 from tether.errors import TetherError
 from tether.protocols import Embedder, Provider, Reranker, Store
-from tether.standing import SAME_POINT_COSINE, TYPE_ALIASES, source_rank
+from tether.standing import TYPE_ALIASES, source_rank
 from tether.text import fold
 from tether.types import Chunk, Filters, Hit, Message, ModelRequest
 
 METHODS: tuple[str, ...] = ("bm25", "dense", "hybrid", "rerank")
 RRF_K = 60
-RRF_WEIGHTS = (0.7, 1.0)  # hybrid: (bm25, dense)
+RRF_WEIGHTS = DEFAULT_PROFILE.rrf_weights  # hybrid: (bm25, dense); tuned values: tether.config
 CANDIDATES = 50  # per component list in hybrid
 RERANK_DEPTH = 20  # hybrid candidates the reranker reorders
-LEXICAL_GATE = 0.4  # hybrid: share of the dense cosine range a BM25 candidate must reach
+LEXICAL_GATE = DEFAULT_PROFILE.lexical_gate  # hybrid: share of the dense cosine range a BM25
+# candidate must reach
+SAME_POINT_COSINE = DEFAULT_PROFILE.same_point_cosine  # standing rule: chunks on the same point
 PER_DOCUMENT = 3  # rerank: most chunks of one document in the top DIVERSITY_WINDOW
 DIVERSITY_WINDOW = 10
 RULE_TYPES: tuple[str, ...] = ("governance",)  # doc types whose passages are standing rules
@@ -123,6 +126,8 @@ class Retriever:
         lexical_gate: float | None = LEXICAL_GATE,
         per_document: int | None = PER_DOCUMENT,
         rule_types: Sequence[str] = RULE_TYPES,
+        same_point_cosine: float = SAME_POINT_COSINE,
+        rerank_weights: Mapping[str, float] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -133,6 +138,7 @@ class Retriever:
         self.lexical_gate = lexical_gate
         self.per_document = per_document
         self.rule_types = tuple(t.lower() for t in rule_types)
+        self.same_point_cosine = same_point_cosine
         self._rules: tuple[int, list[Chunk]] | None = None
         self._query_vectors: _LRU = _LRU(512)
         self._masks: _LRU = _LRU(32)
@@ -141,7 +147,7 @@ class Retriever:
         if reranker is None and embedder is not None:
             from tether.retrieval.rerank import SentenceReranker
 
-            reranker = SentenceReranker(store, self.query_vector)
+            reranker = SentenceReranker(store, self.query_vector, weights=rerank_weights)
         self.reranker = reranker
 
     @property
@@ -279,7 +285,7 @@ class Retriever:
         window = hits[:RULES_WINDOW]
         if len(window) < 2 or any(h.chunk.meta.doc_type.lower() in self.rule_types for h in window):
             return hits
-        lower = _lower_sources(window, self.store.vector)
+        lower = _lower_sources(window, self.store.vector, self.same_point_cosine)
         if not lower:
             return hits
         allowed = self._allowed(filters)
@@ -352,7 +358,9 @@ def _cap_per_document(hits: list[Hit], cap: int, window: int) -> list[Hit]:
     return [*head, *over, *rest]
 
 
-def _lower_sources(window: Sequence[Hit], vector: Callable[[str], np.ndarray | None]) -> set[str]:
+def _lower_sources(
+    window: Sequence[Hit], vector: Callable[[str], np.ndarray | None], same_point: float
+) -> set[str]:
     """Doc types in `window` that a governance rule speaks about: supplier content (always),
     and a help-level source on the same point as a passage that outranks it."""
     help_rank = source_rank("help")
@@ -369,7 +377,7 @@ def _lower_sources(window: Sequence[Hit], vector: Callable[[str], np.ndarray | N
             if ra is None or rb is None or ra == rb or max(ra, rb) < help_rank:
                 continue
             va, vb = vector(a.chunk.chunk_id), vector(b.chunk.chunk_id)
-            if va is None or vb is None or float(va @ vb) < SAME_POINT_COSINE:
+            if va is None or vb is None or float(va @ vb) < same_point:
                 continue
             lower.add((a if ra > rb else b).chunk.meta.doc_type.lower())
     return lower

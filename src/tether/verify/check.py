@@ -90,7 +90,7 @@ Sources:
   context that covers the same point (at least half of the claim's words and numbers, and at
   least two of them, in one of its sentences; a table row is read with its header row; or,
   when the index has chunk vectors and a cited passage ranks at help level or below, a chunk
-  cosine of at least `documents.SAME_POINT_COSINE` between the two passages: a help answer
+  cosine of at least `SAME_POINT_COSINE` (a value of the embedder's Profile) between the two passages: a help answer
   that paraphrases the policy section it contradicts); ID is the best-ranked cited passage.
   The order
   is `precedence` (default `DEFAULT_PRECEDENCE`, policy > procedure > help > supplier, as the
@@ -192,6 +192,7 @@ from tether.verify.quantities import (
     unit_keys,
 )
 from tether.verify.sources import (
+    SAME_POINT_COSINE,
     SAME_POINT_MIN,
     SAME_POINT_SHARE,
     WEAKER_MARGIN,
@@ -256,6 +257,8 @@ class CheckOptions:
     precedence: Sequence[str] = DEFAULT_PRECEDENCE
     threshold: float | None = None
     embedder: Embedder | None = None
+    same_point_cosine: float = SAME_POINT_COSINE  # the embedder's Profile values
+    cross_language_cut: float = CROSS_LANGUAGE_CUT
 
 
 def check_answer(
@@ -368,7 +371,9 @@ class _Call:
             found, evidence, best = word_clues(info, claim.text, preps)
         else:
             vectors = self.sentence_vectors()
-            found, evidence = cross_language_clues(info, claim.text, preps, self.embedder, vectors)
+            found, evidence = cross_language_clues(
+                info, claim.text, preps, self.embedder, vectors, o.cross_language_cut
+            )
         flags += found
         entailment: float | None = None
         if o.judge is not None:
@@ -379,8 +384,9 @@ class _Call:
             info, preps, self.store, self.in_context, self.siblings, self.cache
         )
         flags += source_flags(
-            info, preps, self.context_preps, o.precedence, self.store_vectors, best
-        )
+            info, preps, self.context_preps, o.precedence, self.store_vectors, best,
+            o.same_point_cosine,
+        )  # fmt: skip
         return ClaimCheck(claim, tuple(dict.fromkeys(flags)), tuple(evidence), entailment)
 
     def citations(self, claim: Claim) -> tuple[list[Flag], list[Chunk]]:

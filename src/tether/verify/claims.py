@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tether.config import DEFAULT_PROFILE
 from tether.protocols import Embedder
 from tether.text import STOP_WORDS, fold_fast
 from tether.types import Chunk, Evidence, Flag
@@ -69,7 +70,8 @@ UNSUPPORTED_SHARE = 0.5  # flag when under this share of content words is found
 EVIDENCE_MIN = 0.5  # a sentence must cover this share for the negation test...
 NEGATION_SENTENCES = 2  # ...which looks at the best this many sentences
 CLAUSE_MIN = 3  # negation by clause: content words of a clause, and shared with a sentence
-CROSS_LANGUAGE_CUT = 0.81  # cosine (claim as query, sentence as passage) under which to flag
+# cosine (claim as query, sentence as passage) under which to flag: an embedder's value
+CROSS_LANGUAGE_CUT = DEFAULT_PROFILE.cross_language_cut
 _NEGATION_MISMATCH = Flag("negation_mismatch")
 _VECTORS_MAX = 20000  # sentence vectors kept per embedder (a VerifierCache's; emptied when full)
 
@@ -270,6 +272,7 @@ def cross_language_clues(
     preps: Sequence[Prepared],
     embedder: Embedder | None,
     vectors: dict[str, np.ndarray],
+    cut: float = CROSS_LANGUAGE_CUT,
 ) -> tuple[list[Flag], list[Evidence]]:
     """(flags, evidence) of a claim none of whose cited passages is in its language: the
     cosine between the claim (as a query) and the best passage sentence, flagged
@@ -298,5 +301,5 @@ def cross_language_clues(
         evidence.append(Evidence(prep.chunk.chunk_id, s.text, s.start, s.end, round(cos, 3)))
         best_cos = max(best_cos, cos)
     evidence.sort(key=lambda e: -e.score)
-    flags = [Flag("unsupported", f"cos={best_cos:.2f}")] if best_cos < CROSS_LANGUAGE_CUT else []
+    flags = [Flag("unsupported", f"cos={best_cos:.2f}")] if best_cos < cut else []
     return flags, evidence

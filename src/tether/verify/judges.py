@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from tether.config import DEFAULT_PROFILE
 from tether.errors import TetherError
 from tether.protocols import Embedder, Provider
 from tether.text import sentences
@@ -57,8 +58,9 @@ __all__ = [
 # same point 0.80-0.90 (inseparable from true ones by this judge). LOW sits just under the
 # unrelated band, HIGH at the top of the true band, so that the threshold 0.5 is cosine 0.81,
 # between the highest unrelated (0.80) and the lowest true (0.82) claim of that set.
-EMBEDDING_LOW = 0.70
-EMBEDDING_HIGH = 0.92
+# the cosine band mapped onto 0..1: an embedder's values, kept in its Profile (tether.config)
+EMBEDDING_LOW = DEFAULT_PROFILE.judge_low
+EMBEDDING_HIGH = DEFAULT_PROFILE.judge_high
 EMBEDDING_THRESHOLD = 0.5
 LLM_THRESHOLD = 0.5  # P(yes) under one half: the model leans No
 NLI_THRESHOLD = 0.5  # entailment probability under one half

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tether.config import DEFAULT_PROFILE
 from tether.protocols import Store
-from tether.standing import SAME_POINT_COSINE, source_rank
+from tether.standing import source_rank
 from tether.types import Chunk, Flag
 from tether.verify.passages import Prepared, VerifierCache, best_sentence_score
 from tether.verify.stems import stem_set
@@ -48,6 +49,7 @@ __all__ = [
     "source_flags",
 ]
 
+SAME_POINT_COSINE = DEFAULT_PROFILE.same_point_cosine  # chunk vectors on the same point
 SAME_POINT_SHARE = 0.5  # lower_precedence: a higher-ranked sentence covering this share...
 SAME_POINT_MIN = 2  # ...and at least this many of the claim's words and numbers
 WEAKER_MIN = 0.7  # weaker_citation: an uncited sentence covering this share...
@@ -120,6 +122,7 @@ def source_flags(
     precedence: Sequence[str],
     vectors: Callable[[str], np.ndarray | None] | None = None,
     best: dict[str, float] | None = None,
+    same_point: float = SAME_POINT_COSINE,
 ) -> list[Flag]:
     """lower_precedence and weaker_citation (`tether.verify.check`'s docstring); `vectors`
     gives a chunk's stored vector (the store's `vector`), `best` may hold each cited
@@ -128,7 +131,7 @@ def source_flags(
         return []
     cited_ids = {p.chunk.chunk_id for p in preps}
     others = [(p, r) for p, r in context_preps if p.chunk.chunk_id not in cited_ids]
-    flags = _lower_precedence(info, preps, others, precedence, vectors)
+    flags = _lower_precedence(info, preps, others, precedence, vectors, same_point)
     cited_scores = [
         (
             best[p.chunk.chunk_id]
@@ -161,6 +164,7 @@ def _lower_precedence(
     others: list[tuple[Prepared, int | None]],
     precedence: Sequence[str],
     vectors: Callable[[str], np.ndarray | None] | None,
+    same_point: float,
 ) -> list[Flag]:
     """lower_precedence: every cited passage is ranked, and an uncited passage of the context
     ranked above the best of them covers the same point (words, or chunk vectors)."""
@@ -180,7 +184,7 @@ def _lower_precedence(
         if not same and vectors is not None and help_rank is not None:
             same = any(
                 r >= help_rank
-                and _cosine(vectors, p.chunk.chunk_id, prep.chunk.chunk_id) >= SAME_POINT_COSINE
+                and _cosine(vectors, p.chunk.chunk_id, prep.chunk.chunk_id) >= same_point
                 for r, p in ranked_cited
             )
         if same:
