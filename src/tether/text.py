@@ -205,9 +205,11 @@ def _language_classifier() -> Callable[[str], tuple[str, float]]:
 
 
 def detect_language(text: str, default: str = "en") -> str:
-    """The language of `text` (one of DETECTABLE_LANGUAGES), or `default` without letters."""
+    """The language of `text` (one of DETECTABLE_LANGUAGES), or `default` when it has fewer
+    than 3 letters outside codes (a question that is only `ST-410-RD` has no language)."""
     sample = text[:20_000]
-    if sum(ch.isalpha() for ch in sample[:2000]) < 3:
+    head = _ALNUM_MIX.sub(" ", _CODE.sub(" ", sample[:2000]))
+    if sum(ch.isalpha() for ch in head) < 3:
         return default
     lang, _ = _language_classifier()(sample)
     return str(lang) or default
@@ -250,3 +252,24 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 def sentence_text(chunk: Chunk, start: int, end: int) -> str:
     """What the embedder sees for one sentence of a chunk: its section, then the sentence."""
     return f"{chunk.section}: {chunk.text[start:end]}"
+
+
+# ------------------------------------------------------------------ the refusal sentence
+
+# The exact sentence a model answers with when the passages do not answer (the prompts ask for
+# it; the parser and the checker recognise it), per answer language.
+REFUSAL_SENTENCES: dict[str, str] = {
+    "en": "The passages do not answer this question.",
+    "fr": "Les passages ne répondent pas à cette question.",
+}
+
+
+def refusal_sentence(language: str) -> str:
+    """The refusal sentence in `language` (English for a language without one)."""
+    return REFUSAL_SENTENCES.get(language, REFUSAL_SENTENCES["en"])
+
+
+def is_refusal(sentence: str) -> bool:
+    """True when `sentence` is a refusal sentence in any language, however cased or ended."""
+    norm = sentence.replace("’", "'").strip().rstrip(".").strip().casefold()
+    return norm in {s.rstrip(".").casefold() for s in REFUSAL_SENTENCES.values()}

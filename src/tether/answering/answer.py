@@ -30,7 +30,7 @@ from string import Template
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tether.prompts import load_prompt
-from tether.text import sentences
+from tether.text import REFUSAL_SENTENCES, is_refusal, refusal_sentence, sentences
 from tether.types import (
     Answer,
     AnswerProblem,
@@ -41,10 +41,7 @@ from tether.types import (
     ModelRequest,
 )
 
-REFUSAL = {
-    "en": "The passages do not answer this question.",
-    "fr": "Les passages ne répondent pas à cette question.",
-}
+REFUSAL = REFUSAL_SENTENCES  # defined once, in tether.text
 LANGUAGE_NAMES = {"en": "English", "fr": "French"}
 
 ANSWER_SCHEMA: dict = {
@@ -81,10 +78,6 @@ class _AnswerModel(BaseModel):
     answerable: bool
     answer: str
     claims: list[_ClaimModel]
-
-
-def refusal_sentence(language: str) -> str:
-    return REFUSAL.get(language, REFUSAL["en"])
 
 
 def build_request(
@@ -167,8 +160,7 @@ _TRAILING_MARKERS = re.compile(r"([.!?])\s*((?:\[\d+\](?:\s*(?=\[))?)+)")
 def parse_inline(text: str, context: Context, language: str = "en") -> Answer:
     """An inline-marker answer: each sentence a claim, its markers mapped to chunk IDs."""
     body = text.strip()
-    refusals = {s.rstrip(".") for s in REFUSAL.values()}
-    if body.rstrip(".").strip() in refusals:
+    if is_refusal(body):
         return Answer(False, body, (), "inline")
     ids = context.chunk_ids
     claims: list[Claim] = []
@@ -179,7 +171,7 @@ def parse_inline(text: str, context: Context, language: str = "en") -> Answer:
         for n in (int(m) for m in _MARKER.findall(sentence)):
             cited.append(ids[n - 1] if 1 <= n <= len(ids) else f"marker:[{n}]")
         clean = _MARKER.sub("", sentence).strip()
-        if clean and clean.rstrip(".") not in refusals:
+        if clean and not is_refusal(clean):
             claims.append(Claim(clean, tuple(dict.fromkeys(cited))))
     answer = _MARKER.sub("", body).strip()
     return Answer(bool(claims), answer, tuple(claims), "inline")

@@ -27,6 +27,7 @@ from tether.answering.gate import DEFAULT_MIN_SUPPORT, floors_for, gate
 from tether.config import DEFAULT_PROFILE, Profile
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Embedder, Judge, Provider, Store
+from tether.text import detect_language
 from tether.types import (
     Answer,
     AnswerProblem,
@@ -56,14 +57,8 @@ class AskOptions:
 
 
 def answer_language(text: str) -> str:
-    """en or fr (the languages the prompts and refusal sentences know), else en.
-
-    Not `tether.text.detect_language`: that one restricts the detector to seven languages and
-    answers its default for text with under 3 letters, so a question that is only a code
-    (ST-410-RD, BT-500-36) can come out the other of en/fr there."""
-    import py3langid as langid
-
-    lang, _ = langid.classify(text)
+    """en or fr (the languages the prompts and refusal sentences know), else en."""
+    lang = detect_language(text)
     return lang if lang in ("en", "fr") else "en"
 
 

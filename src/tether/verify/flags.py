@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tether.text import REFUSAL_SENTENCES
 from tether.types import Answer, Claim, ClaimCheck, Flag
 from tether.verify.claims import CROSS_LANGUAGE_CUT
 
@@ -26,9 +27,8 @@ __all__ = [
     "flag_kind",
 ]
 
-REFUSAL_SENTENCE = "The passages do not answer this question."
-REFUSAL_SENTENCE_FR = "Les passages ne répondent pas à cette question."
-REFUSAL_SENTENCES: dict[str, str] = {"en": REFUSAL_SENTENCE, "fr": REFUSAL_SENTENCE_FR}
+REFUSAL_SENTENCE = REFUSAL_SENTENCES["en"]  # the sentences are defined once, in tether.text
+REFUSAL_SENTENCE_FR = REFUSAL_SENTENCES["fr"]
 
 
 EXACT_FLAGS: frozenset[str] = frozenset(

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tether.protocols import Store
-from tether.text import sentences
+from tether.text import is_refusal, sentences
 from tether.types import Answer, Claim, ClaimCheck, Context
-from tether.verify.flags import REFUSAL_SENTENCES
 
 if TYPE_CHECKING:
     from tether.verify.check import CheckOptions
@@ -124,12 +123,6 @@ def _clean_sentence(text: str) -> str:
     text = _MARKER.sub(" ", text)
     text = re.sub(r"\s+", " ", text).strip()
     return re.sub(r"\s+([.,;:!?)])", r"\1", text)
-
-
-def is_refusal(sentence: str) -> bool:
-    """True when `sentence` is a refusal sentence (`REFUSAL_SENTENCES`), however punctuated."""
-    norm = sentence.replace("’", "'").strip().rstrip(".").strip().casefold()
-    return norm in {s.rstrip(".").casefold() for s in REFUSAL_SENTENCES.values()}
 
 
 def check_inline(
