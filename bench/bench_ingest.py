@@ -17,7 +17,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from tether.evaluation.evaluate import demo_collection, load_questions
+from tether.evaluation.questions import demo_collection, load_questions
 from tether.ingest.sync import sync
 from tether.protocols import Store
 from tether.stores import open_store

@@ -230,7 +230,7 @@ def reference_claims(
     their relevant passages, in a context of those chunks plus BM25's top 6: how many of these
     true claims get a flag (no judge); and how many changed copies (first number + 7, first
     verb negated or un-negated) get one."""
-    from tether.evaluation.evaluate import load_questions
+    from tether.evaluation.questions import load_questions
     from tether.types import Filters
 
     kinds: dict[str, int] = {}

@@ -16,7 +16,7 @@ LARKFIELD = REPO.parent / "shared" / "benchmarks" / "larkfield"
 def demo_store(tmp_path_factory: pytest.TempPathFactory):
     """A SqliteStore holding the demo collection, with vectors (built once per session)."""
     from tether.app import shared_models
-    from tether.evaluation.evaluate import demo_collection
+    from tether.evaluation.questions import demo_collection
     from tether.ingest.sync import sync
     from tether.stores.sqlite import SqliteStore
 

@@ -12,7 +12,7 @@ import pytest
 
 from tether.app import retriever_for
 from tether.errors import TetherError
-from tether.evaluation.evaluate import load_questions, matches
+from tether.evaluation.questions import load_questions, matches
 from tether.ingest.sync import sync
 from tether.retrieval.rerank import CrossEncoderReranker, LLMReranker, SentenceReranker, p_yes
 from tether.retrieval.retriever import (

@@ -344,7 +344,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SqliteStore:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> SqliteStore:
     """The bundled demo collection, indexed (lexical only)."""
-    from tether.evaluation.evaluate import demo_collection
+    from tether.evaluation.questions import demo_collection
 
     db = SqliteStore(tmp_path_factory.mktemp("demo") / "index.sqlite")
     sync(db, demo_collection())

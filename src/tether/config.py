@@ -7,7 +7,7 @@ variables always win. The `.env` values are read with python-dotenv but never wr
 `os.environ`, so loading settings has no side effects.
 
 What it cannot do: it does not check that a model exists, that a key is valid or that a URL
-answers; `tether.providers.providers.make_provider` and the first request find that out. Bad values
+answers; `tether.providers.factory.make_provider` and the first request find that out. Bad values
 (an unknown provider, a timeout that is not a number) raise `TetherError` with a one-line
 message naming the variable.
 

@@ -45,7 +45,7 @@ def ask_options(
 ) -> tuple[str, Any, bool]:
     """(question text, AskOptions, whether it is a bundled question)."""
     from tether.answering.pipeline import AskOptions
-    from tether.evaluation.evaluate import load_questions
+    from tether.evaluation.questions import load_questions
 
     bundled = None
     if QID.match(question.strip()):
@@ -110,7 +110,7 @@ def questions(
     as_json: JsonOpt = False,
 ) -> None:
     """List the questions of a question set."""
-    from tether.evaluation.evaluate import load_questions
+    from tether.evaluation.questions import load_questions
 
     with user_errors():
         qs = load_questions(questions_file)

@@ -1,7 +1,7 @@
 """Measuring: `tether eval` (retrieval metrics per method, or with --verifier the citation
 checker on labelled claims) and `tether calibrate` (the support gate's floor per method).
 
-What it cannot do: it computes no metric itself (`tether.evaluation.evaluate` does); it
+What it cannot do: it computes no metric itself (`tether.evaluation` does); it
 picks the index, the retriever and the judge, shows progress, and prints the results.
 """
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 def eval_verifier(index: Path | None, judge_name: str, as_json: bool) -> None:
     """`eval --verifier`: the citation checker on the bundled labelled claims."""
-    from tether.evaluation.evaluate import load_claims, run_verifier_eval
+    from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
     from tether.verify.judges import EmbeddingJudge, LLMJudge
 
     with user_errors():
@@ -103,7 +103,8 @@ def calibrate(
     as_json: JsonOpt = False,
 ) -> None:
     """Calibrate the support gate's floor per retrieval method and store it in the index."""
-    from tether.evaluation.evaluate import calibrate_gate, load_questions
+    from tether.evaluation.calibration import calibrate_gate
+    from tether.evaluation.questions import load_questions
 
     with user_errors():
         ws = open_workspace(index, demo or index is None)
@@ -192,7 +193,8 @@ def eval_command(
     chosen = checked_methods(methods)
     if audience is not None:
         audience_value(audience)
-    from tether.evaluation.evaluate import load_questions, write_report
+    from tether.evaluation.questions import load_questions
+    from tether.evaluation.report import write_report
 
     with user_errors():
         qs = load_questions(questions_file)
@@ -270,7 +272,7 @@ def run_eval(
     quiet: bool,
 ) -> Any:
     """run_retrieval_eval with a progress bar (none with --json or off a terminal)."""
-    from tether.evaluation.evaluate import run_retrieval_eval
+    from tether.evaluation.retrieval_eval import run_retrieval_eval
 
     with progress("{task.description}", quiet=quiet) as bar:
         task = bar.add_task("Searching", total=None)
@@ -285,7 +287,7 @@ def print_eval(result: Any) -> None:
     """The overall table, one table per method by kind and language, then the failures."""
     from rich.table import Table
 
-    from tether.evaluation.evaluate import METRIC_NAMES, METRICS
+    from tether.evaluation.metrics import METRIC_NAMES, METRICS
 
     names = [METRIC_NAMES[m].replace("@k", f"@{result.k}") for m in METRICS]
     overall = Table(title=f"retrieval, k = {result.k} ({result.n_scored} questions scored)")

@@ -125,7 +125,7 @@ def ingest(
 
 def ingest_demo(path: Path, quiet: bool = True) -> SyncReport:
     """Ingest the bundled demo collection (with embeddings) into `path`."""
-    from tether.evaluation.evaluate import demo_collection
+    from tether.evaluation.questions import demo_collection
     from tether.types import ChunkerConfig
 
     ws = writable_index(path)
