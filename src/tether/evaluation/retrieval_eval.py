@@ -107,7 +107,7 @@ def run_retrieval_eval(
         skipped=tuple(skipped),
         partial=tuple(partial),
         questions_file=questions_file,
-        index=_location(store),
+        index=store.location,
         notes=notes,
     )
 
@@ -204,10 +204,6 @@ def _measure(
     return rows, times
 
 
-def _location(store: Store) -> str:
-    """Where the index is, for the report: the Store's `location` (a store that predates that
-    member: its `path`)."""
-    return str(getattr(store, "location", None) or getattr(store, "path", ""))
 
 
 def _hit_label(hit: Hit) -> str:
