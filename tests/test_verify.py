@@ -830,6 +830,9 @@ class DictStore:
     def vector(self, chunk_id: str) -> np.ndarray | None:
         return None
 
+    def vectors_of(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return {}  # a store without vectors
+
 
 def test_evidence_offsets_with_a_hand_built_chunk_and_lead() -> None:
     """Constructed: a Chunk built from the dataclasses, whose text starts with a repeated table

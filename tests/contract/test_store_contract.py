@@ -186,6 +186,17 @@ def test_the_store_implements_the_protocol(store: Store, location: str):
     assert Path(location).name in store.location
 
 
+def test_vectors_by_id_one_or_many(store: Store, collection: Path):
+    ingest(store, collection)
+    ids = [c.chunk_id for c in store.chunks()][:4]
+    many = store.vectors_of([*ids, "000000000000"])
+    assert set(many) == set(ids)  # an unknown ID is absent, not an error
+    for cid in ids:
+        one = store.vector(cid)
+        assert one is not None and (one == many[cid]).all()
+    assert store.vector("000000000000") is None
+
+
 def test_filters_apply_before_ranking_lexical_and_dense(store: Store, collection: Path):
     ingest(store, collection)
     query = "zebra stripes savanna"
@@ -334,6 +345,13 @@ def test_the_generation_moves_and_another_store_object_sees_the_new_data(
     assert seen[0][0] not in new
     assert other.search_lexical("walrus", 1, STAFF)[0].chunk.doc_id == "walrus"
     assert set(other.vectors()[0]) == set(store.vectors()[0])
+
+    old = list(new)
+    assert set(other.vectors_of(old)) == set(old)  # served from its caches
+    (collection / "walrus.md").unlink()
+    ingest(store, collection)
+    assert other.vectors_of(old) == {} and other.vector(old[0]) is None  # removed elsewhere
+    assert other.get_many(old) == {}
 
     store.set_meta({"gate_floor:test": "0.5"})
     assert other.meta_value("gate_floor:test") == "0.5"

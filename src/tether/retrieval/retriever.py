@@ -285,7 +285,8 @@ class Retriever:
         window = hits[:RULES_WINDOW]
         if len(window) < 2 or any(h.chunk.meta.doc_type.lower() in self.rule_types for h in window):
             return hits
-        lower = _lower_sources(window, self.store.vector, self.same_point_cosine)
+        vectors = self.store.vectors_of(h.chunk.chunk_id for h in window)
+        lower = _lower_sources(window, vectors.get, self.same_point_cosine)
         if not lower:
             return hits
         allowed = self._allowed(filters)
@@ -333,11 +334,8 @@ class Retriever:
 
     def _cosines(self, query: str, chunk_ids: Sequence[str]) -> dict[str, float]:
         q = self.query_vector(query)
-        out: dict[str, float] = {}
-        for cid in chunk_ids:
-            vector = self.store.vector(cid)
-            out[cid] = float(vector @ q) if vector is not None else 0.0
-        return out
+        found = self.store.vectors_of(chunk_ids)
+        return {cid: float(found[cid] @ q) if cid in found else 0.0 for cid in chunk_ids}
 
 
 def _cap_per_document(hits: list[Hit], cap: int, window: int) -> list[Hit]:

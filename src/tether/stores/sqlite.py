@@ -141,6 +141,7 @@ class SqliteStore:
         self.ann_threshold = ann_threshold
         self._depth = 0  # nesting of `_reading`
         self._generation = self._stored_generation()
+        self._data_version = self.db.execute("PRAGMA data_version").fetchone()[0]
         self._cache = _Caches()
 
     def close(self) -> None:
@@ -172,10 +173,24 @@ class SqliteStore:
             if outer and self.db.in_transaction:
                 self.db.execute("COMMIT")
 
+    def _fresh(self) -> None:
+        """For reads served from memory: drop the caches when another connection committed
+        since the last look. One `PRAGMA data_version` (it moves only on other connections'
+        commits; this connection's own writes reset the caches in `_writing`), no transaction."""
+        if self._depth or self.db.in_transaction:
+            return
+        version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._data_version = version
+            generation = self._stored_generation()
+            if generation != self._generation:
+                self._generation = generation
+                self._cache = _Caches()
+
     def generation(self) -> int:
         """The index's write counter: it moves with every committed apply or set_meta."""
-        with self._reading():
-            return self._generation
+        self._fresh()
+        return self._generation
 
     # ---- writing ----------------------------------------------------------------------------
 
@@ -462,9 +477,18 @@ class SqliteStore:
 
     def vector(self, chunk_id: str) -> np.ndarray | None:
         """The stored vector of one chunk, or None when it has none."""
-        with self._reading():
-            row = self._vector_rows().get(chunk_id)
-            return None if row is None else self.vectors()[1][row]
+        return self.vectors_of((chunk_id,)).get(chunk_id)
+
+    def vectors_of(self, chunk_ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these chunks, in one read (chunks without one are absent)."""
+        self._fresh()
+        if self._cache.vectors is None or self._cache.rows is None:
+            with self._reading():
+                self._vector_rows()
+        rows, vectors = self._cache.rows, self._cache.vectors
+        assert rows is not None and vectors is not None
+        matrix = vectors[1]
+        return {c: matrix[r] for c in chunk_ids if (r := rows.get(c)) is not None}
 
     def dense_index(self) -> DenseIndex:
         """The dense index over `vectors()` (cached for this generation)."""

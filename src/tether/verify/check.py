@@ -351,7 +351,10 @@ class _Call:
             for p in context.passages
         ]
         self.embedder = o.embedder if o.embedder is not None else getattr(o.judge, "embedder", None)
-        self.store_vectors = store.vector if store is not None else None
+        # the chunk vectors of the context and the cited chunks, read once for this answer
+        self.store_vectors = (
+            store.vectors_of(list(self.chunks)).get if store is not None else None
+        )
         self._siblings: Siblings | None = None
         self._vectors: dict[str, np.ndarray] | None = None
 
