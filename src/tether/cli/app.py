@@ -11,6 +11,7 @@ them in the order --help lists them) and holds no state but the two consoles.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -35,6 +36,40 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@contextmanager
+def _variable(name: str, value: str) -> Iterator[None]:
+    """`name=value` in os.environ while a command runs (restored after, for in-process use)."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+@app.callback()
+def global_options(
+    ctx: typer.Context,
+    env_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--env-file",
+            help="Read settings from this file (.env syntax) instead of"
+            " ~/.config/tether/env. A .env in the current folder is never read.",
+            envvar="TETHER_ENV_FILE",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Options for every command (given before the command's name)."""
+    if env_file is not None:
+        ctx.with_resource(_variable("TETHER_ENV_FILE", str(env_file)))
 
 
 class LazyConsole:
