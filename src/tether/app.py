@@ -278,8 +278,10 @@ class Workspace:
         strict: bool = False,
         default_access: str = "staff",
         progress: Any = None,
+        follow_links: bool = False,
     ) -> SyncReport:
-        """Sync the index with `folder` (creating the index), embedding when `embed`."""
+        """Sync the index with `folder` (creating the index), embedding when `embed`;
+        `follow_links` follows links that lead out of the folder."""
         from tether.ingest.sync import sync
         from tether.stores import open_store
 
@@ -295,6 +297,7 @@ class Workspace:
             strict=strict,
             default_access=default_access,
             progress=progress,
+            follow_links=follow_links,
         )
 
     def set_gate_floors(self, floors: dict[str, float]) -> None:

@@ -23,7 +23,13 @@ PHASE_LABELS = {"read": "Reading files", "embed": "Embedding chunks", "write": "
 
 
 def run_sync(
-    ws: Workspace, folder: Path, chunker: ChunkerConfig, rebuild: bool, strict: bool, embed: bool
+    ws: Workspace,
+    folder: Path,
+    chunker: ChunkerConfig,
+    rebuild: bool,
+    strict: bool,
+    embed: bool,
+    follow_links: bool = False,
 ) -> SyncReport:
     """Bring the Workspace's index in line with `folder`, showing each phase's progress."""
     from tether.cli.app import progress
@@ -42,8 +48,9 @@ def run_sync(
             bar.update(tasks[phase], completed=done, total=total)
 
         return ws.ingest(
-            folder, chunker=chunker, embed=embed, rebuild=rebuild, strict=strict, progress=step
-        )
+            folder, chunker=chunker, embed=embed, rebuild=rebuild, strict=strict, progress=step,
+            follow_links=follow_links,
+        )  # fmt: skip
 
 
 def print_problems(report: SyncReport) -> None:
@@ -101,6 +108,14 @@ def ingest(
     ] = False,
     strict: Annotated[bool, typer.Option(help="Write nothing if any file has a problem.")] = False,
     embed: Annotated[bool, typer.Option(help="Compute embeddings for dense search.")] = True,
+    follow_links: Annotated[
+        bool,
+        typer.Option(
+            "--follow-links",
+            help="Follow links that lead out of the folder (by default they are skipped and"
+            " reported).",
+        ),
+    ] = False,
 ) -> None:
     """Read a folder of documents into the index (incremental; atomic)."""
     from tether.app import DEFAULT_INDEX
@@ -116,7 +131,7 @@ def ingest(
         path = index or folder / DEFAULT_INDEX
         ws = writable_index(path)
         config = ChunkerConfig(chunker, max_words, overlap_words)  # type: ignore[arg-type]
-        report = run_sync(ws, folder, config, rebuild, strict, embed)
+        report = run_sync(ws, folder, config, rebuild, strict, embed, follow_links)
         ws.close()
         print_report(report, path)
         if report.problems and strict:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping
@@ -30,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
 from tether.errors import ParseError
-from tether.ingest.discover import INVENTORY_FILE
+from tether.ingest.discover import INVENTORY_FILE, read_regular
 from tether.ingest.parse.blocks import clean, utf8_problem
 from tether.text import detect_language
 from tether.types import Access, DocMeta, FileFormat
@@ -76,12 +77,12 @@ def load_inventory(folder: Path) -> dict[str, dict[str, str]]:
     document is parsed.
     """
     path = Path(folder) / INVENTORY_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return {}
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ParseError(f"{INVENTORY_FILE}: cannot read file: {exc.strerror or exc}") from None
+        raw, _ = read_regular(path)  # a FIFO or a device is refused, the size checked first
+    except ParseError as exc:
+        raise ParseError(f"{INVENTORY_FILE}: {exc}") from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -8,10 +8,15 @@
 - atomic: everything slow (reading, parsing, chunking, embedding) happens here first; the
   result is one `ChangeSet` that `store.apply` writes in one transaction, so a crash or a kill
   mid-sync leaves the index as it was; a sync that changes nothing writes nothing;
-- forgiving by default: a file that cannot be parsed, or that repeats another file's
-  doc_id + version, is reported with its reason and left out, while the other files sync; a
-  file that parsed before and fails now keeps its previous version in the index.
-  `strict=True` writes nothing when any file has a problem;
+- forgiving by default: a file that cannot be read or parsed (for any reason, an unexpected
+  exception in a parser included), or that repeats another file's doc_id + version, is
+  reported with its reason and left out, while the other files sync; a file that parsed
+  before and fails now keeps its previous version in the index, and so do the documents of a
+  sub-folder that cannot be listed. `strict=True` writes nothing when any file has a problem;
+- careful with what it reads: only regular files, their size checked before reading; a link
+  that leads out of the folder is reported and not followed unless `follow_links=True` (what
+  was read through it before is removed; see `tether.ingest.discover`); an `inventory.csv`
+  that is such a link stops the sync with an error (skipping it could make files public);
 - recorded: the chunker and the embedder are recorded in the index meta; a different chunker
   or embedder needs `rebuild=True` (which rebuilds the whole index from the folder);
 - sentence vectors (for the default reranker): with `sentences=True`, or when the embedder has
@@ -29,6 +34,8 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import os
+import stat as stat_module
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,9 +44,10 @@ import numpy as np
 
 from tether.errors import ParseError, TetherError
 from tether.ingest.chunking import chunk_document
-from tether.ingest.discover import discover
+from tether.ingest.discover import INVENTORY_FILE, leads_inside, read_regular, scan
 from tether.ingest.metadata import load_inventory
-from tether.ingest.parse.dispatch import parse_file
+from tether.ingest.parse.blocks import short
+from tether.ingest.parse.dispatch import format_of, parse_bytes
 from tether.protocols import Embedder, Store
 from tether.text import embed_text, sentence_spans, sentence_text
 from tether.types import (
@@ -82,8 +90,10 @@ def sync(
     default_access: str = "staff",
     progress: Progress | None = None,
     sentences: bool | None = None,
+    follow_links: bool = False,
 ) -> SyncReport:
-    """Bring the index of `store` in line with `folder` (see the module docstring)."""
+    """Bring the index of `store` in line with `folder` (see the module docstring);
+    `follow_links` follows links that lead out of the folder."""
     began = time.perf_counter()
     folder = Path(folder)
     if not folder.is_dir():
@@ -91,7 +101,7 @@ def sync(
     chunker = chunker or ChunkerConfig()
     check_build(store, chunker, embedder, rebuild)
     step = progress or _quiet
-    plan = read_folder(store, folder, chunker, rebuild, default_access, step)
+    plan = read_folder(store, folder, chunker, rebuild, default_access, step, follow_links)
     if strict and plan.problems:
         return SyncReport(
             problems=tuple(plan.problems),
@@ -148,22 +158,43 @@ def read_folder(
     rebuild: bool,
     default_access: str,
     step: Progress,
+    follow_links: bool = False,
 ) -> _Plan:
     """Read, parse and chunk the files that changed since the store last saw them."""
+    inventory_path = folder / INVENTORY_FILE
+    if (
+        inventory_path.is_symlink()
+        and not follow_links
+        and not leads_inside(inventory_path, folder)
+    ):
+        raise TetherError(
+            f"{INVENTORY_FILE} is a link that leads out of the collection folder; it is not"
+            " read (--follow-links follows it)"
+        )
     inventory = load_inventory(folder)
-    paths = discover(folder)
+    found = scan(folder, follow_links=follow_links)
+    paths = found.files
     plan = _Plan(known={} if rebuild else store.file_states())
     seen: set[str] = set()
+    for source, reason in found.skipped:  # what was read through such a link is removed
+        plan.problems.append(FileProblem(source, reason))
+    for rel, reason in found.unreadable:  # its documents keep their previous version
+        plan.problems.append(FileProblem(rel + "/", reason))
+        kept = sorted(s for s in plan.known if s.startswith(rel + "/"))
+        seen.update(kept)
+        plan.unchanged.extend(kept)
     for i, path in enumerate(paths):
         source = path.relative_to(folder).as_posix()
         seen.add(source)
         step("read", i, len(paths))
         try:
-            _read_one(plan, path, folder, source, inventory, chunker, default_access)
+            _read_one(plan, path, source, inventory, chunker, default_access)
         except ParseError as exc:
             _keep_previous(plan, source, str(exc))
         except OSError as exc:
             _keep_previous(plan, source, f"cannot read: {exc.strerror or exc}")
+        except Exception as exc:  # a parser's or a library's surprise: this file only
+            _keep_previous(plan, source, f"cannot be read ({type(exc).__name__}: {short(exc)})")
     step("read", len(paths), len(paths))
     plan.removed = sorted(s for s in plan.known if s not in seen)
     plan.files = _refuse_duplicates(plan)
@@ -173,32 +204,33 @@ def read_folder(
 def _read_one(
     plan: _Plan,
     path: Path,
-    folder: Path,
     source: str,
     inventory: dict[str, dict[str, str]],
     chunker: ChunkerConfig,
     default_access: str,
 ) -> None:
-    stat = path.stat()
+    stat = os.stat(path)
     row = inventory.get(source)
     row_hash = _row_hash(row, default_access)
     old = plan.known.get(source)
     if (
         old
+        and stat_module.S_ISREG(stat.st_mode)
         and old.size == stat.st_size
         and old.mtime_ns == stat.st_mtime_ns
         and old.fingerprint.endswith(row_hash)
     ):
         plan.unchanged.append(source)
         return
-    fingerprint = hashlib.sha256(path.read_bytes()).hexdigest() + ":" + row_hash
+    data, stat = read_regular(path)  # only a regular file, its size checked before reading
+    fingerprint = hashlib.sha256(data).hexdigest() + ":" + row_hash
     if old and old.fingerprint == fingerprint:
         plan.unchanged.append(source)
         plan.touched.append(
             FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, old.doc_id, old.version)
         )
         return
-    document = parse_file(path, folder, inventory, default_access=default_access)
+    document = parse_bytes(data, source, format_of(path), row, default_access=default_access)
     chunks = tuple(chunk_document(document, chunker))
     m = document.meta
     state = FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, m.doc_id, m.version)
@@ -206,8 +238,8 @@ def _read_one(
 
 
 def _keep_previous(plan: _Plan, source: str, reason: str) -> None:
-    """A file with a problem is reported; its previous version (if any) stays."""
-    plan.problems.append(FileProblem(source, reason))
+    """A file with a problem is reported (on one line); its previous version (if any) stays."""
+    plan.problems.append(FileProblem(source, " ".join(reason.split())))
     if source in plan.known:
         plan.unchanged.append(source)
 

@@ -187,6 +187,8 @@ def decode(data: bytes, encoding: str = "utf-8") -> str:
                 raise ParseError(
                     f"not valid {encoding} (byte 0x{data[exc.start]:02x} at position {exc.start})"
                 ) from None
+            except (UnicodeError, LookupError) as exc:  # codecs such as punycode or undefined
+                raise ParseError(f"not valid {encoding} ({short(exc)})") from None
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise ParseError("empty file (only whitespace)")

@@ -4,8 +4,8 @@ that format (imported on first use), then the metadata (`build_meta`) and the `D
 Every problem a user can cause (empty, too large, binary, bad UTF-8, bad front matter, bad
 dates, bad access value, unreadable PDF, a PDF without a text layer, no text at all) raises
 `ParseError` with a one-line reason. A file that yields no block at all (only front matter,
-only navigation) is refused: "no text found (...)". Files over `max_bytes` (default 20 MB)
-are refused before being read.
+only navigation) is refused: "no text found (...)". Only regular files are read, and files over
+`max_bytes` (default 20 MB) are refused before being read (`discover.read_regular`).
 
 What it cannot do: it reads the formats of `SUFFIXES` only, and a whole file at once.
 """
@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import re
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 
 from tether.errors import ParseError
-from tether.ingest.discover import SUFFIXES
+from tether.ingest.discover import MAX_BYTES, SUFFIXES, read_regular
 from tether.ingest.metadata import build_meta
 from tether.ingest.parse.blocks import Parsed
-from tether.types import Document, FileFormat
+from tether.types import DocMeta, Document, FileFormat
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _PARSERS: dict[str, str] = {
     "markdown": "tether.ingest.parse.markdown",
@@ -44,7 +48,7 @@ def parse_file(
     inventory: dict[str, dict[str, str]] | None = None,
     *,
     default_access: str = "staff",
-    max_bytes: int = 20_000_000,
+    max_bytes: int = MAX_BYTES,
 ) -> Document:
     """Parse one file of the collection in `folder` (its source is the path relative to it).
 
@@ -52,19 +56,8 @@ def parse_file(
     file's relative path (if any) overrides the file's own metadata.
     """
     path = Path(path)
-    fmt = SUFFIXES.get(path.suffix.lower())
-    if fmt is None:
-        known = ", ".join(SUFFIXES)
-        raise ParseError(f"unsupported file type '{path.suffix or path.name}' (known: {known})")
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise ParseError(_too_big(size, max_bytes))
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ParseError(f"cannot read file: {exc.strerror or exc}") from None
-    if len(data) > max_bytes:
-        raise ParseError(_too_big(len(data), max_bytes))
+    fmt = format_of(path)
+    data, _ = read_regular(path, max_bytes)
     source = _relative_source(path, Path(folder))
     row = (inventory or {}).get(source)
     return parse_bytes(data, source, fmt, row, default_access=default_access)
@@ -95,15 +88,28 @@ def parse_bytes(
         text=text,
         default_access=default_access,
     )
+    _check_unicode(meta, text)
     return Document(
         meta=meta, text=text, blocks=blocks, content_hash=hashlib.sha256(data).hexdigest()
     )
 
 
-def _too_big(size: int, limit: int) -> str:
-    if limit >= 1_000_000:
-        return f"file is {size / 1e6:.1f} MB, over the {limit / 1e6:g} MB limit"
-    return f"file is {size:,} bytes, over the {limit:,} bytes limit"
+def _check_unicode(meta: DocMeta, text: str) -> None:
+    """A lone surrogate (YAML's "\\ud800", a PDF's broken UTF-16) cannot be stored or hashed:
+    the file is refused here rather than failing the whole sync when the index is written."""
+    for name, value in (("text", text), *((f.name, getattr(meta, f.name)) for f in fields(meta))):
+        if isinstance(value, str) and _SURROGATE.search(value):
+            where = name.replace("_", " ")
+            raise ParseError(f"the {where} holds a lone surrogate (not a Unicode character)")
+
+
+def format_of(path: Path) -> FileFormat:
+    """The format of a file from its suffix; `ParseError` for a suffix tether does not read."""
+    fmt = SUFFIXES.get(path.suffix.lower())
+    if fmt is None:
+        known = ", ".join(SUFFIXES)
+        raise ParseError(f"unsupported file type '{path.suffix or path.name}' (known: {known})")
+    return fmt
 
 
 def _relative_source(path: Path, folder: Path) -> str:

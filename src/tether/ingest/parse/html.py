@@ -7,7 +7,9 @@ section or aside) and `role="banner"`/`role="contentinfo"` are dropped too, unle
 `<h1>`. A heading's anchor is its `id`, else an `<a name|id>` inside it, else an `<a name|id>`
 (alone, or as the only content of an empty element) just before it, else the `id` of a
 `<section>`/`<article>` the heading opens. Text directly inside containers (div, blockquote,
-dd...) becomes a paragraph. A `<meta charset>` other than UTF-8 is honoured.
+dd...) becomes a paragraph. A `<meta charset>` other than UTF-8 is honoured when it names a
+text encoding. Elements nested deeper than `MAX_DEPTH` keep their text as one block; a page
+nested so deep that libxml2 stops (2048 levels) is refused rather than cut short.
 
 What it cannot do: no rendering: CSS-hidden content other than inline
 `display:none`/`visibility:hidden` is kept, and JavaScript-built pages yield only their static
@@ -43,6 +45,7 @@ _BLOCK_TAGS = frozenset(
 )  # fmt: skip
 _NESTED_IN_LI = frozenset({"ul", "ol", "dl", "table", "pre"})
 _SECTIONING = frozenset({"article", "main", "section", "aside"})
+MAX_DEPTH = 100  # element levels walked as such; deeper subtrees are kept as their text
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -210,13 +213,32 @@ class _HtmlWalker:
 
 
 def _html_encoding(data: bytes) -> str:
+    """The `<meta charset>` when it names a text encoding, else UTF-8 (as a browser ignores
+    a label it does not know; "rot13" or "base64" are codecs but not text encodings)."""
     match = _CHARSET.search(data[:4096])
     if match:
         try:
-            return codecs.lookup(match.group(1).decode("ascii")).name
-        except (LookupError, UnicodeDecodeError):
+            name = codecs.lookup(match.group(1).decode("ascii")).name
+            b"a".decode(name)  # LookupError for a codec that is not a text encoding
+            return name
+        except (LookupError, UnicodeError):
             pass
     return "utf-8"
+
+
+def _flatten_deep(body: Any) -> None:
+    """Elements `MAX_DEPTH` levels below `body` keep their whole text, as the text of that
+    element, instead of their subtree (which the recursive walk could not go through)."""
+    pending = [(body, 0)]
+    while pending:
+        el, depth = pending.pop()
+        if depth >= MAX_DEPTH:
+            text = el.text_content()
+            for child in list(el):
+                el.remove(child)
+            el.text = text
+            continue
+        pending.extend((child, depth + 1) for child in el if _tag(child))
 
 
 def parse(data: bytes) -> Parsed:
@@ -226,12 +248,17 @@ def parse(data: bytes) -> Parsed:
     import lxml.etree
     import lxml.html
 
+    parser = lxml.html.HTMLParser(huge_tree=True)  # else libxml2 drops all below 255 levels
     try:
-        root = lxml.html.document_fromstring(text)
+        root = lxml.html.document_fromstring(text, parser=parser)
     except (lxml.etree.ParserError, ValueError) as exc:
         if "empty" in str(exc).lower():
             raise ParseError("no text found (the page has no visible text)") from None
         raise ParseError(f"HTML cannot be read: {short(exc)}") from None
+    for entry in parser.error_log:
+        if entry.type_name == "ERR_RESOURCE_LIMIT":  # libxml2 stopped: the rest would be lost
+            detail = "elements nested too deeply" if "depth" in entry.message else entry.message
+            raise ParseError(f"HTML cannot be read whole: {short(Exception(detail))}")
 
     pairs: list[tuple[str, Any]] = []
     lang = (
@@ -264,6 +291,7 @@ def parse(data: bytes) -> Parsed:
     for el in doomed:
         if el.getparent() is not None:
             el.drop_tree()
+    _flatten_deep(body)
     b = Builder()
     try:
         _HtmlWalker(b).walk(body)

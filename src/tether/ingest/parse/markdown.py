@@ -9,7 +9,9 @@ own text first).
 
 What it cannot do: extensions beyond CommonMark + tables + strikethrough (footnotes, definition
 lists, admonitions) are parsed as plain CommonMark; the file must be UTF-8 (or UTF-16 with a
-BOM); very large Markdown is slow (markdown-it-py parses about 0.5 MB a second).
+BOM); very large Markdown is slow (markdown-it-py parses about 0.5 MB a second); lists and
+quotes nested deeper than `MAX_NESTING` levels keep their text as one paragraph, markers
+included (not their structure).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ def _init_front_matter_loader() -> None:
 
 _init_front_matter_loader()
 
+MAX_NESTING = 100  # block levels parsed as such (a list is two: list and item); deeper is
+# kept as paragraph text
 _FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 _HEADING_ID = re.compile(r"\s*\{#([^\s{}]+)\}\s*$")
 _A_ANCHOR = re.compile(r"<a\s[^>]*?\b(?:name|id)\s*=\s*[\"']?([^\"'\s>]+)", re.IGNORECASE)
@@ -68,6 +72,8 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
         mark = getattr(exc, "problem_mark", None)
         where = f", line {mark.line + 2}" if mark is not None else ""
         raise ParseError(f"front matter is not valid YAML: {problem}{where}") from None
+    except RecursionError:
+        raise ParseError("front matter is nested too deeply to be read") from None
     if data is None:
         return {}, body
     if not isinstance(data, dict):
@@ -108,12 +114,35 @@ def parse(data: bytes) -> Parsed:
     meta, body = _split_front_matter(text)
     from markdown_it import MarkdownIt
 
-    tokens = MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(body)
+    # markdown-it drops what lies past maxNesting; one rule opens up to 3 levels (a list, its
+    # item, a quote) before it parses inside, so the flatten rule must fire well before that
+    md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING + 10})
+    md.enable(["table", "strikethrough"]).block.ruler.before("table", "flatten", _flatten_deep)
+    try:
+        tokens = md.parse(body)
+    except RecursionError:
+        raise ParseError("Markdown is nested too deeply to be read") from None
     walker = _Walker()
     for tok in tokens:
         walker.step(tok)
     reason = "no text found (the file has front matter but no content)" if meta else None
     return walker.b.result(meta, reason)
+
+
+def _flatten_deep(state: Any, start: int, end: int, silent: bool) -> bool:
+    """A block rule run before the others: at `MAX_NESTING` levels (lists and quotes), the
+    rest of the nested block is kept as one paragraph of its text (markers included) instead
+    of being parsed deeper, which markdown-it would otherwise drop without a word."""
+    if state.level < MAX_NESTING:
+        return False
+    if not silent:
+        content = state.getLines(start, end, state.blkIndent, False).strip()
+        state.push("paragraph_open", "p", 1).map = [start, end]
+        inline = state.push("inline", "", 0)
+        inline.content, inline.map, inline.children = content, [start, end], []
+        state.push("paragraph_close", "p", -1)
+    state.line = end
+    return True
 
 
 class _Walker:
