@@ -54,17 +54,34 @@ def _version_fields(m: types.DocMeta) -> dict[str, Any]:
     return _fields(m, _Version)
 
 
+class Instruction(_Wire):
+    """Text addressed to AI assistants that ingest found in a chunk: offsets in its text."""
+
+    chunk_id: str
+    start: int
+    end: int
+    text: str
+
+
 class Document(_Version):
-    """A document version as the index sees it: its metadata and how many chunks it has."""
+    """A document version as the index sees it: its metadata, how many chunks it has, and
+    the text addressed to AI assistants found in it (never obeyed; see `Instruction`)."""
 
     owner: str | None
     format: str
     chunks: int
+    instructions: list[Instruction] = []
 
     @classmethod
     def from_info(cls, info: types.DocumentInfo) -> Document:
         m = info.meta
-        return cls(**_version_fields(m), owner=m.owner, format=m.format, chunks=info.chunks)
+        return cls(
+            **_version_fields(m),
+            owner=m.owner,
+            format=m.format,
+            chunks=info.chunks,
+            instructions=[Instruction(**vars(i)) for i in info.instructions],
+        )
 
 
 class Chunk(_Version):
@@ -353,6 +370,8 @@ class IndexInfo(BaseModel):
     by_access: dict[str, int]
     by_language: dict[str, int]
     by_format: dict[str, int]
+    documents_with_instructions: int = 0  # documents holding text addressed to AI assistants
+    instruction_spans: int = 0
 
 
 class GateRow(_Wire):

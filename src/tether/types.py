@@ -107,12 +107,24 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class InstructionSpan:
+    """Text addressed to AI assistants found in a chunk at ingest (`tether.instructions`):
+    `start`/`end` are offsets in the chunk's text, `text` is that span as written."""
+
+    chunk_id: str
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
 class DocumentInfo:
-    """A document as the index sees it."""
+    """A document as the index sees it (with the instruction spans ingest found in it)."""
 
     meta: DocMeta
     chunks: int
     content_hash: str
+    instructions: tuple[InstructionSpan, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,6 +185,7 @@ class SyncReport:
     chunks_written: int = 0
     seconds: float = 0.0
     committed: bool = True
+    instructions: tuple[str, ...] = ()  # sources written that hold text addressed to AI
 
 
 # ---- the change set: what one sync writes, planned by ingest, applied by a store in one go
@@ -202,6 +215,7 @@ class FileChange:
     document: Document
     chunks: tuple[Chunk, ...]
     added: bool  # False: the file was indexed before (an update)
+    instructions: tuple[InstructionSpan, ...] = ()  # found in `chunks` (their chunk IDs)
 
 
 @dataclass(frozen=True)

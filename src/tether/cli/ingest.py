@@ -79,6 +79,12 @@ def print_report(report: SyncReport, index: Path) -> None:
     ):
         for f in files:
             out.print(f"  {name:<8} {f}", highlight=False)
+    for f in report.instructions:
+        out.print(
+            f"  ! {f} holds text addressed to AI assistants (never obeyed; `tether documents`)",
+            highlight=False,
+            markup=False,
+        )
     print_problems(report)
     if not report.committed:
         err.print("[red]--strict: nothing was written (the index is as it was)[/red]")

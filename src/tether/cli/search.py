@@ -7,6 +7,7 @@ only for methods that need one (bm25 needs none) or for `info` on an index with 
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -30,7 +31,7 @@ from tether.errors import TetherError
 
 if TYPE_CHECKING:
     from tether.app import Workspace
-    from tether.types import Filters, Hit
+    from tether.types import DocumentInfo, Filters, Hit
 
 RULE_NOTE = " · standing rule: which source wins when sources of different standing meet"
 
@@ -46,15 +47,36 @@ def documents(index: IndexOpt = None, demo: DemoOpt = False, as_json: JsonOpt = 
         return
     shown = table(
         f"{len(docs)} documents",
-        ("doc_id", "version", "type", "access", "lang", "in force", "chunks", "source"),
+        ("doc_id", "version", "type", "access", "lang", "in force", "chunks", "AI text", "source"),
     )
     for d in docs:
         m = d.meta
         shown.add_row(
             m.doc_id, m.version, m.doc_type, m.access, m.language,
-            in_force(m.effective_from, m.effective_to), str(d.chunks), m.source,
+            in_force(m.effective_from, m.effective_to), str(d.chunks),
+            f"! {len(d.instructions)}" if d.instructions else "", m.source,
         )  # fmt: skip
     out.print(shown)
+    print_instructions(docs)
+
+
+def print_instructions(docs: list[DocumentInfo]) -> None:
+    """The spans addressed to AI assistants, one line each (shown, never obeyed)."""
+    spans = [(d.meta, i) for d in docs for i in d.instructions]
+    if not spans:
+        return
+    out.print(f"text addressed to AI assistants (never obeyed), {len(spans)} span(s):")
+    for m, i in spans:
+        shown = "".join(
+            f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cc", "Cf") else c
+            for c in (i.text if len(i.text) <= 160 else i.text[:160] + "…")
+        )  # invisible characters shown as escapes: the disguise is part of the finding
+        text = f'"{shown}"'
+        out.print(
+            f"  ! {m.doc_id} v{m.version}  {i.chunk_id} [{i.start}:{i.end}]  {text}",
+            highlight=False,
+            markup=False,
+        )
 
 
 def chunks(

@@ -19,6 +19,8 @@
   that is such a link stops the sync with an error (skipping it could make files public);
 - recorded: the chunker and the embedder are recorded in the index meta; a different chunker
   or embedder needs `rebuild=True` (which rebuilds the whole index from the folder);
+- flagged: text addressed to AI assistants (`tether.instructions`) is found in each written
+  chunk and recorded with it (`FileChange.instructions`); the report names those files;
 - sentence vectors (for the default reranker): with `sentences=True`, or when the embedder has
   a true `sentence_vectors` attribute, each chunk's sentences (`sentence_spans`) are embedded
   too, in the same change set (chunks that have none yet, including unchanged chunks of an
@@ -48,6 +50,7 @@ from tether.ingest.discover import INVENTORY_FILE, leads_inside, read_regular, s
 from tether.ingest.metadata import load_inventory
 from tether.ingest.parse.blocks import short
 from tether.ingest.parse.dispatch import format_of, parse_bytes
+from tether.instructions import find_instructions
 from tether.protocols import Embedder, Store
 from tether.text import embed_text, sentence_spans, sentence_text
 from tether.types import (
@@ -57,6 +60,7 @@ from tether.types import (
     FileChange,
     FileProblem,
     FileState,
+    InstructionSpan,
     Progress,
     SentenceVectorChange,
     SyncReport,
@@ -122,6 +126,7 @@ def sync(
         problems=tuple(plan.problems),
         chunks_written=sum(len(f.chunks) for f in changes.files),
         seconds=time.perf_counter() - began,
+        instructions=tuple(f.file.source for f in changes.files if f.instructions),
     )
 
 
@@ -234,7 +239,17 @@ def _read_one(
     chunks = tuple(chunk_document(document, chunker))
     m = document.meta
     state = FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, m.doc_id, m.version)
-    plan.files.append(FileChange(state, document, chunks, added=source not in plan.known))
+    found = instruction_spans(chunks)
+    plan.files.append(FileChange(state, document, chunks, source not in plan.known, found))
+
+
+def instruction_spans(chunks: tuple[Chunk, ...]) -> tuple[InstructionSpan, ...]:
+    """The text addressed to AI assistants in each chunk (`tether.instructions`)."""
+    return tuple(
+        InstructionSpan(c.chunk_id, start, end, c.text[start:end])
+        for c in chunks
+        for start, end in find_instructions(c.text)
+    )
 
 
 def _keep_previous(plan: _Plan, source: str, reason: str) -> None:

@@ -8,6 +8,10 @@ BM25 and, when the index was built with an embedder, one vector per chunk (and p
 - writes: `apply(changes)` writes a `ChangeSet` (planned by `tether.ingest.sync`) in ONE
   transaction and bumps the generation, so a crash, a kill or an exception mid-apply leaves
   the index as it was; `set_meta` records values such as the gate floors the same way;
+- schema: an index of an older schema is migrated when opened to be written (`create=True`,
+  as ingest does) and refused with what to run when opened to be read; a newer one is refused;
+- instructions: `documents()` lists with each document the spans addressed to AI assistants
+  that ingest recorded (`InstructionSpan`); `info()` counts them;
 - search: `search_lexical`/`lexical_ranking` rank with BM25 over heading, text and codes;
   `search_dense` ranks by cosine through `stores.dense.DenseIndex` (brute force, or a faiss
   HNSW graph cached beside the file); both apply the filters (as_of, audience) BEFORE ranking.
@@ -40,7 +44,7 @@ import numpy as np
 from tether._version import __version__
 from tether.errors import TetherError
 from tether.stores.dense import ANN_THRESHOLD, DenseIndex, hnsw_cache_path, remove_hnsw_caches
-from tether.stores.sqlite_write import set_meta_rows, write_changes
+from tether.stores.sqlite_write import check_upgrade, migrate, set_meta_rows, write_changes
 from tether.text import codes, collapse_code, content_words, fold
 from tether.types import (
     ChangeSet,
@@ -50,10 +54,11 @@ from tether.types import (
     FileState,
     Filters,
     Hit,
+    InstructionSpan,
     Progress,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the instructions table
 DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 _CACHED_FILTERS = 32  # filter masks and allowed-ID sets kept per generation
 _BATCH = 500  # IDs per IN (...) clause
@@ -88,6 +93,10 @@ CREATE TABLE IF NOT EXISTS embeddings (
 CREATE TABLE IF NOT EXISTS sentence_embeddings (
   chunk_id TEXT NOT NULL, n INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
   text_hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (chunk_id, n)
+);
+CREATE TABLE IF NOT EXISTS instructions (
+  chunk_id TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
+  PRIMARY KEY (chunk_id, start)
 );
 """
 
@@ -131,18 +140,18 @@ class SqliteStore:
         except sqlite3.DatabaseError as exc:
             raise TetherError(f"{self.path} is not a tether index ({exc})") from exc
         self.db.execute("PRAGMA foreign_keys = ON")
-        version = self.meta_value("schema_version")
-        if version is not None and int(version) != SCHEMA_VERSION:
-            raise TetherError(
-                f"{self.path} has index schema {version}; this tether uses {SCHEMA_VERSION}:"
-                " run `tether ingest --rebuild`"
-            )
         self.ann = ann
         self.ann_threshold = ann_threshold
         self._depth = 0  # nesting of `_reading`
         self._generation = self._stored_generation()
         self._data_version = self.db.execute("PRAGMA data_version").fetchone()[0]
         self._cache = _Caches()
+        version = self.meta_value("schema_version")
+        if version is not None and int(version) != SCHEMA_VERSION:
+            check_upgrade(self.path, int(version), SCHEMA_VERSION, writer=create)
+            with self._writing() as db:  # an older index opened by ingest: one transaction
+                migrate(db, int(version))
+                set_meta_rows(db, {"schema_version": str(SCHEMA_VERSION)})
 
     def close(self) -> None:
         self.db.close()
@@ -252,6 +261,11 @@ class SqliteStore:
             by_access = dict(one("SELECT access, COUNT(*) FROM documents GROUP BY access"))
             by_lang = dict(one("SELECT language, COUNT(*) FROM documents GROUP BY language"))
             by_format = dict(one("SELECT format, COUNT(*) FROM documents GROUP BY format"))
+            flagged = one(
+                "SELECT COUNT(*) FROM (SELECT DISTINCT c.doc_id, c.version FROM instructions"
+                " JOIN chunks c USING (chunk_id))"
+            ).fetchone()[0]
+            spans = one("SELECT COUNT(*) FROM instructions").fetchone()[0]
             meta = dict(one("SELECT key, value FROM meta").fetchall())
         return {
             "path": str(self.path),
@@ -262,6 +276,8 @@ class SqliteStore:
             "by_access": by_access,
             "by_language": by_lang,
             "by_format": by_format,
+            "documents_with_instructions": flagged,
+            "instruction_spans": spans,
             **meta,
         }
 
@@ -312,10 +328,23 @@ class SqliteStore:
                 )
             }
             metas = self._meta_map()
+            spans = self._instruction_spans()
         return [
-            DocumentInfo(metas[key], counts.get(key, 0), hashes[key])
+            DocumentInfo(metas[key], counts.get(key, 0), hashes[key], tuple(spans.get(key, ())))
             for key in sorted(metas, key=lambda k: (k[0], _version_key(k[1])))
         ]
+
+    def _instruction_spans(self) -> dict[tuple[str, str], list[InstructionSpan]]:
+        """The instruction spans ingest recorded, by document version, in reading order."""
+        found: dict[tuple[str, str], list[InstructionSpan]] = {}
+        for cid, doc_id, version, start, end, text in self.db.execute(
+            'SELECT i.chunk_id, c.doc_id, c.version, i.start, i."end", c.text FROM instructions i'
+            " JOIN chunks c USING (chunk_id) ORDER BY c.doc_id, c.version, c.ordinal, i.start"
+        ):
+            found.setdefault((doc_id, version), []).append(
+                InstructionSpan(cid, start, end, text[start:end])
+            )
+        return found
 
     def versions(self, doc_id: str) -> list[DocMeta]:
         with self._reading():

@@ -3,7 +3,9 @@
 Every table and index a document reaches is written here and nowhere else: `files`,
 `documents`, `chunks`, the FTS5 table `chunks_fts` (heading, text and a column of codes
 written without separators, so PW-2200-07 is found typed with or without its dashes),
-`embeddings` and `sentence_embeddings`. Removing a source removes its rows from all of them.
+`embeddings`, `sentence_embeddings` and `instructions` (the spans addressed to AI assistants
+that ingest found in each chunk). Removing a source removes its rows from all of them.
+`migrate` brings an index of an older schema up to this one.
 
 What it cannot do: it neither begins nor commits (the caller does both, so a failure anywhere
 rolls everything back); it trusts the change set (duplicates were refused by the planner).
@@ -21,10 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
+from tether.errors import TetherError
+from tether.instructions import find_instructions
 from tether.text import codes, collapse_code
 from tether.types import ChangeSet, FileChange, Progress
 
-_DATA_TABLES = ("sentence_embeddings", "embeddings", "chunks_fts", "chunks", "documents", "files")
+_DATA_TABLES = (
+    "instructions", "sentence_embeddings", "embeddings", "chunks_fts", "chunks", "documents",
+    "files",
+)  # fmt: skip
 _BATCH = 500  # IDs per IN (...) clause
 
 
@@ -95,6 +102,7 @@ def delete_source(db: sqlite3.Connection, source: str) -> None:
         part = ids[i : i + _BATCH]
         marks = ",".join("?" * len(part))
         db.execute(f"DELETE FROM chunks_fts WHERE chunk_id IN ({marks})", part)
+        db.execute(f"DELETE FROM instructions WHERE chunk_id IN ({marks})", part)
     db.execute("DELETE FROM chunks WHERE doc_id = ? AND version = ?", row)
     db.execute("DELETE FROM documents WHERE doc_id = ? AND version = ?", row)
     db.execute("DELETE FROM files WHERE source = ?", (source,))
@@ -128,11 +136,40 @@ def insert(db: sqlite3.Connection, change: FileChange, chunker: str) -> None:
             "INSERT INTO chunks_fts (heading, text, codes, chunk_id) VALUES (?, ?, ?, ?)",
             (heading, c.text, code_col, c.chunk_id),
         )
+    _insert_instructions(db, [(i.chunk_id, i.start, i.end) for i in change.instructions])
     f = change.file
     db.execute(
         "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
         (f.source, f.fingerprint, f.size, f.mtime_ns, f.doc_id, f.version),
     )
+
+
+def _insert_instructions(db: sqlite3.Connection, rows: list[tuple[str, int, int]]) -> None:
+    db.executemany('INSERT INTO instructions (chunk_id, start, "end") VALUES (?, ?, ?)', rows)
+
+
+def check_upgrade(path: Path, version: int, current: int, *, writer: bool) -> None:
+    """Refuse an index of another schema unless it is older and opened to be written."""
+    if version > current:
+        raise TetherError(
+            f"{path} was written by a newer tether (index schema {version}; this one reads"
+            f" {current}): upgrade tether, or ingest into a new index"
+        )
+    if not writer:
+        raise TetherError(
+            f"{path} was built by an older tether (index schema {version}; this one reads"
+            f" {current}): run `tether ingest FOLDER --index {path}` once to upgrade it"
+        )
+
+
+def migrate(db: sqlite3.Connection, version: int) -> None:
+    """Bring an index of schema `version` to this one (the caller holds the transaction):
+    1 → 2 records the instruction spans of every chunk (`tether.instructions`), as ingest
+    now does (the table itself is created with the schema)."""
+    if version < 2:
+        db.execute("DELETE FROM instructions")
+        for chunk_id, text in db.execute("SELECT chunk_id, text FROM chunks").fetchall():
+            _insert_instructions(db, [(chunk_id, a, b) for a, b in find_instructions(text)])
 
 
 def _blob(vector: np.ndarray) -> bytes:

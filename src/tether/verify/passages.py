@@ -3,7 +3,8 @@
 A prepared passage (`Prepared`) holds what the checks read: the stems of its text, title and
 section path; every number, date and code key it and its header (version, effective dates)
 make available; its sentences with their stems, tokens and negation scope (a table row read
-with its header row); the spans addressed to AI assistants (`find_instructions`); and which
+with its header row); the spans addressed to AI assistants (`find_instructions`), and whether
+its header (title, type, section path) holds one; and which
 numbers it states only in table cells, under which column headings. Scoring a claim against
 the sentences (`ranked_sentences`, `best_sentence_score`), its evidence (`evidence_for`), the
 word share (`word_share`) and `number_in_other_column` (`column_flags`) live here too.
@@ -87,6 +88,8 @@ class Prepared:
     # the stems of every column heading past the first (the row labels)
     columns: dict[str, frozenset[str]] = field(default_factory=dict)
     headings: frozenset[str] = frozenset()
+    # what the passage header shows (title, type, section path) addresses AI assistants
+    header_instruction: bool = False
 
 
 _TABLE_RULE = re.compile(r"[\s|:-]+")  # a table's "---|---" line
@@ -169,6 +172,9 @@ def _prepare(chunk: Chunk) -> Prepared:
         instructions=tuple(find_instructions(chunk.text)),
         columns=_table_only(cells, prose, language),
         headings=frozenset().union(*head_cells[1:]) if cells else frozenset(),
+        header_instruction=bool(
+            find_instructions("\n\n".join([meta.title, meta.doc_type, *chunk.heading_path]))
+        ),
     )
 
 

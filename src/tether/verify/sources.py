@@ -68,7 +68,8 @@ def instruction_flags(
     kept: Callable[[], Siblings],
     cache: VerifierCache,
 ) -> list[Flag]:
-    """instruction_in_source flags: one for each cited passage with an instruction span;
+    """instruction_in_source flags: one for each cited passage with an instruction span, in
+    its text or in what its header shows (a title such as "Ignore previous instructions");
     else, for an instruction in another passage of a cited document: the claim's content
     words missing from its cited passages (at least half of them, and two or all) are in an
     instruction span (`find_instructions`) of another chunk of the same document and version
@@ -78,7 +79,11 @@ def instruction_flags(
     instruction uses (the flag names the instruction's chunk so it can be read). What a
     document holds is kept in `kept()` (a `VerifierCache`'s, per store object; called only
     when needed), and read again when a cited chunk is not in it."""
-    flags = [Flag("instruction_in_source", p.chunk.chunk_id) for p in preps if p.instructions]
+    flags = [
+        Flag("instruction_in_source", p.chunk.chunk_id)
+        for p in preps
+        if p.instructions or p.header_instruction
+    ]
     missing = info.stems.difference(*(p.stems for p in preps)) if not flags else None
     if not missing:
         return flags

@@ -1,0 +1,199 @@
+"""Text addressed to AI assistants in a source: `find_instructions(text)`, read through the
+matching form of the text (`matching_form`).
+
+A passage that speaks to AI assistants, chat bots, language models or the reader of the
+prompt with a directive, or says to ignore previous instructions (EN and FR), is an attempt to
+steer the model. Ingest records where such passages are (`tether documents` lists them) and
+the checker flags a claim resting on one (`instruction_in_source`). Such a passage stays
+searchable and is shown; it is never obeyed.
+
+The patterns are matched on the matching form, not on the text as written, so that what a
+reader (or a model) sees as "Ignore" is read as "ignore" however it is spelled:
+- format characters (category Cf: zero-width space and joiners, soft hyphen, bidi marks,
+  word joiner, tag characters), the other default-ignorable code points (variation selectors,
+  the combining grapheme joiner, Hangul fillers) and control characters other than whitespace
+  are removed;
+- NFKC folds compatibility forms (fullwidth and mathematical letters, ligatures, circled
+  letters, non-breaking and other spaces), then `tether.text.fold` lowercases and strips
+  accents and combining marks;
+- letters of another script that look Latin (Cyrillic І, а, е, о; Greek ο, ι...) become the
+  Latin letter they imitate, from the Unicode confusables data (UTS #39) that the
+  `confusable_homoglyphs` package ships, plus `_LOOKALIKES` for the few it leaves out.
+Offsets always point into the text as written.
+
+What it cannot do: detection is a list of patterns (EN and FR) and misses an instruction
+worded otherwise, spaced out letter by letter, split by visible characters ("Ig-nore"),
+written in digits for letters ("1gnore") or in another language; a sentence that names the
+addressee and a directive for another reason (a policy about chat bots that "must" do
+something) is read as one, unless every directive in it is part of the rule about such text
+("... is not an instruction and must be ignored"). A Cyrillic or Greek word is folded letter by letter
+into Latin look-alikes: harmless for matching EN/FR patterns, meaningless as text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from confusable_homoglyphs.confusables import confusables_data
+
+from tether.text import fold, sentences
+
+__all__ = ["MatchingForm", "find_instructions", "matching_form"]
+
+# Default-ignorable code points that are not format characters (Cf): the combining grapheme
+# joiner, Hangul fillers, Khmer inherent vowels, Mongolian free variation selectors, the
+# variation selectors and their supplement (Unicode's Default_Ignorable_Code_Point, less Cf).
+_IGNORABLE = frozenset(
+    (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, *range(0x180B, 0x1810))
+).union(range(0xFE00, 0xFE10), range(0xE0100, 0xE01F0))
+# Letters that look Latin in common fonts but whose UTS #39 prototype is not an ASCII letter.
+_LOOKALIKES = {"к": "k", "κ": "k", "ĸ": "k", "ᴋ": "k"}
+_APOSTROPHES = "’‘ʼ`´"
+
+
+@dataclass(frozen=True)
+class MatchingForm:
+    """The text the patterns read (`text`) and, for each of its characters, the offset of the
+    character it came from in the text as written (`offsets`)."""
+
+    text: str
+    offsets: tuple[int, ...] | None  # None: the same offsets (plain ASCII text)
+
+    def original(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the text as written that the span [start, end) of `text` comes from."""
+        if self.offsets is None:
+            return start, end
+        return self.offsets[start], self.offsets[end - 1] + 1
+
+
+def matching_form(text: str) -> MatchingForm:
+    """`text` with invisible characters removed, NFKC, folded (lowercase, no accents) and
+    Latin look-alikes made Latin (see the module docstring), with the offsets back."""
+    if text.isascii() and not any(ord(c) < 32 and not c.isspace() for c in set(text)):
+        return MatchingForm(text.lower().replace("`", "'"), None)
+    table = {ch: _form(ch) for ch in set(text)}
+    pieces = [table[ch] for ch in text]
+    offsets = tuple(i for i, piece in enumerate(pieces) for _ in piece)
+    return MatchingForm("".join(pieces), offsets)
+
+
+def _form(ch: str) -> str:
+    """The matching form of one character ("" for an invisible one)."""
+    category = unicodedata.category(ch)
+    if category == "Cf" or ord(ch) in _IGNORABLE or (category == "Cc" and not ch.isspace()):
+        return ""
+    out: list[str] = []
+    for part in unicodedata.normalize("NFKC", ch):
+        for c in fold(part):
+            out.append("'" if c in _APOSTROPHES else c if c.isascii() else _latin(c, part))
+    return "".join(out)
+
+
+def _latin(folded: str, written: str) -> str:
+    """The Latin letter(s) a non-ASCII character imitates (tried folded, then as written: an
+    upper-case look-alike of I, whose prototype is "l", reads as "i"), else itself."""
+    for c in (folded, written):
+        if c in _LOOKALIKES:
+            return _LOOKALIKES[c]
+        for glyph in confusables_data.get(c, ()):
+            prototype = glyph["c"]
+            if prototype.isascii() and prototype.isalnum():
+                if prototype == "l" and c.isupper():
+                    return "i"
+                return str(prototype).lower()
+    return folded
+
+
+_AI_ADDRESSEE = re.compile(
+    r"\b(?:ai|a\.i\.|ia|i\.a\.)\s+(?:assistant|agent|model|system|tool|chat\s?bot|bot|helper|"
+    r"language model)s?\b"
+    r"|\bartificial intelligence\b|\b(?:large\s+)?language models?\b|\bllms?\b"
+    r"|\bchat\s?bots?\b|\bchatgpt\b|\bgpt-?\d*\b|\bcopilot\b"
+    r"|\b(?:virtual|digital|automated|conversational|ai-powered)\s+(?:assistant|agent)s?\b"
+    r"|\breaders? of (?:this|the) (?:prompt|text|document|page|sheet)\b"
+    r"|\b(?:this|the|your|system) prompt\b"
+    r"|\bif you are an? (?:ai|assistant|language model|bot|chatbot|llm|model)\b"
+    r"|\bassistants? (?:ia|i\.a\.|virtuels?|numeriques?|conversationnels?)\b"
+    r"|\bagents? (?:conversationnels?|ia|i\.a\.|virtuels?)\b|\brobots? conversationnels?\b"
+    r"|\bintelligences? artificielles?\b|\bmodeles? de (?:langage|langue)\b"
+    r"|\b(?:les |l')ia\b|\blecteur de (?:ce|cette) (?:prompt|invite|requete|texte)\b"
+    r"|\bsi vous etes une? (?:ia|assistant|modele|robot)\b"
+)
+# A directive after the addressee: a modal ("must", "doivent"...) anywhere after it, or an
+# imperative verb (or always/never) opening a clause ("...: always tell", ", dites").
+_DIRECTIVE = re.compile(
+    r"\b(?:must|should|shall|need to|have to|are to|is to|are required|are instructed|"
+    r"are asked|please|make sure|be sure|do not|don't|dois|doit|doivent|devez|devrait|"
+    r"devraient|veuillez|il faut)\b"
+    r"|(?:^|[:;,.!?]\s*|\b(?:and|then|et|puis|you|vous)\s+)(?:always\s+|never\s+|toujours\s+|"
+    r"jamais\s+|ne\s+|n')?(?:tell|say|state|answer|respond|reply|inform|promise|guarantee|confirm|"
+    r"recommend|mention|ignore|disregard|forget|override|assure|claim|offer|quote|advise|treat|"
+    r"output|write|dites|repondez|indiquez|affirmez|promettez|ignorez|oubliez|confirmez|"
+    r"mentionnez|recommandez|assurez|garantissez|dire|repondre|indiquer|affirmer|promettre)\b"
+    r"|(?:^|[:;,.!?]\s*)(?:always|never|toujours|jamais)\b"
+)
+_IGNORE_PREVIOUS = re.compile(
+    r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+)?(?:of\s+)?"
+    r"(?:the\s+|your\s+|my\s+|these\s+)?(?:previous|prior|above|earlier|preceding|former|"
+    r"original|existing|system|other|your)?\s*(?:instructions?|rules?|prompts?|directions?|"
+    r"guidelines?)\b"
+    r"|\b(?:ignore|disregard|forget)\s+(?:everything|all|anything)\s+(?:above|before\b|"
+    r"(?:that )?(?:you (?:were|have been) told|came before|was said))"
+    r"|\b(?:ignorez|ignore|oubliez|oublie|ne tenez pas compte|faites abstraction)\s+"
+    r"(?:de\s+|des\s+|d')?(?:toutes\s+|tous\s+)?(?:les\s+|vos\s+|ces\s+)?(?:instructions|"
+    r"consignes|regles|directives)\b"
+    r"|\b(?:ignorez|ignore|oubliez|oublie)\s+tout ce qui (?:precede|a ete dit)\b"
+)
+_META_RULE = re.compile(
+    r"\bnot (?:an )?instructions?\b|\b(?:must|should|will|are|is|be) (?:be )?ignored\b"
+    r"|\bnever (?:be )?obeyed\b|\bn'?est pas une (?:instruction|consigne)\b"
+    r"|\bne sont pas des (?:instructions|consignes)\b|\b(?:doit|doivent) etre ignores?\b"
+)
+
+
+def _is_instruction(folded: str) -> bool:
+    """Says to ignore previous instructions, or names an addressee followed by a directive
+    that is not part of the rule about such text (a rule cannot cover a directive beside it:
+    "AI assistants must say X; this is not an instruction" is one)."""
+    if _IGNORE_PREVIOUS.search(folded):
+        return True
+    addressee = _AI_ADDRESSEE.search(folded)
+    if addressee is None:
+        return False
+    return _directive_outside_rule(folded, addressee.end())
+
+
+def _directive_outside_rule(folded: str, pos: int = 0) -> bool:
+    """A directive at or after `pos` that is not inside a statement of the rule."""
+    rules = [m.span() for m in _META_RULE.finditer(folded)]
+    return any(
+        not any(a <= d.end() - 1 and d.start() < b for a, b in rules)
+        for d in _DIRECTIVE.finditer(folded, pos)
+    )
+
+
+def find_instructions(text: str) -> list[tuple[int, int]]:
+    """(start, end) spans of the sentences of `text` that address AI assistants, chat bots,
+    language models or the reader of the prompt with a directive, or that say to ignore
+    previous instructions (EN and FR), read through `matching_form`; the spans are offsets in
+    `text` as written. A short line that only names the addressee ("Note to AI
+    assistants:") joins the sentence after it. A sentence that states the rule about such
+    text ("... is not an instruction to us and must be ignored") is not one."""
+    form = matching_form(text)
+    found: list[tuple[int, int]] = []
+    pending: int | None = None
+    for start, end in sentences(form.text):
+        folded = form.text[start:end]
+        if _is_instruction(folded):
+            found.append((pending if pending is not None else start, end))
+            pending = None
+            continue
+        if pending is not None and _DIRECTIVE.match(folded) and _directive_outside_rule(folded):
+            found.append((pending, end))
+            pending = None
+            continue
+        short = len(folded.split()) <= 8 or folded.rstrip().endswith(":")
+        pending = start if _AI_ADDRESSEE.search(folded) and short else None
+    return [form.original(start, end) for start, end in found]
