@@ -468,6 +468,154 @@ def test_anthropic_auth_and_overload(server: FakeServer) -> None:
 
 
 # --------------------------------------------------------------------------------------
+# Deadlines, replies that are not JSON or not of the expected shape, bad base URLs
+# --------------------------------------------------------------------------------------
+
+
+class DripServer:
+    """Answers each POST with a raw HTTP reply, written one byte every `interval` seconds
+    from byte `from_byte` on (0: the status line drips too)."""
+
+    def __init__(self, reply: bytes, interval: float, from_byte: int = 0) -> None:
+        self.stopped = threading.Event()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                try:
+                    self.wfile.write(reply[:from_byte])
+                    for i in range(from_byte, len(reply)):
+                        if fake.stopped.wait(interval):
+                            return
+                        self.wfile.write(reply[i : i + 1])
+                        self.wfile.flush()
+                except OSError:  # the client gave up
+                    pass
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def raw_reply(body: bytes, kind: str = "application/json") -> bytes:
+    head = f"HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {len(body)}\r\n\r\n"
+    return head.encode() + body
+
+
+@pytest.mark.parametrize("drip", ["body", "headers"])
+def test_timeout_is_one_deadline_per_try_not_per_read(
+    monkeypatch: pytest.MonkeyPatch, drip: str
+) -> None:
+    """A server that sends a byte every 0.1 s never trips a per-read timeout of 1 s; the
+    deadline stops each try at 1 s (without it: 20 s per try)."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    reply = raw_reply(json.dumps(chat_body("x" * 150)).encode())
+    start = reply.index(b"\r\n\r\n") + 4 if drip == "body" else 0
+    fake = DripServer(reply, interval=0.1, from_byte=start)
+    try:
+        for make in (OpenAICompatibleProvider, AnthropicProvider):
+            sleeps = Sleeps()
+            url = fake.url + ("/v1" if make is OpenAICompatibleProvider else "")
+            provider = make("m", base_url=url, api_key="k", timeout=1, max_retries=1, sleep=sleeps)
+            started = time.perf_counter()
+            with pytest.raises(ProviderError, match="failed after 2 tries: timed out") as info:
+                provider.complete(request())
+            assert time.perf_counter() - started < 4  # two tries of 1 s (the sleeps are fake)
+            assert "within 1 s" in str(info.value) and sleeps.delays == [0.5]
+    finally:
+        fake.close()
+
+
+@pytest.mark.parametrize(
+    ("kind", "body"),
+    [
+        ("text/html", b"<html><body>Please sign in</body></html>"),
+        ("application/json", b"<html><body>Please sign in</body></html>"),
+        ("application/json", b'{"choices": [tru'),
+    ],
+)
+def test_a_reply_that_is_not_json_is_one_clear_error(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, kind: str, body: bytes
+) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    fake = DripServer(raw_reply(body, kind), interval=0.0, from_byte=10**6)
+    try:
+        for make, path in ((OpenAICompatibleProvider, "/v1"), (AnthropicProvider, "")):
+            sleeps = Sleeps()
+            provider = make("m", base_url=fake.url + path, api_key="k", sleep=sleeps)
+            with pytest.raises(ProviderError, match="sent a reply that is not JSON") as info:
+                provider.complete(request())
+            assert "\n" not in str(info.value) and sleeps.delays == []  # not retried
+    finally:
+        fake.close()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        {"choices": "x"},
+        {"choices": [None]},
+        {"choices": [{}]},
+        {"choices": [{"message": {"content": 5}}]},
+        {"choices": [{"message": {"content": "hi"}}], "usage": {"prompt_tokens": "many"}},
+        {"choices": [{"message": {"content": "hi"}}], "usage": {"prompt_tokens": -5}},
+        {"choices": [{"message": {"content": "hi"}, "logprobs": "zz"}]},
+        {"choices": [{"message": {"content": "hi"}}], "model": ["m"]},
+    ],
+)
+def test_openai_reply_of_another_shape_is_a_provider_error(server: FakeServer, body: Any) -> None:
+    server.add(200, body)
+    provider, sleeps = openai_provider(server)
+    with pytest.raises(ProviderError, match=r"returned no choices|unexpected shape"):
+        provider.complete(request(logprobs=True))
+    assert sleeps.delays == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        None,
+        {"content": "x"},
+        {"content": [None]},
+        {"content": [{"type": "text", "text": 5}]},
+        {"content": [{"type": "text", "text": "hi"}], "usage": {"input_tokens": "x"}},
+        {"content": [{"type": "text", "text": "hi"}], "stop_reason": 5},
+    ],
+)
+def test_anthropic_reply_of_another_shape_is_a_provider_error(
+    server: FakeServer, body: Any
+) -> None:
+    server.add(200, body)
+    provider, _ = anthropic_provider(server)
+    with pytest.raises(ProviderError, match="unexpected shape"):
+        provider.complete(request())
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://x", "http://", "http://host:port/v1"])
+def test_a_base_url_that_is_not_a_url_fails_at_once(url: str) -> None:
+    with pytest.raises(TetherError, match=r"TETHER_BASE_URL=.* is not an http\(s\) URL"):
+        settings_from_mapping({"TETHER_BASE_URL": url})
+    for make in (OpenAICompatibleProvider, AnthropicProvider):
+        sleeps = Sleeps()
+        with pytest.raises(TetherError, match=r"base_url=.* is not an http\(s\) URL"):
+            make("m", base_url=url, api_key="k", sleep=sleeps)
+        assert sleeps.delays == []
+    ok = "https://api.example.com/v1"
+    assert settings_from_mapping({"TETHER_BASE_URL": ok}).base_url == ok
+
+
+# --------------------------------------------------------------------------------------
 # Extractive
 # --------------------------------------------------------------------------------------
 
@@ -787,6 +935,8 @@ def test_settings_dotenv_fills_in_without_overriding(
     [
         ("TETHER_TIMEOUT", "soon", "TETHER_TIMEOUT='soon' is not a number of seconds"),
         ("TETHER_TIMEOUT", "-1", "must be a positive number"),
+        ("TETHER_TIMEOUT", "1e308", "TETHER_TIMEOUT='1e308' is over 86,400 seconds"),
+        ("TETHER_BASE_URL", "notaurl", r"TETHER_BASE_URL='notaurl' is not an http\(s\) URL"),
         ("TETHER_MAX_RETRIES", "2.5", "TETHER_MAX_RETRIES='2.5' is not a whole number"),
         ("TETHER_MAX_RETRIES", "-1", "must be 0 or more"),
         ("TETHER_PROVIDER", "gemini", "TETHER_PROVIDER='gemini' is not a known provider"),

@@ -258,8 +258,10 @@ class Workspace:
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
         """The top hits for `query` after the filters (public audience by default); BM25
         loads no embedder."""
+        from tether.answering.pipeline import check_question
         from tether.retrieval.retriever import check_method
 
+        check_question(query, "search query", empty_ok=True)
         o = options or SearchOptions()
         filters = Filters(as_of=o.as_of, audience=o.audience)
         lexical = check_method(o.method) == "bm25" and self._retriever is None
@@ -307,8 +309,9 @@ class Workspace:
 
     def ask(self, question: str, options: AskOptions | None = None) -> AskResult:
         """Answer `question` with checked citations (see `tether.answering.pipeline.ask`)."""
-        from tether.answering.pipeline import ask
+        from tether.answering.pipeline import ask, check_question
 
+        check_question(question)  # before the retriever loads its embedder
         return ask(
             question,
             self.store,

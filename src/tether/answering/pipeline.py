@@ -8,6 +8,9 @@ context → prompt → provider → parse → verify → AskResult.
 counter are parameters, built once by whoever holds them (the application's Workspace), so a
 question never loads a model.
 
+A question (or a search query) over `MAX_QUESTION_CHARS` characters is refused before any
+retrieval: ranking costs grow with its length (a 100 KB question took 46 s and 700 MB).
+
 What it cannot do: the gate judges retrieval strength, not whether the passages answer (see
 `tether.answering.gate`); the answer's language is English or French only (the languages the
 prompts and refusal sentences know).
@@ -38,6 +41,22 @@ from tether.types import (
 )
 from tether.verify import check as verify
 from tether.verify.judges import EmbeddingJudge, LLMJudge
+
+# The longest question or search query accepted, in characters (a page of text; the bundled
+# questions are under 200).
+MAX_QUESTION_CHARS = 2_000
+
+
+def check_question(text: str, what: str = "question", *, empty_ok: bool = False) -> None:
+    """Refuse, with a `TetherError`, a `what` longer than MAX_QUESTION_CHARS, or an empty one
+    unless `empty_ok` (an empty search finds nothing; an empty question is a mistake)."""
+    if not empty_ok and not text.strip():
+        raise TetherError(f"the {what} is empty")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise TetherError(
+            f"the {what} is {len(text):,} characters long; the limit is {MAX_QUESTION_CHARS:,}"
+            f" (shorten it)"
+        )
 
 
 @dataclass(frozen=True)
@@ -99,8 +118,7 @@ def ask(
     on an index without vectors (None: a fresh cache, no such embedder), `profile` the tuned
     values of the index's embedder (gate floors, the checker's cosine cut-offs)."""
     o = options or AskOptions()
-    if not question.strip():
-        raise TetherError("the question is empty")
+    check_question(question)
     timings: dict[str, float] = {}
     language = o.language or answer_language(question)
     filters = Filters(as_of=o.as_of, audience=o.audience)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from tether.app import Workspace
+    from tether.types import AskResult
 
 app = typer.Typer(
     help="tether: answers from a document collection with claims an agent can check.",
@@ -75,7 +77,8 @@ def global_options(
 class LazyConsole:
     """A rich Console built on its first use, then kept by this object (importing rich's
     console costs start-up time that `tether --help` does not need). Piped output is not cut
-    to 80 columns: tables keep their IDs and paths whole."""
+    to 80 columns: tables keep their IDs and paths whole. Emoji codes are off: `:x:` in a
+    document stays `:x:`."""
 
     def __init__(self, stderr: bool = False) -> None:
         self._stderr = stderr
@@ -86,12 +89,75 @@ class LazyConsole:
             from rich.console import Console
 
             stream = sys.stderr if self._stderr else sys.stdout
-            self._console = Console(stderr=self._stderr, width=None if stream.isatty() else 160)
+            self._console = Console(
+                stderr=self._stderr, width=None if stream.isatty() else 160, emoji=False
+            )
         return getattr(self._console, name)
 
 
 out: Any = LazyConsole()
 err: Any = LazyConsole(stderr=True)
+
+# What must not reach a terminal as it is: the C0 controls but newline and tab (ESC starts
+# escape sequences), DEL and the C1 controls, and the bidirectional marks, overrides and
+# isolates that reorder what a line shows. One-line fields (IDs, file names, error lines)
+# escape newline, tab and the Unicode line separators too: they could forge a line.
+_ACTIVE = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f{_ACTIVE}]")
+_CONTROLS_AND_BREAKS = re.compile(f"[\x00-\x1f{_ACTIVE}\u2028\u2029]")
+_JSON_ACTIVE = re.compile(f"[{_ACTIVE}\u2028\u2029]")  # json.dumps escapes C0 itself
+
+
+def visible(value: object, *, one_line: bool = False) -> str:
+    """`value` as text with each character that would act on the terminal written as its
+    escape (ESC as `\\x1b`, U+202E as `\\u202e`); `one_line` escapes newlines and tabs too."""
+    pattern = _CONTROLS_AND_BREAKS if one_line else _CONTROLS
+    return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
+
+
+# rich markup reads `[` + one of a-z # / @ + anything but `[` + `]` as a tag, a backslash pair
+# before it as one backslash and an odd one out as "not a tag"; `\\[` elsewhere as `[`
+_BRACKET = re.compile(r"(\\*)\[")
+_TAG_BODY = re.compile(r"[a-z#/@][^\[]*?\]")
+_TRAILING_BACKSLASHES = re.compile(r"(\\+)\Z")
+
+
+def _bracket(match: re.Match[str]) -> str:
+    backslashes = match.group(1)
+    if _TAG_BODY.match(match.string, match.end()):
+        backslashes *= 2  # before a tag, each literal backslash is written twice
+    return backslashes + "\\["
+
+
+def shown(value: object, *, one_line: bool = False) -> str:
+    """External text (document text, titles, headings, IDs, file names, model output, a
+    server's message) ready to sit in a rich markup template and print literally: control
+    characters escaped visibly (`visible`), every `[` escaped, and backslashes at the end
+    closed off so that they cannot escape the template's next tag. Every print of text tether
+    did not write itself goes through this (the consoles print no emoji codes)."""
+    text = _BRACKET.sub(_bracket, visible(value, one_line=one_line))
+    return _TRAILING_BACKSLASHES.sub(lambda m: m.group(1) * 2 + "[none][/none]", text)
+
+
+# Exit statuses, in this one place (a later scheme grows it here): 0 done (an answer, or an
+# honest refusal by the gate or the model), 2 a bad option value (typer's own).
+EXIT_USER_ERROR = 1  # a TetherError: a mistake the user can fix, said in one `error:` line
+EXIT_NO_ANSWER = 3  # `ask`: no answer could be produced (the provider failed, or its output
+#                     was unusable: cut at the token limit, not JSON, not the answer schema)
+EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_HELP = (
+    "Exit status: 0 answered, or refused by the support gate or the model; 1 a user error;"
+    " 2 a bad option; 3 no answer could be produced (the provider failed or its output was"
+    " unusable)."
+)
+
+
+def ask_exit_code(result: AskResult) -> int:
+    """The exit status of `ask` for `result` (see EXIT_HELP); the same with --json."""
+    if result.problem is not None and result.problem.kind != "refused":
+        return EXIT_NO_ANSWER
+    return 0
+
 
 DEMO_INDEX = Path(".tether") / "demo.sqlite"
 
@@ -152,7 +218,7 @@ def audience_value(value: str) -> str:
 
 def error_line(message: str) -> None:
     """Print one `error:` line on stderr."""
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    err.print(f"[red]error:[/red] {shown(message, one_line=True)}", highlight=False)
 
 
 @contextmanager
@@ -162,10 +228,10 @@ def user_errors() -> Iterator[None]:
         yield
     except TetherError as exc:
         error_line(str(exc))
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_USER_ERROR) from None
     except KeyboardInterrupt:
         err.print("interrupted")
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 def find_index(index: Path | None, demo: bool = False) -> Path:
@@ -237,4 +303,7 @@ def print_json(data: BaseModel | Sequence[BaseModel]) -> None:
         plain: Any = [item.model_dump(mode="json") for item in data]
     else:
         plain = data.model_dump(mode="json")
-    sys.stdout.write(json.dumps(plain, ensure_ascii=False, indent=2) + "\n")
+    text = json.dumps(plain, ensure_ascii=False, indent=2)
+    # C1 controls and bidi overrides can only sit inside JSON strings: \u escapes keep the value
+    text = _JSON_ACTIVE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    sys.stdout.write(text + "\n")

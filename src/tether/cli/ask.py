@@ -16,6 +16,7 @@ import typer
 
 from tether.cli.app import (
     DEMO_INDEX,
+    EXIT_HELP,
     DemoOpt,
     IndexOpt,
     JsonOpt,
@@ -23,12 +24,14 @@ from tether.cli.app import (
     ProviderOpt,
     QuestionsOpt,
     as_of_date,
+    ask_exit_code,
     audience_value,
     err,
     error_line,
     open_workspace,
     out,
     print_json,
+    shown,
     table,
     user_errors,
 )
@@ -89,17 +92,18 @@ def demo(
         ws = Workspace(index=index)
         text, opts, _ = ask_options(question, None, None, "auto", 5)
         filters = Filters(as_of=opts.as_of, audience=opts.audience)
-        out.print(f"\n[bold]search:[/bold] {text}", highlight=False)
+        out.print(f"\n[bold]search:[/bold] {shown(text)}", highlight=False)
         print_hits(run_search(ws, text, 5, filters, "auto"), filters)
         chosen = ws.make_provider(provider, None)
         ws.use_provider(chosen)
-        out.print(f"\n[bold]ask[/bold] (answering with {chosen.describe()}):", highlight=False)  # type: ignore[attr-defined]
+        described = shown(chosen.describe())  # type: ignore[attr-defined]
+        out.print(f"\n[bold]ask[/bold] (answering with {described}):", highlight=False)
         with err.status("thinking…"):
             result = ws.ask(text, opts)
         print_result(result, "", ws.profile.note)
         out.print(
             f'\nNext: tether ask "your question" --demo · tether questions · tether eval'
-            f"   (the index is {index})",
+            f"   (the index is {shown(index)})",
             highlight=False,
         )
 
@@ -125,17 +129,17 @@ def questions(
 
         print_json([Question.from_question(q) for q in qs])
         return
-    shown = table(
+    listed = table(
         f"{len(qs)} questions",
         ("id", "kind", "lang", "audience", "as of", "abstain", "question"),
         overflow="fold",
     )
     for q in qs:
-        shown.add_row(
-            q.id, q.kind, q.language, q.audience, q.as_of.isoformat() if q.as_of else "-",
-            "yes" if q.abstain else "", q.question,
+        listed.add_row(
+            *(shown(v, one_line=True) for v in (q.id, q.kind, q.language, q.audience)),
+            q.as_of.isoformat() if q.as_of else "-", "yes" if q.abstain else "", shown(q.question),
         )  # fmt: skip
-    out.print(shown)
+    out.print(listed)
 
 
 def ask(
@@ -182,7 +186,6 @@ def ask(
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Answer a question from the index with cited, checked claims (or refuse honestly)."""
     with user_errors():
         text, opts, bundled = ask_options(
             question, as_of, audience, method, k,
@@ -196,8 +199,17 @@ def ask(
         from tether.schemas import AskResult as WireAskResult
 
         print_json(WireAskResult.from_ask_result(result))
-        return
-    print_result(result, getattr(chosen, "note", ""), ws.profile.note)
+    else:
+        print_result(result, getattr(chosen, "note", ""), ws.profile.note)
+    code = ask_exit_code(result)
+    if code:
+        raise typer.Exit(code)
+
+
+ask.__doc__ = (
+    "Answer a question from the index with cited, checked claims (or refuse honestly).\n\n"
+    + EXIT_HELP
+)
 
 
 def chat(
@@ -229,7 +241,7 @@ def chat(
                 break
             if line == "history":
                 for i, q in enumerate(history, 1):
-                    out.print(f"{i:>3}. {q}", highlight=False)
+                    out.print(f"{i:>3}. {shown(q, one_line=True)}", highlight=False)
                 continue
             if not line:
                 continue
@@ -249,25 +261,26 @@ def print_result(result: AskResult, provider_note: str = "", profile_note: str =
     `profile_note` says when the tuned values do not belong to the index's embedder."""
     when = result.as_of.isoformat() if result.as_of else "any date"
     out.print(
-        f"[bold]Q:[/bold] {result.question}  [dim](as of {when}, audience {result.audience},"
+        f"[bold]Q:[/bold] {shown(result.question)}  [dim](as of {when}, audience {result.audience},"
         f" {result.language}, {result.method})[/dim]",
         highlight=False,
     )
     if profile_note:
-        out.print(f"note: {profile_note}", style="dim", highlight=False, markup=False)
+        out.print(f"note: {shown(profile_note)}", style="dim", highlight=False)
     if result.context is not None and result.context.passages:
         print_passages(result.context)
     if result.gate is not None and not result.gate.passed:
         out.print(
-            f"[yellow]Refused before the model:[/yellow] {result.gate.reason} (no model call, no cost)",
+            f"[yellow]Refused before the model:[/yellow] {shown(result.gate.reason)}"
+            " (no model call, no cost)",
             highlight=False,
         )
         return
     for note in dict.fromkeys(n for n in (provider_note, result.provider_note) if n):
-        out.print(f"[dim]note: {note}[/dim]", highlight=False)
+        out.print(f"[dim]note: {shown(note)}[/dim]", highlight=False)
     if result.problem is not None:
         out.print(
-            f"[red]No usable answer ({result.problem.kind}):[/red] {result.problem.detail}",
+            f"[red]No usable answer ({result.problem.kind}):[/red] {shown(result.problem.detail)}",
             highlight=False,
         )
     elif result.answer is not None:
@@ -277,17 +290,23 @@ def print_result(result: AskResult, provider_note: str = "", profile_note: str =
 
 
 def print_passages(ctx: Context) -> None:
-    shown = table(
-        f"passages ({ctx.tokens} of {ctx.budget} tokens, {ctx.tokenizer})",
+    listed = table(
+        f"passages ({ctx.tokens} of {ctx.budget} tokens, {shown(ctx.tokenizer)})",
         ("#", "chunk", "doc_id", "v", "section", "tokens"),
         overflow="fold",
     )
     for p in ctx.passages:
         c = p.chunk
-        shown.add_row(str(p.marker), c.chunk_id, c.doc_id, c.version, c.section, str(p.tokens))
-    out.print(shown)
+        names = (shown(v, one_line=True) for v in (c.chunk_id, c.doc_id, c.version, c.section))
+        listed.add_row(str(p.marker), *names, str(p.tokens))
+    out.print(listed)
     for d in ctx.dropped:
-        out.print(f"  dropped {d.chunk.chunk_id} ({d.chunk.doc_id}): {d.reason}", highlight=False)
+        c = d.chunk
+        out.print(
+            f"  dropped {shown(c.chunk_id, one_line=True)} ({shown(c.doc_id, one_line=True)}):"
+            f" {shown(d.reason)}",
+            highlight=False,
+        )
 
 
 def print_answer(result: AskResult) -> None:
@@ -298,17 +317,18 @@ def print_answer(result: AskResult) -> None:
         if result.answer.answerable
         else "[yellow]Not answerable from the passages[/yellow]"
     )
-    out.print(f"\n{label}: {result.answer.answer}", highlight=False)
+    out.print(f"\n{label}: {shown(result.answer.answer)}", highlight=False)
     checks = {id(ch.claim): ch for ch in result.checks}
     by_text = {ch.claim.text: ch for ch in result.checks}
     for i, claim in enumerate(result.answer.claims, 1):
         ch = checks.get(id(claim)) or by_text.get(claim.text)
-        cited = " ".join(claim.chunk_ids) or "(no citation)"
+        cited = " ".join(shown(c, one_line=True) for c in claim.chunk_ids) or "(no citation)"
         print_claim(i, claim.text, cited, ch)
     for ch in result.checks:
         if ch.removed:
             out.print(
-                f"  [red]removed (--strict):[/red] {ch.claim.text} ({', '.join(ch.flags)})",
+                f"  [red]removed (--strict):[/red] {shown(ch.claim.text)}"
+                f" ({shown(', '.join(ch.flags), one_line=True)})",
                 highlight=False,
             )
 
@@ -321,21 +341,23 @@ def print_claim(i: int, text: str, cited: str, ch: ClaimCheck | None) -> None:
     elif ch.ok:
         verdict = "[green]ok[/green]"
     else:
-        verdict = "[red]" + ", ".join(ch.flags) + "[/red]"
+        verdict = "[red]" + shown(", ".join(ch.flags), one_line=True) + "[/red]"  # args: claim text
     score = (
         f" · entailment {ch.entailment:.2f}" if ch is not None and ch.entailment is not None else ""
     )
-    out.print(f"  {i}. {text}\n     cites {cited} → {verdict}{score}", highlight=False)
+    out.print(f"  {i}. {shown(text)}\n     cites {cited} → {verdict}{score}", highlight=False)
     for flag in ch.flags if ch else ():
-        out.print(f"     [dim]{flag}: {describe(flag)}[/dim]", highlight=False)
+        out.print(f"     [dim]{shown(f'{flag}: {describe(flag)}')}[/dim]", highlight=False)
     for ev in ch.evidence if ch else ():
-        out.print(f"     evidence [{ev.chunk_id} {ev.start}:{ev.end}] “{ev.text}”", highlight=False)
+        where = f"\\[{shown(ev.chunk_id, one_line=True)} {ev.start}:{ev.end}]"
+        out.print(f"     evidence {where} “{shown(ev.text)}”", highlight=False)
 
 
 def print_completion(comp: Completion, provider: str) -> None:
     cost = f"${comp.cost_usd:.4f}" if comp.cost_usd else "$0"
     out.print(
-        f"[dim]{comp.provider or provider} · {comp.model} · {comp.input_tokens} tokens in,"
+        f"[dim]{shown(comp.provider or provider, one_line=True)} · {shown(comp.model, one_line=True)}"
+        f" · {comp.input_tokens} tokens in,"
         f" {comp.output_tokens} out · {comp.latency_s:.1f} s · {cost}[/dim]",
         highlight=False,
     )

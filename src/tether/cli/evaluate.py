@@ -22,6 +22,7 @@ from tether.cli.app import (
     out,
     print_json,
     progress,
+    shown,
     table,
     user_errors,
 )
@@ -73,20 +74,21 @@ def print_verifier(report: Any) -> None:
         f"  median time per claim: {report.median_ms_per_claim:.1f} ms",
         highlight=False,
     )
-    shown = table(
+    listed = table(
         "per check: how often it fired",
         ("check", "on supported claims (false alarms)", "on unsupported claims"),
     )
     for kind, counts in sorted(report.per_check.items()):
-        shown.add_row(kind, str(counts["fired_on_supported"]), str(counts["fired_on_unsupported"]))
-    out.print(shown)
-    shown = table("per kind of item: overall verdict wrong", ("item kind", "n", "wrong"))
+        listed.add_row(kind, str(counts["fired_on_supported"]), str(counts["fired_on_unsupported"]))
+    out.print(listed)
+    listed = table("per kind of item: overall verdict wrong", ("item kind", "n", "wrong"))
     for kind, counts in sorted(report.per_kind.items()):
-        shown.add_row(kind, str(counts["n"]), str(counts["wrong"]))
-    out.print(shown)
+        listed.add_row(shown(kind, one_line=True), str(counts["n"]), str(counts["wrong"]))
+    out.print(listed)
     for r in report.wrong:
         out.print(
-            f"  wrong: {r.id} ({r.kind}, {r.label}) flags: {', '.join(r.flags) or 'none'}",
+            f"  wrong: {shown(r.id, one_line=True)} ({shown(r.kind, one_line=True)}, {r.label})"
+            f" flags: {', '.join(r.flags) or 'none'}",
             highlight=False,
         )
 
@@ -124,19 +126,19 @@ def calibrate(
 
         print_json(Calibration.from_calibration(cal))
         return
-    shown = table(
+    listed = table(
         "support gate: trade-off per floor (min_support 1)",
         ("method", "floor", "answerable wrongly refused", "must-refuse let through", "chosen"),
     )
     chosen = {(r.method, r.floor) for r in cal.chosen}
     for r in sorted({*cal.table, *cal.chosen}, key=lambda r: (r.method, r.floor)):
-        shown.add_row(
+        listed.add_row(
             r.method, f"{r.floor:.4g}", f"{r.wrongly_refused}/{r.answerable}",
             f"{r.let_through}/{r.must_refuse}", "✓" if (r.method, r.floor) in chosen else "",
         )  # fmt: skip
-    out.print(shown)
+    out.print(listed)
     out.print(
-        f"stored in {ws.index}: " + ", ".join(f"{m} {f:.4g}" for m, f in cal.floors.items())
+        f"stored in {shown(ws.index)}: " + ", ".join(f"{m} {f:.4g}" for m, f in cal.floors.items())
     )
 
 
@@ -304,16 +306,17 @@ def print_eval(result: Any) -> None:
     out.print(overall)
     for method in result.methods:
         agg = result.aggregates[method]
-        shown = Table(title=f"{method}: per kind and language")
-        shown.add_column("group")
+        by_group = Table(title=f"{method}: per kind and language")
+        by_group.add_column("group")
         for name in ("n", *names):
-            shown.add_column(name, justify="right")
+            by_group.add_column(name, justify="right")
         for label, groups in (("kind", agg["by_kind"]), ("lang", agg["by_language"])):
             for group, vals in groups.items():
-                shown.add_row(
-                    f"{label}: {group}", str(int(vals["n"])), *(f"{vals[m]:.3f}" for m in METRICS)
-                )
-        out.print(shown)
+                by_group.add_row(
+                    f"{label}: {shown(group, one_line=True)}", str(int(vals["n"])),
+                    *(f"{vals[m]:.3f}" for m in METRICS),
+                )  # fmt: skip
+        out.print(by_group)
     print_failures(result)
     for note in result.notes:
         out.print(note, highlight=False)
@@ -327,7 +330,6 @@ def print_failures(result: Any) -> None:
                 f"[bold]{method}[/bold]: {len(failing)} question(s) with nothing relevant in the top {result.k}"
             )
         for r in failing:
-            out.print(
-                f"  {r.id} [{r.kind}, {r.language}] {r.question}", highlight=False, markup=False
-            )
-            out.print(f"      {r.why(result.k)}", highlight=False, markup=False)
+            where = shown(f"[{r.kind}, {r.language}]", one_line=True)
+            out.print(f"  {shown(r.id, one_line=True)} {where} {shown(r.question)}", highlight=False)
+            out.print(f"      {shown(r.why(result.k))}", highlight=False)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tether.cli.app import IndexOpt, err, out, user_errors
+from tether.cli.app import IndexOpt, err, out, shown, user_errors
 from tether.errors import TetherError
 
 if TYPE_CHECKING:
@@ -55,13 +55,17 @@ def run_sync(
 
 def print_problems(report: SyncReport) -> None:
     for problem in report.problems:
-        err.print(f"[yellow]problem[/yellow]  {problem.source}: {problem.reason}", highlight=False)
+        err.print(
+            f"[yellow]problem[/yellow]  {shown(problem.source, one_line=True)}:"
+            f" {shown(problem.reason, one_line=True)}",
+            highlight=False,
+        )
 
 
 def print_report(report: SyncReport, index: Path) -> None:
     from rich.table import Table
 
-    table = Table(title=f"ingest → {index}", show_header=True)
+    table = Table(title=f"ingest → {shown(index, one_line=True)}", show_header=True)
     columns = ("added", "updated", "removed", "unchanged", "problems", "chunks written", "seconds")
     for col in columns:
         table.add_column(col, justify="right")
@@ -78,12 +82,12 @@ def print_report(report: SyncReport, index: Path) -> None:
         ("removed", report.removed),
     ):
         for f in files:
-            out.print(f"  {name:<8} {f}", highlight=False)
+            out.print(f"  {name:<8} {shown(f, one_line=True)}", highlight=False)
     for f in report.instructions:
         out.print(
-            f"  ! {f} holds text addressed to AI assistants (never obeyed; `tether documents`)",
+            f"  ! {shown(f, one_line=True)} holds text addressed to AI assistants"
+            " (never obeyed; `tether documents`)",
             highlight=False,
-            markup=False,
         )
     print_problems(report)
     if not report.committed:
@@ -153,7 +157,7 @@ def ingest_demo(path: Path, quiet: bool = True) -> SyncReport:
     report = run_sync(ws, demo_collection(), ChunkerConfig(), False, False, True)
     ws.close()
     if not quiet:
-        err.print(f"ingested the demo collection into {path}", highlight=False)
+        err.print(f"ingested the demo collection into {shown(path)}", highlight=False)
     return report
 
 

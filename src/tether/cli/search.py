@@ -24,8 +24,10 @@ from tether.cli.app import (
     open_workspace,
     out,
     print_json,
+    shown,
     table,
     user_errors,
+    visible,
 )
 from tether.errors import TetherError
 
@@ -45,18 +47,19 @@ def documents(index: IndexOpt = None, demo: DemoOpt = False, as_json: JsonOpt = 
 
         print_json([Document.from_info(d) for d in docs])
         return
-    shown = table(
+    listed = table(
         f"{len(docs)} documents",
         ("doc_id", "version", "type", "access", "lang", "in force", "chunks", "AI text", "source"),
     )
     for d in docs:
         m = d.meta
-        shown.add_row(
-            m.doc_id, m.version, m.doc_type, m.access, m.language,
-            in_force(m.effective_from, m.effective_to), str(d.chunks),
-            f"! {len(d.instructions)}" if d.instructions else "", m.source,
+        names = (shown(v, one_line=True) for v in (m.doc_id, m.version, m.doc_type, m.access))
+        listed.add_row(
+            *names, shown(m.language, one_line=True), in_force(m.effective_from, m.effective_to),
+            str(d.chunks), f"! {len(d.instructions)}" if d.instructions else "",
+            shown(m.source, one_line=True),
         )  # fmt: skip
-    out.print(shown)
+    out.print(listed)
     print_instructions(docs)
 
 
@@ -67,13 +70,13 @@ def print_instructions(docs: list[DocumentInfo]) -> None:
         return
     out.print(f"text addressed to AI assistants (never obeyed), {len(spans)} span(s):")
     for m, i in spans:
-        shown = "".join(
+        escaped = "".join(
             f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cc", "Cf") else c
             for c in (i.text if len(i.text) <= 160 else i.text[:160] + "…")
         )  # invisible characters shown as escapes: the disguise is part of the finding
-        text = f'"{shown}"'
         out.print(
-            f"  ! {m.doc_id} v{m.version}  {i.chunk_id} [{i.start}:{i.end}]  {text}",
+            f"  ! {visible(m.doc_id, one_line=True)} v{visible(m.version, one_line=True)}"
+            f"  {i.chunk_id} [{i.start}:{i.end}]  \"{escaped}\"",
             highlight=False,
             markup=False,
         )
@@ -104,12 +107,13 @@ def chunks(
         return
     for c in found:
         where = f"page {c.page}" if c.page else ""
+        path = shown(" > ".join(c.heading_path) or "-", one_line=True)
         out.print(
-            f"[bold]{c.chunk_id}[/bold]  {c.doc_id} v{c.version}  §{' > '.join(c.heading_path) or '-'}"
-            f"  {where} [{c.start}:{c.end}]",
+            f"[bold]{shown(c.chunk_id, one_line=True)}[/bold]  {shown(c.doc_id, one_line=True)}"
+            f" v{shown(c.version, one_line=True)}  §{path}  {where} \\[{c.start}:{c.end}]",
             highlight=False,
         )
-        out.print(c.text, highlight=False, markup=False)
+        out.print(shown(c.text), highlight=False)
         out.print()
 
 
@@ -161,14 +165,16 @@ def print_hits(hits: list[Hit], filters: Filters) -> None:
         c = h.chunk
         snippet = " ".join(c.text.split())
         snippet = snippet[:220] + ("…" if len(snippet) > 220 else "")
+        names = (shown(v, one_line=True) for v in (c.chunk_id, c.doc_id, c.version, c.section))
+        chunk_id, doc_id, version, section = names
         out.print(
-            f"[bold]{h.rank:>2}.[/bold] [cyan]{c.chunk_id}[/cyan]  {c.doc_id} v{c.version}"
-            f"  § {c.section}  [dim]{h.method} {h.score:.3f}"
+            f"[bold]{h.rank:>2}.[/bold] [cyan]{chunk_id}[/cyan]  {doc_id} v{version}"
+            f"  § {section}  [dim]{h.method} {h.score:.3f}"
             f"{RULE_NOTE if 'rule' in h.signals else ''}"
             "[/dim]",
             highlight=False,
         )
-        out.print(f"    {snippet}", highlight=False, markup=False)
+        out.print(f"    {shown(snippet)}", highlight=False)
 
 
 def info(index: IndexOpt = None, demo: DemoOpt = False, as_json: JsonOpt = False) -> None:
@@ -190,9 +196,10 @@ def info(index: IndexOpt = None, demo: DemoOpt = False, as_json: JsonOpt = False
         return
     from rich.table import Table
 
-    shown = Table(title="index", show_header=False)
-    shown.add_column("key", style="bold")
-    shown.add_column("value")
+    listed = Table(title="index", show_header=False)
+    listed.add_column("key", style="bold")
+    listed.add_column("value")
     for key, value in data.items():
-        shown.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
-    out.print(shown)
+        text = json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
+        listed.add_row(shown(key), shown(text))
+    out.print(listed)

@@ -14,13 +14,37 @@ import re
 import time
 from typing import Any
 
+from tether.config import http_url
 from tether.errors import ProviderError
 from tether.providers.base import (
     RemoteProvider,
+    Reply,
     Sleep,
+    Tokens,
+    read_reply,
     with_selection,
 )
 from tether.types import Completion, ModelRequest
+
+
+class _Block(Reply):
+    type: str | None = None
+    text: str | None = None
+    input: Any = None
+
+
+class _Usage(Reply):
+    input_tokens: Tokens = None
+    output_tokens: Tokens = None
+
+
+class MessageReply(Reply):
+    """What tether reads of a message."""
+
+    model: str | None = None
+    content: list[_Block] | None = None
+    stop_reason: str | None = None
+    usage: _Usage | None = None
 
 
 class AnthropicProvider(RemoteProvider):
@@ -40,10 +64,11 @@ class AnthropicProvider(RemoteProvider):
     ) -> None:
         import anthropic
 
+        base_url = http_url(base_url, "base_url")
         if not api_key:
             raise ProviderError("no API key for anthropic: set TETHER_API_KEY or ANTHROPIC_API_KEY")
         super().__init__(
-            anthropic, "anthropic", model, max_retries, sleep, (backoff_base, backoff_max)
+            anthropic, "anthropic", model, timeout, max_retries, sleep, (backoff_base, backoff_max)
         )
         self._client = anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
@@ -83,22 +108,22 @@ class AnthropicProvider(RemoteProvider):
         started = time.perf_counter()
         response = self._retrying(lambda: self._client.messages.create(**kwargs))
         latency = time.perf_counter() - started
+        reply = read_reply(MessageReply, response, self.name, self.base_url)
         notes: list[str] = []
         text_parts: list[str] = []
         tool_input: Any = None
-        for block in getattr(response, "content", None) or []:
-            kind = getattr(block, "type", None)
-            if kind == "tool_use" and tool_input is None:
-                tool_input = getattr(block, "input", None)
-            elif kind == "text":
-                text_parts.append(getattr(block, "text", "") or "")
+        for block in reply.content or []:
+            if block.type == "tool_use" and tool_input is None:
+                tool_input = block.input
+            elif block.type == "text":
+                text_parts.append(block.text or "")
         if request.json_schema is not None and tool_input is not None:
             text = json.dumps(tool_input, ensure_ascii=False)
         else:
             text = "".join(text_parts)
             if request.json_schema is not None:
                 notes.append("the model did not call the schema tool; returned its text")
-        stop = getattr(response, "stop_reason", None)
+        stop = reply.stop_reason
         refusal = None
         if stop == "max_tokens":
             finish = "length"
@@ -111,5 +136,5 @@ class AnthropicProvider(RemoteProvider):
             notes.append("anthropic gives no log-probabilities")
         usage = ("input_tokens", "output_tokens")
         return self._priced(
-            response, text, latency, notes, usage, finish_reason=finish, refusal=refusal
+            reply, text, latency, notes, usage, finish_reason=finish, refusal=refusal
         )

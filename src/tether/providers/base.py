@@ -1,26 +1,71 @@
-"""What every remote provider shares: retries with backoff, list prices and cost estimates,
-and the small readers of SDK responses (first-token log-probabilities, finish reasons).
+"""What every remote provider shares: a deadline per try, retries with backoff, list prices
+and cost estimates, and the small readers of SDK responses (first-token log-probabilities,
+finish reasons).
+
+Each try of a request has one deadline, the provider's timeout (TETHER_TIMEOUT): connecting,
+sending, waiting and reading the whole reply together, not per socket read (the SDKs' httpx
+timeouts are per operation, so a server that sends one byte a second would never trip them).
+The try runs in a worker thread and is abandoned at its deadline. A request makes at most
+1 + max_retries tries, with the backoff waits between them.
 
 Remote providers retry 429, 5xx, timeouts and connection errors with exponential backoff
 (the SDKs' own retries are off), and raise `ProviderError` with a one-line message after
-their retries, or at once for 401/403 (key) and 404 (model); 400/422 raise `Rejected`, which
-a provider may answer by adapting its request.
+their retries, or at once for 401/403 (key), 404 (model) and a reply that is not JSON (an
+HTML page from a proxy or a login portal); 400/422 raise `Rejected`, which a provider may
+answer by adapting its request.
 
-What it cannot do: prices in `PRICES_PER_MTOK` are list prices copied by hand and will go
-stale, so `cost_estimate` is an estimate (and 0 with "cost unknown" for an unlisted model);
-the retry loop knows the `openai` and `anthropic` SDKs' exception shapes only.
+What it cannot do: an abandoned try is not killed: its daemon thread ends when its
+connection does (or with the process); prices in `PRICES_PER_MTOK` are list prices copied by
+hand and will go stale, so `cost_estimate` is an estimate (and 0 with "cost unknown" for an
+unlisted model); the retry loop knows the `openai` and `anthropic` SDKs' exception shapes only.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tether.errors import ProviderError
 from tether.types import Completion, ModelRequest
 
 Sleep = Callable[[float], None]
+T = TypeVar("T")
+
+
+class Reply(BaseModel):
+    """The fields tether reads from an SDK's reply, with their types: the SDKs build replies
+    without checking them, so a server's `"content": 5` would otherwise fail far from here."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+Tokens = Annotated[int, Field(ge=0)] | None
+R = TypeVar("R", bound=Reply)
+
+
+def read_reply(shape: type[R], response: Any, provider: str, where: str) -> R:
+    """`response` (an SDK reply) checked against `shape`; a reply of another shape is a
+    `ProviderError` naming the first wrong field."""
+    # the SDKs hand back a JSON body that is not an object (a list, a number) as it is
+    raw = (
+        response.model_dump(warnings=False, exclude_unset=True)
+        if isinstance(response, BaseModel)
+        else response
+    )
+    try:
+        return shape.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "the reply"
+        raise ProviderError(
+            f"{provider} server at {where} sent a reply of an unexpected shape"
+            f" ({field}: {first['msg']})"
+        ) from None
 
 # USD per million tokens (input, output); list prices, checked by hand, will go stale.
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
@@ -80,6 +125,33 @@ def with_selection(selection: str, described: str) -> str:
     return f"{described}: {selection}" if selection else described
 
 
+class DeadlinePassed(Exception):
+    """A try that did not finish within its deadline (`within`)."""
+
+
+def within(call: Callable[[], T], seconds: float) -> T:
+    """`call()`, run in a daemon worker thread, if it finishes within `seconds` (its result
+    or its exception); else `DeadlinePassed`, and the worker is left to end on its own."""
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the waiting thread as it is
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="tether-provider-try", daemon=True).start()
+    if not done.wait(min(seconds, threading.TIMEOUT_MAX)):
+        raise DeadlinePassed(seconds)
+    finished, value = outcome[0]
+    if not finished:
+        raise value
+    return value
+
+
 class Rejected(ProviderError):
     """A request the server refused as malformed (400/422); never retried."""
 
@@ -127,6 +199,7 @@ class RemoteProvider:
         sdk: Any,
         name: str,
         model: str,
+        timeout: float,
         max_retries: int,
         sleep: Sleep,
         backoff: tuple[float, float],
@@ -134,6 +207,7 @@ class RemoteProvider:
         self._sdk = sdk
         self.name = name
         self.model = model
+        self.timeout = timeout
         self.max_retries = max_retries
         self.selection = ""
         self._sleep = sleep
@@ -173,6 +247,7 @@ class RemoteProvider:
             provider=self.name,
             model=self.model,
             where=self.base_url,
+            deadline=self.timeout,
             max_retries=self.max_retries,
             sleep=self._sleep,
             backoff_base=self._backoff[0],
@@ -191,15 +266,26 @@ def call_with_retries(
     sleep: Sleep,
     backoff_base: float,
     backoff_max: float,
+    deadline: float | None = None,
 ) -> Any:
     """Run `call`, retrying 429/5xx/timeouts/connection errors; map the rest to ProviderError.
 
-    `sdk` is the `openai` or `anthropic` module (both have the same exception shapes).
+    `sdk` is the `openai` or `anthropic` module (both have the same exception shapes);
+    `deadline` is the seconds each try may take in all (None: no deadline of its own).
     """
     attempt = 0
     while True:
         try:
-            return call()
+            reply = call() if deadline is None else within(call, deadline)
+            return _json_reply(reply, provider, where)
+        except DeadlinePassed:
+            reason = f"timed out (no complete reply within {deadline:g} s)"
+            retry_after = None
+        except json.JSONDecodeError as exc:
+            raise ProviderError(
+                f"{provider} server at {where} sent a reply that is not JSON"
+                f" ({exc.msg} at character {exc.pos}): check TETHER_BASE_URL"
+            ) from None
         except sdk.APIStatusError as exc:
             status = int(getattr(exc, "status_code", 0) or 0)
             detail = one_line(_status_detail(exc))
@@ -235,6 +321,18 @@ def call_with_retries(
             delay = min(backoff_max, max(delay, retry_after))
         sleep(delay)
         attempt += 1
+
+
+def _json_reply(reply: Any, provider: str, where: str) -> Any:
+    """The SDK's reply, unless it is the raw text the SDKs return for a body that is not
+    declared as JSON (an HTML page from a proxy, a login portal, a wrong URL)."""
+    if isinstance(reply, str | bytes):
+        text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else reply
+        raise ProviderError(
+            f"{provider} server at {where} sent a reply that is not JSON"
+            f" ({one_line(text, 60)!r}): check TETHER_BASE_URL"
+        )
+    return reply
 
 
 def _retry_after(exc: Any) -> float | None:

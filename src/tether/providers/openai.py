@@ -16,17 +16,58 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from tether.config import http_url
 from tether.errors import ProviderError
 from tether.providers.base import (
     Rejected,
     RemoteProvider,
+    Reply,
     Sleep,
+    Tokens,
     chat_messages,
     first_token_logprobs,
     map_finish,
+    read_reply,
     with_selection,
 )
 from tether.types import Completion, ModelRequest
+
+
+class _TopLogprob(Reply):
+    token: str
+    logprob: float
+
+
+class _TokenLogprobs(Reply):
+    top_logprobs: list[_TopLogprob] | None = None
+
+
+class _Logprobs(Reply):
+    content: list[_TokenLogprobs] | None = None
+
+
+class _Message(Reply):
+    content: str | None = None
+    refusal: str | None = None
+
+
+class _Choice(Reply):
+    message: _Message
+    finish_reason: str | None = None
+    logprobs: _Logprobs | None = None
+
+
+class _Usage(Reply):
+    prompt_tokens: Tokens = None
+    completion_tokens: Tokens = None
+
+
+class ChatReply(Reply):
+    """What tether reads of a chat completion."""
+
+    model: str | None = None
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
 
 
 class OpenAICompatibleProvider(RemoteProvider):
@@ -46,7 +87,10 @@ class OpenAICompatibleProvider(RemoteProvider):
     ) -> None:
         import openai
 
-        super().__init__(openai, "openai", model, max_retries, sleep, (backoff_base, backoff_max))
+        base_url = http_url(base_url, "base_url")
+        super().__init__(
+            openai, "openai", model, timeout, max_retries, sleep, (backoff_base, backoff_max)
+        )
         self._adapted: set[str] = set()  # json_object, max_completion_tokens, no_temperature
         if not api_key:
             if base_url is None:
@@ -119,6 +163,7 @@ class OpenAICompatibleProvider(RemoteProvider):
                     raise
                 self._adapted.add(change)  # remembered: later requests skip the refusal
         latency = time.perf_counter() - started
+        reply = read_reply(ChatReply, response, self.name, self.base_url)
         notes = []
         if request.json_schema is not None and "json_object" in self._adapted:
             notes.append(
@@ -127,18 +172,18 @@ class OpenAICompatibleProvider(RemoteProvider):
             )
         if "no_temperature" in self._adapted:
             notes.append("the model refused a temperature setting; it used its default")
-        return self._completion(response, request, latency, notes)
+        return self._completion(reply, request, latency, notes)
 
     def _completion(
-        self, response: Any, request: ModelRequest, latency: float, notes: list[str]
+        self, response: ChatReply, request: ModelRequest, latency: float, notes: list[str]
     ) -> Completion:
-        if not getattr(response, "choices", None):
+        if not response.choices:
             raise ProviderError(f"openai server at {self.base_url} returned no choices")
         choice = response.choices[0]
         message = choice.message
-        refusal = getattr(message, "refusal", None) or None
+        refusal = message.refusal or None
         finish = "refusal" if refusal else map_finish(choice.finish_reason)
-        top = first_token_logprobs(getattr(choice, "logprobs", None)) if request.logprobs else {}
+        top = first_token_logprobs(choice.logprobs) if request.logprobs else {}
         if request.logprobs and not top:
             notes.append("the server returned no log-probabilities")
         return self._priced(
