@@ -1,0 +1,209 @@
+"""The audience rule, by every path: a public audience never sees staff content.
+
+A check never reads, scores or quotes a passage the audience may not see (or one outside the
+context); bundled question IDs apply to the demo index only and never change the audience;
+a long-lived Workspace sees every committed change of another Workspace or process; every
+default is the public audience; `chunks`, `documents` and `info` take `--audience`;
+conflicting access labels fail closed to staff with a problem or a warning.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tether.app import Models, Workspace
+from tether.cli.main import app
+from tether.config import settings_from_mapping
+from tether.types import Answer, Claim, Completion, Context, ModelRequest, Passage
+from tether.verify.check import check_answer
+
+runner = CliRunner()
+
+SECRET = "SECRET-7731"
+STAFF_TEXT = f"Staff may extend the return window to 60 days with approval code {SECRET}."
+
+
+def _folder(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "public.md").write_text(
+        "---\ndoc_id: returns\naccess: public\n---\n# Returns\n\nItems go back within 30 days.\n"
+    )
+    (docs / "staff.md").write_text(  # no access label: staff only (fail closed)
+        f"---\ndoc_id: staff-returns\ntitle: Staff returns handbook\n---\n# Staff returns\n\n{STAFF_TEXT}\n"
+    )
+    return docs
+
+
+def _workspace(tmp_path: Path, docs: Path, name: str = "i.sqlite") -> Workspace:
+    ws = Workspace(settings_from_mapping({}), index=tmp_path / name, models=Models())
+    ws.ingest(docs, embed=False)
+    return ws
+
+
+def _context(*chunks) -> Context:
+    return Context(tuple(Passage(c, f"[{c.chunk_id}]", 10, i) for i, c in enumerate(chunks, 1)))
+
+
+def _chunk(ws: Workspace, doc_id: str):
+    (chunk,) = ws.store.chunks(doc_id)
+    return chunk
+
+
+class _FixedProvider:
+    name = "fixed"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def complete(self, request: ModelRequest) -> Completion:
+        return Completion(text=self.text, provider=self.name, model="fixed")
+
+
+class _RecordingJudge:
+    """A judge that remembers every passage it was shown."""
+
+    threshold = 0.5
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def score(self, claim: str, passages: list[str]) -> float:
+        self.seen += passages
+        return 0.9
+
+
+# ---- 1. a check never reads, scores or prints what the audience may not see -----------------
+
+
+def test_a_disallowed_citation_is_flagged_and_never_read(tmp_path: Path) -> None:
+    """Constructed: a public answer citing a staff chunk (alone, and beside a public one)."""
+    ws = _workspace(tmp_path, _folder(tmp_path))
+    public, staff = _chunk(ws, "returns"), _chunk(ws, "staff-returns")
+    judge = _RecordingJudge()
+    answer = Answer(
+        True,
+        "Returns.",
+        (
+            Claim("Managers can extend the window with code SECRET-7731.", (staff.chunk_id,)),
+            Claim("Items go back within 30 days.", (public.chunk_id, staff.chunk_id)),
+        ),
+    )
+    # the staff chunk is in the context here too (a caller's mistake): still never read
+    for shown in ((public,), (public, staff)):
+        context = _context(*shown)
+        only_staff, mixed = check_answer(
+            answer, ws.store, context, "How long?", audience="public", language="en", judge=judge
+        )
+        assert f"not_allowed:{staff.chunk_id}" in only_staff.flags
+        assert only_staff.evidence == () and only_staff.entailment is None
+        assert f"not_allowed:{staff.chunk_id}" in mixed.flags
+        assert {e.chunk_id for e in mixed.evidence} == {public.chunk_id}
+        assert not any(SECRET in e.text for e in mixed.evidence)
+        assert not any(f.kind == "number_not_found" for f in only_staff.flags)
+    assert judge.seen and not any(SECRET in p for p in judge.seen)
+    # staff may read it, when it was in the context
+    context = _context(public, staff)
+    (ok,) = check_answer(
+        Answer(True, "x", (Claim(STAFF_TEXT, (staff.chunk_id,)),)),
+        ws.store, context, "How long?", audience="staff", language="en",
+    )  # fmt: skip
+    assert ok.ok and ok.evidence[0].chunk_id == staff.chunk_id
+
+
+def test_a_citation_outside_the_context_is_never_read(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, _folder(tmp_path))
+    public, staff = _chunk(ws, "returns"), _chunk(ws, "staff-returns")
+    judge = _RecordingJudge()
+    (result,) = check_answer(
+        Answer(True, "x", (Claim(STAFF_TEXT, (staff.chunk_id,)),)),
+        ws.store, _context(public), "How long?",
+        audience="staff", language="en", judge=judge,
+    )  # fmt: skip
+    assert result.flags == (f"not_in_context:{staff.chunk_id}",)
+    assert result.evidence == () and result.entailment is None and judge.seen == []
+
+
+def test_ask_output_shows_nothing_of_a_disallowed_citation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tether ask` (text and --json) on a model answer citing a staff chunk, public audience."""
+    docs = _folder(tmp_path)
+    ws = _workspace(tmp_path, docs)
+    staff_id = _chunk(ws, "staff-returns").chunk_id
+    public_id = _chunk(ws, "returns").chunk_id
+    ws.set_gate_floors({"bm25": 0.0})  # a tiny collection: let the model answer
+    ws.close()
+    reply = json.dumps(
+        {
+            "answerable": True,
+            "answer": "Managers can extend returns.",
+            "claims": [
+                {"text": "Managers can extend returns.", "chunk_ids": [staff_id]},
+                {"text": "Items go back within 30 days.", "chunk_ids": [public_id, staff_id]},
+            ],
+        }
+    )
+    monkeypatch.setattr(Workspace, "make_provider", lambda self, *a, **k: _FixedProvider(reply))
+    index = str(tmp_path / "i.sqlite")
+    for extra in ([], ["--json"]):
+        result = runner.invoke(
+            app, ["ask", "How long do returns take?", "--index", index, "--as-of", "none", *extra]
+        )
+        assert result.exit_code == 0, result.output
+        assert f"not_allowed:{staff_id}" in result.output
+        assert SECRET not in result.output and "60 days" not in result.output
+        assert "Staff returns" not in result.output
+    data = json.loads(result.output)
+    first, second = data["checks"]
+    assert first["evidence"] == [] and first["entailment"] is None
+    assert {e["chunk_id"] for e in second["evidence"]} == {public_id}
+
+
+# ---- 2. a bundled question ID belongs to the demo index and never changes the audience ------
+
+
+def test_a_bundled_id_on_a_users_index_is_a_literal_question(tmp_path: Path) -> None:
+    _workspace(tmp_path, _folder(tmp_path)).close()
+    index = str(tmp_path / "i.sqlite")
+    result = runner.invoke(app, ["ask", "Q102", "--index", index, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["question"] == "Q102" and data["audience"] == "public"
+
+
+def test_a_bundled_id_found_from_the_users_folder_is_literal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No --index, but the user's own .tether/index.sqlite is found here: Q102 is literal."""
+    from tether.cli.ask import on_demo_index
+
+    docs = _folder(tmp_path)
+    ws = Workspace(settings_from_mapping({}), index=docs / ".tether" / "index.sqlite")
+    ws.ingest(docs, embed=False)
+    ws.close()
+    monkeypatch.chdir(docs)
+    assert not on_demo_index(None, False, "Q102")
+    result = runner.invoke(app, ["ask", "Q102", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["question"] == "Q102"
+    monkeypatch.chdir(tmp_path)  # no index of the user's here: the demo's question
+    assert on_demo_index(None, False, "Q102") and not on_demo_index(None, False, "hello")
+
+
+def test_a_bundled_question_keeps_the_public_audience_unless_told() -> None:
+    from datetime import date
+
+    from tether.cli.ask import ask_options
+
+    text, opts, bundled = ask_options("Q102", None, None, "auto", 5, demo=True)
+    assert bundled and text == "Who has to approve a $640 refund?"
+    assert opts.audience == "public" and opts.as_of == date(2026, 11, 30)  # its date applies
+    _, staff, _ = ask_options("Q102", None, "staff", "auto", 5, demo=True)
+    assert staff.audience == "staff"
+    text, opts, bundled = ask_options("Q102", None, None, "auto", 5)
+    assert not bundled and text == "Q102" and opts.audience == "public"
