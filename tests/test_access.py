@@ -207,3 +207,67 @@ def test_a_bundled_question_keeps_the_public_audience_unless_told() -> None:
     assert staff.audience == "staff"
     text, opts, bundled = ask_options("Q102", None, None, "auto", 5)
     assert not bundled and text == "Q102" and opts.audience == "public"
+
+
+# ---- 4. every default is the public audience, and an unknown audience fails closed --------
+
+
+def test_filters_default_to_the_public_audience_and_fail_closed(tmp_path: Path) -> None:
+    from tether.types import Filters
+
+    ws = _workspace(tmp_path, _folder(tmp_path))
+    staff_meta = _chunk(ws, "staff-returns").meta
+    assert Filters().audience == "public" and not Filters().allows(staff_meta)
+    for odd in ("Staff", "STAFF", "everyone", ""):
+        odd_filters = Filters(audience=odd)  # type: ignore[arg-type]
+        assert not odd_filters.allows(staff_meta)
+        assert "staff-returns" not in {
+            h.chunk.doc_id for h in ws.store.search_lexical("return window", 5, odd_filters)
+        }
+    found = ws.store.search_lexical("return window days", 5, Filters())
+    assert found and {h.chunk.doc_id for h in found} == {"returns"}
+    assert Filters(audience="staff").allows(staff_meta)
+
+
+def test_the_api_defaults_to_public_and_refuses_an_unknown_audience(tmp_path: Path) -> None:
+    from tether.answering.pipeline import AskOptions
+    from tether.app import Collection, SearchOptions
+    from tether.errors import TetherError
+
+    docs = _folder(tmp_path)
+    col = Collection(docs, settings=settings_from_mapping({}), provider=_FixedProvider("{}"))
+    assert col.ask("How long can staff extend returns?").audience == "public"
+    assert AskOptions().audience == "public" and SearchOptions().audience == "public"
+    with pytest.raises(TetherError, match="not public or staff"):
+        col.search("return window", audience="Staff")  # type: ignore[arg-type]
+    with pytest.raises(TetherError, match="not public or staff"):
+        col.ask("How long?", audience="everyone")
+
+
+def test_the_checker_reads_an_unknown_audience_as_public(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, _folder(tmp_path))
+    staff = _chunk(ws, "staff-returns")
+    (result,) = check_answer(
+        Answer(True, "x", (Claim(STAFF_TEXT, (staff.chunk_id,)),)),
+        ws.store, _context(staff), "How long?", audience="Staff", language="en",
+    )  # fmt: skip
+    assert f"not_allowed:{staff.chunk_id}" in result.flags and result.evidence == ()
+
+
+def test_a_question_without_an_audience_is_asked_as_public() -> None:
+    from tether.evaluation.questions import _question, question_filters
+
+    q = _question({"id": "X1", "question": "How long?"})
+    assert q.audience == "public" and question_filters(q).audience == "public"
+    assert question_filters(q, "").audience == "public"
+
+
+def test_cli_audience_options_default_to_public() -> None:
+    """Every command with an audience option defaults to public (none to staff)."""
+    import inspect
+
+    from tether.cli import ask, evaluate, search
+
+    for command in (search.search, ask.ask, ask.chat, evaluate.eval_command):
+        default = inspect.signature(command).parameters["audience"].default
+        assert default in ("public", None), (command.__name__, default)

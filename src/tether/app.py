@@ -117,6 +117,13 @@ class SearchOptions:
     method: str = "auto"
 
 
+def check_audience(audience: str) -> Audience:
+    """`audience` when it is public or staff, else a TetherError (never read as staff)."""
+    if audience not in ("public", "staff"):
+        raise TetherError(f"audience {audience!r} is not public or staff")
+    return audience  # type: ignore[return-value]
+
+
 class Workspace:
     """One index with the parts that serve it, built from Settings on first use."""
 
@@ -261,7 +268,7 @@ class Workspace:
         from tether.retrieval.retriever import check_method
 
         o = options or SearchOptions()
-        filters = Filters(as_of=o.as_of, audience=o.audience)
+        filters = Filters(as_of=o.as_of, audience=check_audience(o.audience))
         lexical = check_method(o.method) == "bm25" and self._retriever is None
         retriever = self.retriever(dense=not lexical)
         return retriever.search(query, o.k, filters, method=o.method)
@@ -304,8 +311,9 @@ class Workspace:
 
     def ask(self, question: str, options: AskOptions | None = None) -> AskResult:
         """Answer `question` with checked citations (see `tether.answering.pipeline.ask`)."""
-        from tether.answering.pipeline import ask
+        from tether.answering.pipeline import AskOptions, ask
 
+        check_audience((options or AskOptions()).audience)
         return ask(
             question,
             self.store,

@@ -117,13 +117,20 @@ class DocumentInfo:
 
 @dataclass(frozen=True)
 class Filters:
-    """Applied before ranking: the version in force on `as_of` and what `audience` may see."""
+    """Applied before ranking: the version in force on `as_of` and what `audience` may see.
+    The audience defaults to public, and any value but "staff" is read as public (fail
+    closed): only an explicit staff audience sees staff documents."""
 
     as_of: date | None = None
-    audience: Audience = "staff"
+    audience: Audience = "public"
+
+    @property
+    def public(self) -> bool:
+        """Whether only public documents may be seen (every audience but "staff")."""
+        return self.audience != "staff"
 
     def allows(self, meta: DocMeta) -> bool:
-        if self.audience == "public" and meta.access != "public":
+        if self.public and meta.access != "public":
             return False
         return meta.in_force(self.as_of)
 

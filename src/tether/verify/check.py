@@ -340,7 +340,7 @@ class _Call:
         self.chunks.update(self.in_context)
         # what the checks may read: the context's passages the audience may see (a cited
         # chunk outside them is flagged and never read, scored or quoted)
-        public = o.audience == "public"
+        public = o.audience != "staff"  # any other value: public (fail closed)
         self.shown: dict[str, Chunk] = {
             cid: c for cid, c in self.in_context.items() if not public or c.meta.access == "public"
         }
@@ -408,7 +408,7 @@ class _Call:
         audience may not see, is flagged and never read, scored or quoted as evidence."""
         flags = [] if claim.chunk_ids else [_NO_CITATION]
         cited: list[Chunk] = []
-        chunks, in_context, public = self.chunks, self.in_context, self.o.audience == "public"
+        chunks, in_context, public = self.chunks, self.in_context, self.o.audience != "staff"
         for cid in dict.fromkeys(claim.chunk_ids):
             chunk = chunks.get(cid)
             if chunk is None:
