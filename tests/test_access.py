@@ -271,3 +271,164 @@ def test_cli_audience_options_default_to_public() -> None:
     for command in (search.search, ask.ask, ask.chat, evaluate.eval_command):
         default = inspect.signature(command).parameters["audience"].default
         assert default in ("public", None), (command.__name__, default)
+
+
+# ---- 3. a Workspace that stays open sees every committed change ----------------------------
+
+METHODS = ("bm25", "dense", "hybrid", "rerank")
+
+
+def _three(docs: Path) -> None:
+    docs.mkdir()
+    (docs / "returns.md").write_text(
+        "---\ndoc_id: returns\naccess: public\n---\n# Returns\n\n"
+        "Items go back within 30 days with the receipt. Returns are free in store.\n"
+    )
+    (docs / "gifts.md").write_text(
+        "---\ndoc_id: gifts\naccess: public\n---\n# Gift cards\n\n"
+        "Gift cards never expire and can be used for returns of items bought with them.\n"
+    )
+    (docs / "repairs.md").write_text(
+        "---\ndoc_id: repairs\naccess: public\n---\n# Repairs\n\n"
+        "Bicycle repairs take 3 days; returns of repaired parts are not accepted.\n"
+    )
+
+
+def _seen(ws: Workspace, query: str = "returns of items within days") -> dict[str, set[str]]:
+    from tether.app import SearchOptions
+
+    return {
+        m: {h.chunk.doc_id for h in ws.search(query, SearchOptions(k=5, method=m))}
+        for m in METHODS
+    }
+
+
+def _relabel_staff(docs: Path) -> None:
+    path = docs / "returns.md"
+    path.write_text(path.read_text().replace("access: public", "access: staff"))
+
+
+def test_an_open_workspace_sees_another_workspaces_changes(tmp_path: Path) -> None:
+    from tether.app import shared_models
+
+    docs = tmp_path / "docs"
+    _three(docs)
+    index = tmp_path / "i.sqlite"
+    writer = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    writer.ingest(docs)
+    reader = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    reply = json.dumps({"answerable": False, "answer": "", "claims": []})
+    reader.use_provider(_FixedProvider(reply))
+    before = _seen(reader)
+    assert all("returns" in found for found in before.values()), before
+    reader.ask("How long do returns take?")  # the verifier's parts, the judge, the tokens
+    _relabel_staff(docs)
+    writer.ingest(docs)
+    after = _seen(reader)
+    assert not any("returns" in found for found in after.values()), after
+    (docs / "gifts.md").unlink()
+    writer.ingest(docs)
+    removed = _seen(reader, "gift cards expire")  # no KeyError on any method
+    assert not any("gifts" in found for found in removed.values()), removed
+    assert reader.ask("Do gift cards expire?").audience == "public"
+    writer.close()
+    reader.close()
+
+
+def test_an_open_workspace_sees_another_process_reingest(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tether.app import shared_models
+
+    docs = tmp_path / "docs"
+    _three(docs)
+    index = tmp_path / "i.sqlite"
+    reader = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    reader.ingest(docs)
+    assert all("returns" in found for found in _seen(reader).values())
+    _relabel_staff(docs)
+    (docs / "gifts.md").unlink()
+    script = (
+        "import sys; from tether.app import Workspace; from tether.config import settings_from_mapping;"
+        " ws = Workspace(settings_from_mapping({}), index=sys.argv[1]); ws.ingest(sys.argv[2]); ws.close()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(index), str(docs)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    after = _seen(reader)
+    assert not any("returns" in found for found in after.values()), after
+    gone = _seen(reader, "gift cards expire")
+    assert not any("gifts" in found for found in gone.values()), gone
+    reader.close()
+
+
+def test_a_change_committed_during_a_search_is_never_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process commits between the ranking and the reading of the chunks: a removed
+    chunk is left out (no KeyError), a chunk relabelled staff is not shown to the public."""
+    from tether.app import shared_models
+
+    docs = tmp_path / "docs"
+    _three(docs)
+    index = tmp_path / "i.sqlite"
+    writer = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    writer.ingest(docs)
+    reader = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    _seen(reader)  # every cache warm
+    store = reader.store
+    real_get_many = store.get_many
+    pending: list = []
+
+    def get_many_after_a_commit(ids):  # the writer commits just before this read
+        ids = list(ids)
+        while pending and not store.db.in_transaction:  # (a read transaction blocks it)
+            pending.pop()()
+        return real_get_many(ids)
+
+    monkeypatch.setattr(store, "get_many", get_many_after_a_commit)
+    for method in METHODS:
+        from tether.app import SearchOptions
+
+        _relabel_staff(docs)
+        pending.append(lambda: writer.ingest(docs))
+        hits = reader.search("returns of items within days", SearchOptions(k=5, method=method))
+        assert all(h.chunk.meta.access == "public" for h in hits), method
+        assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+        path = docs / "returns.md"
+        path.write_text(path.read_text().replace("access: staff", "access: public"))
+        writer.ingest(docs)
+    gifts = (docs / "gifts.md").read_text()
+    for method in METHODS[1:]:  # bm25 ranks and reads in one read transaction
+        from tether.app import SearchOptions
+
+        (docs / "gifts.md").unlink()
+        pending.append(lambda: writer.ingest(docs))
+        hits = reader.search("gift cards expire", SearchOptions(k=5, method=method))
+        assert not pending and "gifts" not in {h.chunk.doc_id for h in hits}, method
+        (docs / "gifts.md").write_text(gifts)
+        writer.ingest(docs)
+    writer.close()
+    reader.close()
+
+
+def test_an_open_workspace_follows_an_index_embedded_since(tmp_path: Path) -> None:
+    """The kept retriever is rebuilt when the generation moves: vectors added by another
+    Workspace are used (it was built without an embedder on a lexical-only index)."""
+    from tether.app import SearchOptions, shared_models
+
+    docs = tmp_path / "docs"
+    _three(docs)
+    index = tmp_path / "i.sqlite"
+    writer = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    writer.ingest(docs, embed=False)
+    reader = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    assert reader.search("gift cards expire")[0].method == "bm25"
+    writer.ingest(docs, rebuild=True)
+    hits = reader.search("gift cards expire", SearchOptions(method="dense"))
+    assert hits and hits[0].chunk.doc_id == "gifts"
+    writer.close()
+    reader.close()

@@ -146,6 +146,7 @@ class Workspace:
         self._embedder = embedder
         self._store: Store | None = None
         self._retriever: Retriever | None = None
+        self._retriever_generation = -1
         self._verifier: VerifierParts | None = None
         self._verifier_generation = -1
 
@@ -247,10 +248,13 @@ class Workspace:
         self, *, rewrite: Callable[[str], str] | None = None, dense: bool = True
     ) -> Retriever:
         """The retriever over the index, with the Profile's fusion weights; one is kept (and
-        its query-vector cache with it) unless a query rewriter or `dense=False` (BM25 only,
-        no embedder loaded) is asked for."""
+        its query-vector cache with it) while the index's generation stays, unless a query
+        rewriter or `dense=False` (BM25 only, no embedder loaded) is asked for."""
+        generation = self.store.generation()
         if rewrite is None and dense and self._retriever is not None:
-            return self._retriever
+            if self._retriever_generation == generation:
+                return self._retriever
+            self._retriever = None  # another write since: the embedder or vectors may differ
         built = retriever_for(
             self.store,
             embedder=self.query_embedder() if dense else None,
@@ -259,7 +263,7 @@ class Workspace:
             rewrite=rewrite,
         )
         if rewrite is None and dense:
-            self._retriever = built
+            self._retriever, self._retriever_generation = built, generation
         return built
 
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
