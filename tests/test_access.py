@@ -432,3 +432,56 @@ def test_an_open_workspace_follows_an_index_embedded_since(tmp_path: Path) -> No
     assert hits and hits[0].chunk.doc_id == "gifts"
     writer.close()
     reader.close()
+
+
+# ---- 5. chunks, documents and info take --audience, public by default ----------------------
+
+
+def test_documents_chunks_and_info_show_the_public_nothing_of_staff(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, _folder(tmp_path))
+    ws.close()
+    index = str(tmp_path / "i.sqlite")
+    for json_flag in ([], ["--json"]):
+        listed = runner.invoke(app, ["documents", "--index", index, *json_flag])
+        assert listed.exit_code == 0, listed.output
+        assert "returns" in listed.output and "staff-returns" not in listed.output
+        assert "Staff returns" not in listed.output
+        shown = runner.invoke(app, ["chunks", "staff-returns", "--index", index, *json_flag])
+        unknown = runner.invoke(app, ["chunks", "no-such-doc", "--index", index, *json_flag])
+        assert shown.exit_code == unknown.exit_code == 1
+        assert shown.output.replace("staff-returns", "X") == unknown.output.replace(
+            "no-such-doc", "X"
+        )  # the same words as for a document that does not exist
+        assert SECRET not in shown.output
+        for version in ("1", "9"):
+            shown = runner.invoke(
+                app, ["chunks", "staff-returns", "--version", version, "--index", index]
+            )
+            assert shown.exit_code == 1 and "no document with doc_id" in shown.output
+    data = json.loads(runner.invoke(app, ["info", "--index", index, "--json"]).output)
+    assert data["documents"] == 1 and data["chunks"] == 1
+    assert data["by_access"] == {"public": 1}
+    text = runner.invoke(app, ["info", "--index", index]).output
+    assert "staff" not in text.replace("audience", "")
+    staff = runner.invoke(app, ["chunks", "staff-returns", "--index", index, "--audience", "staff"])
+    assert staff.exit_code == 0 and SECRET in staff.output
+    data = json.loads(
+        runner.invoke(app, ["info", "--index", index, "--json", "--audience", "staff"]).output
+    )
+    assert data["documents"] == 2 and data["by_access"] == {"public": 1, "staff": 1}
+    listed = runner.invoke(app, ["documents", "--index", index, "--audience", "staff"])
+    assert "staff-returns" in listed.output
+    bad = runner.invoke(app, ["documents", "--index", index, "--audience", "everyone"])
+    assert bad.exit_code == 2 and "not public or staff" in bad.output
+
+
+def test_info_counts_public_vectors_only(demo_store) -> None:
+    from tether.app import shared_models
+
+    ws = Workspace(settings_from_mapping({}), index=Path(demo_store.location), models=shared_models())
+    public = ws.info()
+    staff = ws.info("staff")
+    assert 0 < public["documents"] < staff["documents"]
+    assert set(public["by_access"]) == {"public"}
+    assert public["vectors"] == public["chunks"] < staff["vectors"]
+    assert "chunks_over_window" in public
