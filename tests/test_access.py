@@ -27,15 +27,20 @@ SECRET = "SECRET-7731"
 STAFF_TEXT = f"Staff may extend the return window to 60 days with approval code {SECRET}."
 
 
+FILES = {
+    "public.md": "---\ndoc_id: returns\naccess: public\n---\n# Returns\n\nItems go back within 30 days.\n",
+    # no access label: staff only (fail closed)
+    "staff.md": "---\ndoc_id: staff-returns\ntitle: Staff returns handbook\n---\n"
+    f"# Staff returns\n\n{STAFF_TEXT}\n",
+}
+
+
 def _folder(tmp_path: Path) -> Path:
+    """A public document and a staff one (no access label)."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "public.md").write_text(
-        "---\ndoc_id: returns\naccess: public\n---\n# Returns\n\nItems go back within 30 days.\n"
-    )
-    (docs / "staff.md").write_text(  # no access label: staff only (fail closed)
-        f"---\ndoc_id: staff-returns\ntitle: Staff returns handbook\n---\n# Staff returns\n\n{STAFF_TEXT}\n"
-    )
+    for name, text in FILES.items():
+        (docs / name).write_text(text)
     return docs
 
 
@@ -303,20 +308,24 @@ def _seen(ws: Workspace, query: str = "returns of items within days") -> dict[st
     }
 
 
+def _pair(tmp_path: Path, embed: bool = True) -> tuple[Path, Path, Workspace, Workspace]:
+    """(docs, index, a writer Workspace that ingested them, a reader Workspace) on one index."""
+    from tether.app import shared_models
+
+    docs, index = tmp_path / "docs", tmp_path / "i.sqlite"
+    _three(docs)
+    writer = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    writer.ingest(docs, embed=embed)
+    return docs, index, writer, Workspace(settings_from_mapping({}), index=index, models=shared_models())
+
+
 def _relabel_staff(docs: Path) -> None:
     path = docs / "returns.md"
     path.write_text(path.read_text().replace("access: public", "access: staff"))
 
 
 def test_an_open_workspace_sees_another_workspaces_changes(tmp_path: Path) -> None:
-    from tether.app import shared_models
-
-    docs = tmp_path / "docs"
-    _three(docs)
-    index = tmp_path / "i.sqlite"
-    writer = Workspace(settings_from_mapping({}), index=index, models=shared_models())
-    writer.ingest(docs)
-    reader = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    docs, _, writer, reader = _pair(tmp_path)
     reply = json.dumps({"answerable": False, "answer": "", "claims": []})
     reader.use_provider(_FixedProvider(reply))
     before = _seen(reader)
@@ -339,13 +348,8 @@ def test_an_open_workspace_sees_another_process_reingest(tmp_path: Path) -> None
     import subprocess
     import sys
 
-    from tether.app import shared_models
-
-    docs = tmp_path / "docs"
-    _three(docs)
-    index = tmp_path / "i.sqlite"
-    reader = Workspace(settings_from_mapping({}), index=index, models=shared_models())
-    reader.ingest(docs)
+    docs, index, writer, reader = _pair(tmp_path)
+    writer.close()
     assert all("returns" in found for found in _seen(reader).values())
     _relabel_staff(docs)
     (docs / "gifts.md").unlink()
@@ -370,14 +374,7 @@ def test_a_change_committed_during_a_search_is_never_served(
 ) -> None:
     """Another process commits between the ranking and the reading of the chunks: a removed
     chunk is left out (no KeyError), a chunk relabelled staff is not shown to the public."""
-    from tether.app import shared_models
-
-    docs = tmp_path / "docs"
-    _three(docs)
-    index = tmp_path / "i.sqlite"
-    writer = Workspace(settings_from_mapping({}), index=index, models=shared_models())
-    writer.ingest(docs)
-    reader = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    docs, _, writer, reader = _pair(tmp_path)
     _seen(reader)  # every cache warm
     store = reader.store
     real_get_many = store.get_many
@@ -418,14 +415,9 @@ def test_a_change_committed_during_a_search_is_never_served(
 def test_an_open_workspace_follows_an_index_embedded_since(tmp_path: Path) -> None:
     """The kept retriever is rebuilt when the generation moves: vectors added by another
     Workspace are used (it was built without an embedder on a lexical-only index)."""
-    from tether.app import SearchOptions, shared_models
+    from tether.app import SearchOptions
 
-    docs = tmp_path / "docs"
-    _three(docs)
-    index = tmp_path / "i.sqlite"
-    writer = Workspace(settings_from_mapping({}), index=index, models=shared_models())
-    writer.ingest(docs, embed=False)
-    reader = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    docs, _, writer, reader = _pair(tmp_path, embed=False)
     assert reader.search("gift cards expire")[0].method == "bm25"
     writer.ingest(docs, rebuild=True)
     hits = reader.search("gift cards expire", SearchOptions(method="dense"))
