@@ -477,3 +477,93 @@ def test_info_counts_public_vectors_only(demo_store) -> None:
     assert set(public["by_access"]) == {"public"}
     assert public["vectors"] == public["chunks"] < staff["vectors"]
     assert "chunks_over_window" in public
+
+
+# ---- 6. conflicting access labels fail closed to staff, with a warning ---------------------
+
+
+def _parse(text: str, fmt: str = "markdown", name: str = "a.md"):
+    from tether.ingest import parse_bytes
+
+    return parse_bytes(text.encode(), name, fmt)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "access: public\naccess: staff",  # a YAML duplicate key: the last one used to win
+        "access: staff\naccess: public",
+        "Access: public\naccess: staff",
+        "access: staff\nACCESS: public",
+        "doc_id: x\naccess: Public\n'access': staff",
+    ],
+)
+def test_two_access_labels_in_front_matter_fail_closed(front: str) -> None:
+    doc = _parse(f"---\n{front}\n---\n# Title\n\nSome text here.\n")
+    assert doc.meta.access == "staff"
+    assert doc.warnings and "conflicting access labels" in doc.warnings[0]
+
+
+def test_agreeing_labels_and_merge_keys_still_read() -> None:
+    doc = _parse("---\naccess: public\nAccess: PUBLIC\n---\n# T\n\nText here.\n")
+    assert doc.meta.access == "public" and doc.warnings == ()
+    merged = _parse(
+        "---\nbase: &base\n  access: public\n  doc_id: merged\n<<: *base\n---\n# T\n\nText.\n"
+    )
+    assert (merged.meta.doc_id, merged.meta.access) == ("merged", "public")
+    both = _parse("---\nbase: &b\n  access: public\n<<: *b\naccess: staff\n---\n# T\n\nText.\n")
+    assert both.meta.access == "staff" and both.warnings
+
+
+def test_html_meta_tags_that_disagree_fail_closed() -> None:
+    page = (
+        '<html><head><meta name="access" content="public">'
+        '<meta name="Access" content="staff"><title>T</title></head>'
+        "<body><h1>T</h1><p>Some text here.</p></body></html>"
+    )
+    doc = _parse(page, "html", "a.html")
+    assert doc.meta.access == "staff" and "conflicting access labels" in doc.warnings[0]
+
+
+def test_pdf_info_and_keywords_that_disagree_fail_closed(tmp_path: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(0, 6, "Some text of the sheet.")
+    pdf.set_keywords("access=public")
+    pdf.output(str(tmp_path / "a.pdf"))
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(tmp_path / "a.pdf"))
+    writer.add_metadata({"/Access": "staff"})
+    with open(tmp_path / "b.pdf", "wb") as handle:
+        writer.write(handle)
+    from tether.ingest import parse_file
+
+    doc = parse_file(tmp_path / "b.pdf", tmp_path)
+    assert doc.meta.access == "staff" and doc.warnings
+
+
+def test_sync_reports_conflicts_and_inventory_rows_that_match_no_file(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "Guide.md").write_text("---\naccess: public\n---\n# Guide\n\nOpen at nine.\n")
+    (docs / "both.md").write_text(
+        "---\naccess: public\naccess: staff\n---\n# Both\n\nClosed on Sunday.\n"
+    )
+    (docs / "inventory.csv").write_text(
+        "path,access\nguide.md,staff\nmissing.md,public\nboth.md,\n"
+    )
+    index = str(tmp_path / "i.sqlite")
+    result = runner.invoke(app, ["ingest", str(docs), "--index", index, "--no-embed"])
+    assert result.exit_code == 0, result.output
+    assert "both.md: conflicting access labels (public, staff): indexed as staff" in result.output
+    assert "path 'missing.md' matches no file" in result.output
+    assert "path 'guide.md' matches Guide.md only in another case" in result.output
+    ws = Workspace(settings_from_mapping({}), index=index)
+    access = {d.meta.doc_id: d.meta.access for d in ws.documents("staff")}
+    assert access == {"Guide": "public", "both": "staff"}  # the other-case row: not applied
+    report = ws.ingest(docs, embed=False)
+    assert any("missing.md" in w for w in report.warnings)

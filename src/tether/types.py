@@ -71,6 +71,7 @@ class Document:
     text: str
     blocks: tuple[Block, ...]
     content_hash: str  # sha256 hex of the file's bytes
+    warnings: tuple[str, ...] = ()  # what reading it resolved on the safe side (access labels)
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,9 @@ class SyncReport:
     chunks_written: int = 0
     seconds: float = 0.0
     committed: bool = True
+    # "path: why" for a file indexed on the safe side (conflicting access labels: staff),
+    # and inventory rows that apply to no file
+    warnings: tuple[str, ...] = ()
 
 
 # ---- the change set: what one sync writes, planned by ingest, applied by a store in one go

@@ -47,8 +47,14 @@ def run_sync(
 
 
 def print_problems(report: SyncReport) -> None:
+    """The files that could not be read, then the warnings (files indexed on the safe side,
+    inventory rows that apply to no file), on stderr."""
+    from rich.markup import escape
+
     for problem in report.problems:
         err.print(f"[yellow]problem[/yellow]  {problem.source}: {problem.reason}", highlight=False)
+    for warning in report.warnings:
+        err.print(f"[yellow]warning[/yellow]  {escape(warning)}", highlight=False)
 
 
 def print_report(report: SyncReport, index: Path) -> None:

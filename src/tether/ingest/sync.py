@@ -38,7 +38,7 @@ import numpy as np
 from tether.errors import ParseError, TetherError
 from tether.ingest.chunking import chunk_document
 from tether.ingest.discover import discover
-from tether.ingest.metadata import load_inventory
+from tether.ingest.metadata import inventory_warnings, load_inventory
 from tether.ingest.parse.dispatch import parse_file
 from tether.protocols import Embedder, Store
 from tether.text import embed_text, sentence_spans, sentence_text
@@ -69,6 +69,7 @@ class _Plan:
     touched: list[FileState] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def sync(
@@ -98,6 +99,7 @@ def sync(
             unchanged=tuple(sorted(plan.known)),
             seconds=time.perf_counter() - began,
             committed=False,
+            warnings=tuple(plan.warnings),
         )
     if sentences is None:
         sentences = bool(getattr(embedder, "sentence_vectors", False))
@@ -112,6 +114,7 @@ def sync(
         problems=tuple(plan.problems),
         chunks_written=sum(len(f.chunks) for f in changes.files),
         seconds=time.perf_counter() - began,
+        warnings=tuple(plan.warnings),
     )
 
 
@@ -165,6 +168,7 @@ def read_folder(
         except OSError as exc:
             _keep_previous(plan, source, f"cannot read: {exc.strerror or exc}")
     step("read", len(paths), len(paths))
+    plan.warnings += inventory_warnings(inventory, seen)
     plan.removed = sorted(s for s in plan.known if s not in seen)
     plan.files = _refuse_duplicates(plan)
     return plan
@@ -199,6 +203,7 @@ def _read_one(
         )
         return
     document = parse_file(path, folder, inventory, default_access=default_access)
+    plan.warnings += [f"{source}: {warning}" for warning in document.warnings]
     chunks = tuple(chunk_document(document, chunker))
     m = document.meta
     state = FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, m.doc_id, m.version)
