@@ -70,12 +70,12 @@ def test_ingest_search_documents_chunks_info(folder: Path, tmp_path: Path):
     )
     assert json.loads(result.stdout)[0]["doc_id"] == "notes"
 
-    result = run("documents", "--index", index, "--json")
+    result = run("documents", "--index", index, "--json", "--audience", "staff")
     docs = {d["doc_id"]: d for d in json.loads(result.stdout)}
     assert docs["notes"]["version"] == "1" and docs["notes"]["access"] == "staff"
     result = run("chunks", "delivery-policy", "--index", index)
     assert result.exit_code == 0 and "12.95" in result.output
-    result = run("info", "--index", index, "--json")
+    result = run("info", "--index", index, "--json", "--audience", "staff")
     info = json.loads(result.stdout)
     assert info["documents"] == 2 and info["chunker"] == "structure(max_words=200)"
 

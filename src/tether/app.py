@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 from tether.config import Profile, Settings, load_settings, profile_for
 from tether.errors import TetherError
-from tether.types import Audience, ChunkerConfig, Filters, Hit, SyncReport
+from tether.types import (
+    Audience,
+    Chunk,
+    ChunkerConfig,
+    DocumentInfo,
+    Filters,
+    Hit,
+    SyncReport,
+)
 
 if TYPE_CHECKING:
     from tether.answering.context import TokenCounter
@@ -117,6 +125,27 @@ class SearchOptions:
     method: str = "auto"
 
 
+def _counts(docs: list[DocumentInfo], chunks: list[Chunk], store: Store) -> dict[str, Any]:
+    """`Store.info`'s counts over these documents and chunks only."""
+    from collections import Counter
+
+    return {
+        "documents": len(docs),
+        "chunks": len(chunks),
+        "vectors": len(store.vectors_of(c.chunk_id for c in chunks)) if store.has_vectors() else 0,
+        "by_access": dict(Counter(d.meta.access for d in docs)),
+        "by_language": dict(Counter(d.meta.language for d in docs)),
+        "by_format": dict(Counter(d.meta.format for d in docs)),
+    }
+
+
+def check_audience(audience: str) -> Audience:
+    """`audience` when it is public or staff, else a TetherError (never read as staff)."""
+    if audience not in ("public", "staff"):
+        raise TetherError(f"audience {audience!r} is not public or staff")
+    return audience  # type: ignore[return-value]
+
+
 class Workspace:
     """One index with the parts that serve it, built from Settings on first use."""
 
@@ -139,6 +168,7 @@ class Workspace:
         self._embedder = embedder
         self._store: Store | None = None
         self._retriever: Retriever | None = None
+        self._retriever_generation = -1
         self._verifier: VerifierParts | None = None
         self._verifier_generation = -1
 
@@ -164,6 +194,47 @@ class Workspace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # ---- what the index holds, as an audience may see it -----------------------------------
+
+    def documents(self, audience: Audience = "public") -> list[DocumentInfo]:
+        """The documents `audience` may see (public by default: staff ones are not listed)."""
+        allows = Filters(audience=check_audience(audience)).allows
+        return [d for d in self.store.documents() if allows(d.meta)]
+
+    def chunks(
+        self, doc_id: str, version: str | None = None, audience: Audience = "public"
+    ) -> list[Chunk]:
+        """The chunks of one document that `audience` may see; a TetherError when there are
+        none, worded for a document the audience may not see exactly as for an unknown one."""
+        allows = Filters(audience=check_audience(audience)).allows
+        found = [c for c in self.store.chunks(doc_id, version) if allows(c.meta)]
+        if found:
+            return found
+        known = [m for m in self.store.versions(doc_id) if allows(m)]
+        if not known:
+            raise TetherError(f"no document with doc_id {doc_id!r} (see `tether documents`)")
+        raise TetherError(
+            f"{doc_id!r} has no version {version!r}; it has {', '.join(m.version for m in known)}"
+        )
+
+    def info(self, audience: Audience = "public") -> dict[str, Any]:
+        """What the index holds and how it was built; the counts are those of what `audience`
+        may see (public by default), with the Profile's note when it is not calibrated and,
+        on an index with vectors, the embedder in use and its window report."""
+        data = self.store.info()
+        allowed: list[Chunk] | None = None
+        if check_audience(audience) != "staff":
+            allowed = [c for c in self.store.chunks() if c.meta.access == "public"]
+            data.update(_counts(self.documents(audience), allowed, self.store))
+        if not self.profile.calibrated:
+            data["profile"] = self.profile.note
+        if data.get("vectors"):
+            from tether.embeddings.embedders import describe, embed_text_report
+
+            data["embedder_in_use"] = describe(self.embedder())
+            data.update(embed_text_report(self.store, self.embedder(), allowed))
+        return data
 
     # ---- models ---------------------------------------------------------------------------
 
@@ -240,10 +311,13 @@ class Workspace:
         self, *, rewrite: Callable[[str], str] | None = None, dense: bool = True
     ) -> Retriever:
         """The retriever over the index, with the Profile's fusion weights; one is kept (and
-        its query-vector cache with it) unless a query rewriter or `dense=False` (BM25 only,
-        no embedder loaded) is asked for."""
+        its query-vector cache with it) while the index's generation stays, unless a query
+        rewriter or `dense=False` (BM25 only, no embedder loaded) is asked for."""
+        generation = self.store.generation()
         if rewrite is None and dense and self._retriever is not None:
-            return self._retriever
+            if self._retriever_generation == generation:
+                return self._retriever
+            self._retriever = None  # another write since: the embedder or vectors may differ
         built = retriever_for(
             self.store,
             embedder=self.query_embedder() if dense else None,
@@ -252,7 +326,7 @@ class Workspace:
             rewrite=rewrite,
         )
         if rewrite is None and dense:
-            self._retriever = built
+            self._retriever, self._retriever_generation = built, generation
         return built
 
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
@@ -263,7 +337,7 @@ class Workspace:
 
         check_question(query, "search query", empty_ok=True)
         o = options or SearchOptions()
-        filters = Filters(as_of=o.as_of, audience=o.audience)
+        filters = Filters(as_of=o.as_of, audience=check_audience(o.audience))
         lexical = check_method(o.method) == "bm25" and self._retriever is None
         retriever = self.retriever(dense=not lexical)
         return retriever.search(query, o.k, filters, method=o.method)
@@ -309,9 +383,10 @@ class Workspace:
 
     def ask(self, question: str, options: AskOptions | None = None) -> AskResult:
         """Answer `question` with checked citations (see `tether.answering.pipeline.ask`)."""
-        from tether.answering.pipeline import ask, check_question
+        from tether.answering.pipeline import AskOptions, ask, check_question
 
         check_question(question)  # before the retriever loads its embedder
+        check_audience((options or AskOptions()).audience)
         return ask(
             question,
             self.store,

@@ -71,6 +71,7 @@ class Document:
     text: str
     blocks: tuple[Block, ...]
     content_hash: str  # sha256 hex of the file's bytes
+    warnings: tuple[str, ...] = ()  # what reading it resolved on the safe side (access labels)
 
 
 @dataclass(frozen=True)
@@ -129,13 +130,20 @@ class DocumentInfo:
 
 @dataclass(frozen=True)
 class Filters:
-    """Applied before ranking: the version in force on `as_of` and what `audience` may see."""
+    """Applied before ranking: the version in force on `as_of` and what `audience` may see.
+    The audience defaults to public, and any value but "staff" is read as public (fail
+    closed): only an explicit staff audience sees staff documents."""
 
     as_of: date | None = None
-    audience: Audience = "staff"
+    audience: Audience = "public"
+
+    @property
+    def public(self) -> bool:
+        """Whether only public documents may be seen (every audience but "staff")."""
+        return self.audience != "staff"
 
     def allows(self, meta: DocMeta) -> bool:
-        if self.audience == "public" and meta.access != "public":
+        if self.public and meta.access != "public":
             return False
         return meta.in_force(self.as_of)
 
@@ -186,6 +194,9 @@ class SyncReport:
     seconds: float = 0.0
     committed: bool = True
     instructions: tuple[str, ...] = ()  # sources written that hold text addressed to AI
+    # "path: why" for a file indexed on the safe side (conflicting access labels: staff),
+    # and inventory rows that apply to no file
+    warnings: tuple[str, ...] = ()
 
 
 # ---- the change set: what one sync writes, planned by ingest, applied by a store in one go

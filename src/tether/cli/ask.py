@@ -28,6 +28,7 @@ from tether.cli.app import (
     audience_value,
     err,
     error_line,
+    find_index,
     open_workspace,
     out,
     print_json,
@@ -44,30 +45,55 @@ QID = re.compile(r"^[A-Z]+\d+$")
 
 
 def ask_options(
-    question: str, as_of: str | None, audience: str | None, method: str, k: int, **rest: Any
+    question: str,
+    as_of: str | None,
+    audience: str | None,
+    method: str,
+    k: int,
+    *,
+    demo: bool = False,
+    **rest: Any,
 ) -> tuple[str, Any, bool]:
-    """(question text, AskOptions, whether it is a bundled question)."""
+    """(question text, AskOptions, whether it is a bundled question). A bundled question ID
+    (Q102) is read only on the demo index (`demo`); elsewhere it is a question like any
+    other. It brings its date and language, never its audience: public unless `audience`."""
     from tether.answering.pipeline import AskOptions
     from tether.evaluation.questions import load_questions
 
     bundled = None
-    if QID.match(question.strip()):
+    if demo and QID.match(question.strip()):
         found = {q.id: q for q in load_questions()}
         bundled = found.get(question.strip())
         if bundled is None:
             raise TetherError(
                 f"no question {question!r} in the bundled set (see `tether questions`)"
             )
-    when, who = (bundled.as_of, bundled.audience) if bundled else (date.today(), "public")
+    when = bundled.as_of if bundled else date.today()
     opts = AskOptions(
         as_of=as_of_date(as_of) if as_of is not None else when,
-        audience=audience_value(audience) if audience else who,  # type: ignore[arg-type]
+        audience=audience_value(audience) if audience else "public",  # type: ignore[arg-type]
         language=bundled.language if bundled else None,
         method=method,
         k=k,
         **rest,
     )
     return (bundled.question if bundled else question), opts, bundled is not None
+
+
+def on_demo_index(index: Path | None, demo: bool, question: str = "") -> bool:
+    """Whether a command reads the demo index: --demo, an --index that is the demo index, or
+    (for a bundled question ID given without --index) no index of the user's own found."""
+    if demo:
+        return True
+    if index is not None:
+        return index.resolve() == DEMO_INDEX.resolve()
+    if not QID.match(question.strip()):
+        return False
+    try:
+        find_index(None)
+    except TetherError:
+        return True  # no index of the user's: the bundled question runs on the demo
+    return False
 
 
 def demo(
@@ -90,7 +116,7 @@ def demo(
         report = ingest_demo(index)
         print_report(report, index)
         ws = Workspace(index=index)
-        text, opts, _ = ask_options(question, None, None, "auto", 5)
+        text, opts, _ = ask_options(question, None, None, "auto", 5, demo=True)
         filters = Filters(as_of=opts.as_of, audience=opts.audience)
         out.print(f"\n[bold]search:[/bold] {shown(text)}", highlight=False)
         print_hits(run_search(ws, text, 5, filters, "auto"), filters)
@@ -144,7 +170,11 @@ def questions(
 
 def ask(
     question: Annotated[
-        str, typer.Argument(help="A question, or a bundled question ID such as Q007.")
+        str,
+        typer.Argument(
+            help="A question, or on the demo index a bundled question ID such as Q007 (its"
+            " date applies; the audience stays public unless --audience says otherwise)."
+        ),
     ],
     as_of: Annotated[
         str | None,
@@ -187,11 +217,12 @@ def ask(
     as_json: JsonOpt = False,
 ) -> None:
     with user_errors():
-        text, opts, bundled = ask_options(
-            question, as_of, audience, method, k,
+        on_demo = on_demo_index(index, demo, question)
+        text, opts, _ = ask_options(
+            question, as_of, audience, method, k, demo=on_demo,
             closed_book=closed_book, mode="inline" if inline else "json", strict=strict,
         )  # fmt: skip
-        ws = open_workspace(index, demo or (bundled and index is None))
+        ws = open_workspace(index, demo or (index is None and on_demo))
         chosen = ws.make_provider(provider, model)
         ws.use_provider(chosen)
         result = ws.ask(text, opts)
@@ -228,6 +259,7 @@ def chat(
     """Ask questions one after another (type `quit` to leave, `history` to list them)."""
     history: list[str] = []
     with user_errors():
+        on_demo = on_demo_index(index, demo)
         ws = open_workspace(index, demo)
         chosen = ws.make_provider(provider, model)
         ws.use_provider(chosen)
@@ -247,7 +279,7 @@ def chat(
                 continue
             history.append(line)
             try:
-                text, opts, _ = ask_options(line, as_of, audience, method, 5)
+                text, opts, _ = ask_options(line, as_of, audience, method, 5, demo=on_demo)
                 print_result(ws.ask(text, opts), getattr(chosen, "note", ""), ws.profile.note)
             except TetherError as exc:
                 error_line(str(exc))

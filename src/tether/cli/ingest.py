@@ -54,12 +54,16 @@ def run_sync(
 
 
 def print_problems(report: SyncReport) -> None:
+    """The files that could not be read, then the warnings (files indexed on the safe side,
+    inventory rows that apply to no file), on stderr."""
     for problem in report.problems:
         err.print(
             f"[yellow]problem[/yellow]  {shown(problem.source, one_line=True)}:"
             f" {shown(problem.reason, one_line=True)}",
             highlight=False,
         )
+    for warning in report.warnings:
+        err.print(f"[yellow]warning[/yellow]  {shown(warning, one_line=True)}", highlight=False)
 
 
 def print_report(report: SyncReport, index: Path) -> None:

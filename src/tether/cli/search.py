@@ -29,7 +29,6 @@ from tether.cli.app import (
     user_errors,
     visible,
 )
-from tether.errors import TetherError
 
 if TYPE_CHECKING:
     from tether.app import Workspace
@@ -38,10 +37,16 @@ if TYPE_CHECKING:
 RULE_NOTE = " · standing rule: which source wins when sources of different standing meet"
 
 
-def documents(index: IndexOpt = None, demo: DemoOpt = False, as_json: JsonOpt = False) -> None:
-    """List the documents as the index sees them (metadata and chunk counts)."""
+def documents(
+    audience: AudienceOpt = "public",
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the documents the audience may see (metadata and chunk counts)."""
+    who = audience_value(audience)
     with user_errors():
-        docs = open_workspace(index, demo).store.documents()
+        docs = open_workspace(index, demo).documents(who)  # type: ignore[arg-type]
     if as_json:
         from tether.schemas import Document
 
@@ -85,21 +90,15 @@ def print_instructions(docs: list[DocumentInfo]) -> None:
 def chunks(
     doc_id: Annotated[str, typer.Argument(help="The document's doc_id.")],
     version: Annotated[str | None, typer.Option(help="Only this version.")] = None,
+    audience: AudienceOpt = "public",
     index: IndexOpt = None,
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show the chunks of one document."""
+    """Show the chunks of one document (one the audience may see)."""
+    who = audience_value(audience)
     with user_errors():
-        store = open_workspace(index, demo).store
-        found = store.chunks(doc_id, version)
-        if not found:
-            known = store.versions(doc_id)
-            if not known:
-                raise TetherError(f"no document with doc_id {doc_id!r} (see `tether documents`)")
-            raise TetherError(
-                f"{doc_id!r} has no version {version!r}; it has {', '.join(m.version for m in known)}"
-            )
+        found = open_workspace(index, demo).chunks(doc_id, version, who)  # type: ignore[arg-type]
     if as_json:
         from tether.schemas import Chunk
 
@@ -177,18 +176,17 @@ def print_hits(hits: list[Hit], filters: Filters) -> None:
         out.print(f"    {shown(snippet)}", highlight=False)
 
 
-def info(index: IndexOpt = None, demo: DemoOpt = False, as_json: JsonOpt = False) -> None:
-    """What the index holds, how it was built, and which embedder this machine would use."""
+def info(
+    audience: AudienceOpt = "public",
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """What the index holds (counted for the audience), how it was built, and which embedder
+    this machine would use."""
+    who = audience_value(audience)
     with user_errors():
-        ws = open_workspace(index, demo)
-        data = ws.store.info()
-        if not ws.profile.calibrated:
-            data["profile"] = ws.profile.note
-        if data.get("vectors"):
-            from tether.embeddings.embedders import describe, embed_text_report
-
-            data["embedder_in_use"] = describe(ws.embedder())
-            data.update(embed_text_report(ws.store, ws.embedder()))
+        data = open_workspace(index, demo).info(who)  # type: ignore[arg-type]
     if as_json:
         from tether.schemas import IndexInfo
 

@@ -41,6 +41,7 @@ import numpy as np
 from tether.embeddings.fast_e5 import DEFAULT_VARIANT, FastE5, FastE5Unavailable, available_threads
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Embedder, Store
+from tether.types import Chunk
 
 __all__ = [
     "E5_NAME",
@@ -462,9 +463,12 @@ def window_report(texts: Sequence[str], embedder: Embedder) -> dict[str, int]:
     return {"over_window": over, "truncated": 0, "window_tokens": int(limit)}
 
 
-def embed_text_report(store: Store, embedder: Embedder) -> dict[str, int]:
-    """`window_report` over what the index embedded for each chunk."""
+def embed_text_report(
+    store: Store, embedder: Embedder, chunks: Sequence[Chunk] | None = None
+) -> dict[str, int]:
+    """`window_report` over what the index embedded for each chunk (of `chunks` when given)."""
     from tether.text import embed_text
 
-    report = window_report([embed_text(c) for c in store.chunks()], embedder)
+    chosen = store.chunks() if chunks is None else chunks
+    report = window_report([embed_text(c) for c in chosen], embedder)
     return {f"chunks_{key}": value for key, value in report.items()}

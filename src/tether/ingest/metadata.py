@@ -14,8 +14,13 @@
   with py3langid among en/fr/de/es/it/pt/nl). Dates must be YYYY-MM-DD; language codes are
   reduced to their primary subtag ("en-GB" -> "en").
 
+Access labels fail closed: labels that disagree within one file (two `access` keys, `Access:`
+beside `access:`, two meta tags, an alias beside the key) make it staff, with a warning
+(`AccessConflict`); `inventory_warnings` names the inventory rows that match no file, or match
+one only in another case (those rows are not applied).
+
 What it cannot do: it knows the fields of `META_FIELDS` only (other keys are ignored in files
-and refused in inventory.csv); it does not check that an inventory path names a real file.
+and refused in inventory.csv); other fields given twice keep the first canonical spelling.
 """
 
 from __future__ import annotations
@@ -148,17 +153,55 @@ def squash(key: str) -> str:
     return re.sub(r"[^0-9a-z]", "", str(key).lower())
 
 
+class AccessConflict(tuple):
+    """The different access labels one file gives itself (`access: public` and `Access:
+    staff`, two `access` keys, two meta tags): `build_meta` indexes such a file as staff and
+    says why."""
+
+    def describe(self) -> str:
+        return f"conflicting access labels ({', '.join(map(str, self))}): indexed as staff"
+
+
 def collect_meta(pairs: Iterator[tuple[str, Any]] | list[tuple[str, Any]]) -> dict[str, Any]:
-    """Known fields from (key, value) pairs; canonical spellings beat aliases; empty skipped."""
+    """Known fields from (key, value) pairs; canonical spellings beat aliases; empty skipped.
+    Access labels that differ (compared without case and spaces; aliases count too) give an
+    `AccessConflict` instead of one of them."""
     best: dict[str, tuple[int, Any]] = {}
+    access: dict[str, str] = {}
     for key, value in pairs:
         alias = _KEY_ALIASES.get(squash(key))
         if alias is None or value is None or (isinstance(value, str) and not value.strip()):
             continue
         name, priority = alias
+        if name == "access":
+            access.setdefault(str(value).strip().lower(), str(value).strip())
         if name not in best or priority < best[name][0]:
             best[name] = (priority, value)
-    return {name: value for name, (_, value) in best.items()}
+    found = {name: value for name, (_, value) in best.items()}
+    if len(access) > 1:
+        found["access"] = AccessConflict(access.values())
+    return found
+
+
+def inventory_warnings(inventory: Mapping[str, Mapping[str, str]], sources: set[str]) -> list[str]:
+    """Warnings for inventory rows that apply to no file: a path that matches no file, or
+    one that matches a file only in another case (such a row is not applied)."""
+    by_fold: dict[str, list[str]] = {}
+    for source in sources:
+        by_fold.setdefault(source.casefold(), []).append(source)
+    warnings: list[str] = []
+    for rel in inventory:
+        if rel in sources:
+            continue
+        other = sorted(by_fold.get(rel.casefold(), ()))
+        if other:
+            warnings.append(
+                f"{INVENTORY_FILE}: path '{rel}' matches {', '.join(other)} only in another"
+                " case: its row is not applied (write the path as the file is named)"
+            )
+        else:
+            warnings.append(f"{INVENTORY_FILE}: path '{rel}' matches no file")
+    return warnings
 
 
 def build_meta(
@@ -170,7 +213,10 @@ def build_meta(
     first_heading: str | None,
     text: str,
     default_access: str,
+    warnings: list[str] | None = None,
 ) -> DocMeta:
+    """The DocMeta of a file (see the module docstring); a file whose access labels conflict
+    (`AccessConflict`) fails closed to staff, and why is added to `warnings`."""
     row = collect_meta(list(inventory_row.items()))
     merged: dict[str, tuple[Any, str]] = {k: (v, "") for k, v in file_meta.items()}
     merged.update({k: (v, f"{INVENTORY_FILE}: ") for k, v in row.items()})
@@ -198,6 +244,11 @@ def build_meta(
     doc_type = scalar("doc_type")[0] or "document"
     owner = scalar("owner")[0]
 
+    conflict = merged.get("access", (None, ""))[0]
+    if isinstance(conflict, AccessConflict):
+        merged["access"] = ("staff", "")
+        if warnings is not None:
+            warnings.append(conflict.describe())
     access_value, origin = scalar("access")
     access = (access_value or default_access).strip().lower()
     if access not in ACCESS_VALUES:

@@ -47,7 +47,7 @@ import numpy as np
 from tether.errors import ParseError, TetherError
 from tether.ingest.chunking import chunk_document
 from tether.ingest.discover import INVENTORY_FILE, leads_inside, read_regular, scan
-from tether.ingest.metadata import load_inventory
+from tether.ingest.metadata import inventory_warnings, load_inventory
 from tether.ingest.parse.blocks import short
 from tether.ingest.parse.dispatch import format_of, parse_bytes
 from tether.instructions import find_instructions
@@ -81,6 +81,7 @@ class _Plan:
     touched: list[FileState] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def sync(
@@ -112,6 +113,7 @@ def sync(
             unchanged=tuple(sorted(plan.known)),
             seconds=time.perf_counter() - began,
             committed=False,
+            warnings=tuple(plan.warnings),
         )
     if sentences is None:
         sentences = bool(getattr(embedder, "sentence_vectors", False))
@@ -127,6 +129,7 @@ def sync(
         chunks_written=sum(len(f.chunks) for f in changes.files),
         seconds=time.perf_counter() - began,
         instructions=tuple(f.file.source for f in changes.files if f.instructions),
+        warnings=tuple(plan.warnings),
     )
 
 
@@ -201,6 +204,7 @@ def read_folder(
         except Exception as exc:  # a parser's or a library's surprise: this file only
             _keep_previous(plan, source, f"cannot be read ({type(exc).__name__}: {short(exc)})")
     step("read", len(paths), len(paths))
+    plan.warnings += inventory_warnings(inventory, seen)
     plan.removed = sorted(s for s in plan.known if s not in seen)
     plan.files = _refuse_duplicates(plan)
     return plan
@@ -236,6 +240,7 @@ def _read_one(
         )
         return
     document = parse_bytes(data, source, format_of(path), row, default_access=default_access)
+    plan.warnings += [f"{source}: {warning}" for warning in document.warnings]
     chunks = tuple(chunk_document(document, chunker))
     m = document.meta
     state = FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, m.doc_id, m.version)

@@ -176,13 +176,13 @@ class Retriever:
             rewritten = self.rewrite(query)
             query = rewritten.strip() or query
         if method == "bm25":
-            return self._bm25(query, k, filters)
+            return _served(self._bm25(query, k, filters), filters)
         self._need_dense(method)
         if method == "dense":
-            return self._dense_hits(query, k, filters)
+            return _served(self._dense_hits(query, k, filters), filters)
         if method == "hybrid":
-            return self._hybrid(query, k, filters)
-        return self._rerank(query, k, filters)
+            return _served(self._hybrid(query, k, filters), filters)
+        return _served(self._rerank(query, k, filters), filters)
 
     def query_vector(self, query: str) -> np.ndarray:
         """The embedder's vector for a query (cached per query text)."""
@@ -224,6 +224,7 @@ class Retriever:
                 signals={"dense": s, "dense_rank": float(i)},
             )
             for i, (cid, s) in enumerate(ranked, start=1)
+            if cid in chunks  # removed by a write committed since the ranking
         ]
 
     def _hybrid(self, query: str, k: int, filters: Filters) -> list[Hit]:
@@ -248,6 +249,7 @@ class Retriever:
             ),
         )[:k]
         chunks = self.store.get_many(order)
+        order = [cid for cid in order if cid in chunks]  # removed since the ranking: left out
         cosines = self._cosines(query, order)
         hits: list[Hit] = []
         for i, cid in enumerate(order, start=1):
@@ -336,6 +338,16 @@ class Retriever:
         q = self.query_vector(query)
         found = self.store.vectors_of(chunk_ids)
         return {cid: float(found[cid] @ q) if cid in found else 0.0 for cid in chunk_ids}
+
+
+def _served(hits: list[Hit], filters: Filters) -> list[Hit]:
+    """The hits whose chunk, as read, the filters still let through, ranked 1..n: a ranking
+    and the reading of its chunks are two reads, and a write committed between them (a
+    document relabelled staff, or out of force) must not reach the caller."""
+    kept = [h for h in hits if filters.allows(h.chunk.meta)]
+    if len(kept) == len(hits):
+        return hits
+    return [replace(h, rank=i) for i, h in enumerate(kept, start=1)]
 
 
 def _cap_per_document(hits: list[Hit], cap: int, window: int) -> list[Hit]:

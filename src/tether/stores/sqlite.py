@@ -623,7 +623,7 @@ def _fts_tokens(text: str) -> list[str]:
 def _filter_sql(filters: Filters) -> tuple[str, list[str]]:
     clauses = ["1"]
     args: list[str] = []
-    if filters.audience == "public":
+    if filters.public:  # any audience but "staff" (fail closed)
         clauses.append("d.access = 'public'")
     if filters.as_of is not None:
         day = filters.as_of.isoformat()

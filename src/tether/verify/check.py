@@ -18,6 +18,9 @@ Exact checks (code is always right about these):
   1..n that the answer parser kept as `marker:[n]`);
 - `not_in_context:ID` — a real chunk that was not among the passages given to the model;
 - `not_allowed:ID` — the audience is public and the cited chunk is not public.
+A chunk flagged `not_in_context` or `not_allowed` is never read by the other checks: no
+evidence, entailment score or clue uses its text (a claim citing nothing else gets only its
+exact flags), and the context's passages the audience may not see are not read either.
 
 Clues (code can be wrong; `describe()` says so):
 - `number_not_found:N` — a number, code, date or time of the claim (30, 12.95, 1,000 → 1000,
@@ -314,6 +317,7 @@ class _Call:
         "q_info",
         "q_periods",
         "question",
+        "shown",
         "store",
         "store_vectors",
         "today_keys",
@@ -334,6 +338,12 @@ class _Call:
         cited_ids = {cid for claim in answer.claims for cid in claim.chunk_ids}
         self.chunks = _lookup(store, [cid for cid in cited_ids if cid not in self.in_context])
         self.chunks.update(self.in_context)
+        # what the checks may read: the context's passages the audience may see (a cited
+        # chunk outside them is flagged and never read, scored or quoted)
+        public = o.audience != "staff"  # any other value: public (fail closed)
+        self.shown: dict[str, Chunk] = {
+            cid: c for cid, c in self.in_context.items() if not public or c.meta.access == "public"
+        }
         self.q_info = read_quantities(question, o.language)
         q_folded = fold_fast(question)
         self.base_keys = found_keys(self.q_info, q_folded)
@@ -347,13 +357,13 @@ class _Call:
             self.base_dates.append(o.as_of)
         self.q_periods = read_periods(q_folded)
         self.context_preps = [
-            (cache.prepare(p.chunk), source_rank(p.chunk.meta.doc_type, o.precedence))
-            for p in context.passages
+            (cache.prepare(c), source_rank(c.meta.doc_type, o.precedence))
+            for c in self.shown.values()
         ]
         self.embedder = o.embedder if o.embedder is not None else getattr(o.judge, "embedder", None)
-        # the chunk vectors of the context and the cited chunks, read once for this answer
+        # the chunk vectors of the passages the checks may read, read once for this answer
         self.store_vectors = (
-            store.vectors_of(list(self.chunks)).get if store is not None else None
+            store.vectors_of(list(self.shown)).get if store is not None else None
         )
         self._siblings: Siblings | None = None
         self._vectors: dict[str, np.ndarray] | None = None
@@ -384,7 +394,7 @@ class _Call:
             if entailment < self.judge_limit():
                 flags.append(Flag("not_entailed", f"{entailment:.2f}"))
         flags += instruction_flags(
-            info, preps, self.store, self.in_context, self.siblings, self.cache
+            info, preps, self.store, self.shown, self.siblings, self.cache
         )
         flags += source_flags(
             info, preps, self.context_preps, o.precedence, self.store_vectors, best,
@@ -394,10 +404,11 @@ class _Call:
 
     def citations(self, claim: Claim) -> tuple[list[Flag], list[Chunk]]:
         """The exact checks (no_citation, missing_id, not_in_context, not_allowed) and the
-        cited chunks found."""
+        cited chunks the other checks may read: a chunk outside the context, or one the
+        audience may not see, is flagged and never read, scored or quoted as evidence."""
         flags = [] if claim.chunk_ids else [_NO_CITATION]
         cited: list[Chunk] = []
-        chunks, in_context, public = self.chunks, self.in_context, self.o.audience == "public"
+        chunks, in_context, public = self.chunks, self.in_context, self.o.audience != "staff"
         for cid in dict.fromkeys(claim.chunk_ids):
             chunk = chunks.get(cid)
             if chunk is None:
@@ -407,7 +418,8 @@ class _Call:
                 flags.append(Flag("not_in_context", cid))
             if public and chunk.meta.access != "public":
                 flags.append(Flag("not_allowed", cid))
-            cited.append(chunk)
+            if cid in self.shown:
+                cited.append(chunk)
         return flags, cited
 
     def number_clues(self, info: ClaimInfo, preps: list[Prepared]) -> list[Flag]:

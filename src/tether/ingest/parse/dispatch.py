@@ -79,6 +79,7 @@ def parse_bytes(
     if not parsed.blocks:
         raise ParseError(parsed.empty_reason or "no text found")
     text, blocks = parsed.text, parsed.blocks
+    warnings: list[str] = []
     meta = build_meta(
         parsed.meta,
         inventory_row or {},
@@ -87,11 +88,13 @@ def parse_bytes(
         first_heading=parsed.first_heading,
         text=text,
         default_access=default_access,
+        warnings=warnings,
     )
     _check_unicode(meta, text)
     return Document(
-        meta=meta, text=text, blocks=blocks, content_hash=hashlib.sha256(data).hexdigest()
-    )
+        meta=meta, text=text, blocks=blocks, content_hash=hashlib.sha256(data).hexdigest(),
+        warnings=tuple(warnings),
+    )  # fmt: skip
 
 
 def _check_unicode(meta: DocMeta, text: str) -> None:

@@ -66,7 +66,7 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     body_start = close.end() + 1 if close.end() < len(rest) else close.end()
     body = "\n" * (block.count("\n") + 2) + rest[body_start:]  # keeps line numbers
     try:
-        data = yaml.load(block, Loader=_FrontMatterLoader)  # a SafeLoader subclass
+        data = _load_pairs(block)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
         mark = getattr(exc, "problem_mark", None)
@@ -76,10 +76,31 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
         raise ParseError("front matter is nested too deeply to be read") from None
     if data is None:
         return {}, body
-    if not isinstance(data, dict):
-        kind = "a list" if isinstance(data, list) else "a single value"
+    if not isinstance(data, list):
+        kind = "a list" if isinstance(data, tuple) else "a single value"
         raise ParseError(f"front matter must be a mapping of 'key: value' lines, not {kind}")
-    return collect_meta((str(k), v) for k, v in data.items()), body
+    return collect_meta((str(k), v) for k, v in data), body
+
+
+def _load_pairs(block: str) -> Any:
+    """The front matter's top-level (key, value) pairs in order, a key given twice kept twice
+    (so that `collect_meta` sees two `access` keys that disagree); a tuple for a YAML list,
+    None for nothing, else the single value."""
+    loader = _FrontMatterLoader(block)  # a SafeLoader subclass
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if isinstance(node, yaml.MappingNode):
+            loader.flatten_mapping(node)  # merge keys (<<) become plain pairs
+            return [
+                (loader.construct_object(k, deep=True), loader.construct_object(v, deep=True))
+                for k, v in node.value
+            ]
+        value = loader.construct_document(node)
+        return tuple(value) if isinstance(value, list) else value
+    finally:
+        loader.dispose()
 
 
 def _inline_text(token: Any) -> tuple[str, str | None]:

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tether.errors import ParseError
-from tether.ingest.metadata import collect_meta, squash
+from tether.ingest.metadata import AccessConflict, collect_meta, squash
 from tether.ingest.parse.blocks import Builder, Parsed, short
 from tether.types import BlockKind
 
@@ -141,10 +141,13 @@ def _pdf_info_meta(info: Mapping[str, Any] | None) -> dict[str, Any]:
         if sep and key.strip() and squash(key) not in ("author", "title"):
             pairs.append((key.strip(), value.strip()))
     meta = collect_meta(pairs)
-    custom = collect_meta(
+    info_pairs = [
         (k, v) for k, v in values.items() if squash(k) not in ("title", "author", "keywords")
-    )
-    meta.update(custom)  # explicit info keys (/DocId, /Version...) beat /Keywords pairs
+    ]
+    meta.update(collect_meta(info_pairs))  # explicit info keys (/DocId...) beat /Keywords
+    access = collect_meta([*pairs, *info_pairs]).get("access")
+    if isinstance(access, AccessConflict):  # /Access and a Keywords access= disagree
+        meta["access"] = access
     return meta
 
 
