@@ -297,7 +297,7 @@ def test_kill_mid_sync_leaves_index_as_it_was(tmp_path: Path, collection: Path):
     env = {**os.environ, "TETHER_TEST_PAUSE_MID_WRITE": str(flag)}
     code = (
         "from tether.ingest.sync import sync; from tether.stores import open_store;"
-        f" sync(open_store({str(index)!r}), {str(collection)!r})"
+        f" sync(open_store({str(index)!r}, writable=True), {str(collection)!r})"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     try:

