@@ -15,10 +15,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from test_store import collection, md, snapshot  # noqa: F401 (the fixture)
+from test_store import collection, kill_mid_write, md, snapshot  # noqa: F401 (the fixture)
 from typer.testing import CliRunner
 
 from tether.app import Workspace
@@ -74,6 +72,15 @@ def not_an_index(tmp_path: Path, kind: str) -> Path:
         db.execute("INSERT INTO contacts VALUES ('Ann', '555')")
         db.commit()
         db.close()
+    elif kind in ("wrong-meta", "forged-meta"):  # a meta table, but not tether's index
+        db = sqlite3.connect(path)
+        if kind == "wrong-meta":
+            db.execute("CREATE TABLE meta (a TEXT, b TEXT)")
+        else:
+            db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+            db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        db.commit()
+        db.close()
     elif kind == "text":
         path.write_text("name,phone\nAnn,555\n" * 50)
     else:
@@ -84,7 +91,7 @@ def not_an_index(tmp_path: Path, kind: str) -> Path:
 # ---- read commands never write, and refuse what is not an index ------------------------------
 
 
-@pytest.mark.parametrize("kind", ["other-sqlite", "empty", "text"])
+@pytest.mark.parametrize("kind", ["other-sqlite", "empty", "text", "wrong-meta", "forged-meta"])
 def test_a_file_that_is_not_an_index_is_refused_and_left_untouched(tmp_path: Path, kind: str):
     path = not_an_index(tmp_path, kind)
     before, beside = digest(path), files_beside(path)
@@ -342,12 +349,28 @@ def test_a_damaged_index_is_one_line_and_rebuild_replaces_it(index: Path, collec
     assert len(open_store(index).documents()) == 4
 
 
-def test_rebuild_never_sets_aside_a_file_that_is_not_sqlite(tmp_path: Path, collection: Path):  # noqa: F811
-    path = not_an_index(tmp_path, "text")
+@pytest.mark.parametrize("kind", ["text", "other-sqlite", "forged-meta"])
+def test_rebuild_never_sets_aside_a_file_that_is_not_an_index(
+    tmp_path: Path,
+    collection: Path,  # noqa: F811
+    kind: str,
+):
+    path = not_an_index(tmp_path, kind)
     before = digest(path)
     with pytest.raises(TetherError, match="not a tether index"):
         Workspace(index=path).ingest(collection, embed=False, rebuild=True)
-    assert digest(path) == before and not list(tmp_path.glob("*.damaged"))
+    assert digest(path) == before and sorted(tmp_path.iterdir()) == [collection, path]
+
+
+def test_rebuild_replaces_an_index_of_another_schema_version(index: Path, collection: Path):  # noqa: F811
+    db = sqlite3.connect(index)
+    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(TetherError, match=r"has index schema 2.*--rebuild"):
+        open_store(index)
+    assert len(Workspace(index=index).ingest(collection, embed=False, rebuild=True).added) == 4
+    assert (index.parent / "index.sqlite.schema-2").exists()
 
 
 # ---- a write killed midway --------------------------------------------------------------------
@@ -360,24 +383,8 @@ def test_a_read_after_a_killed_write_sees_the_last_committed_generation(
 ):
     before = [d.meta.source for d in open_store(index).documents()]
     add_big_files(collection, 30)
-    flag = tmp_path / "paused"
-    env = {**os.environ, "TETHER_TEST_PAUSE_MID_WRITE": str(flag)}
-    code = (
-        "import sqlite3; from tether.ingest.sync import sync; from tether.stores import open_store;"
-        f" s = open_store({str(index)!r}, writable=True); s.db.execute('PRAGMA cache_size = 1');"
-        f" sync(s, {str(collection)!r})"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
-    try:
-        deadline = time.time() + 60
-        while not flag.exists():
-            assert proc.poll() is None and time.time() < deadline
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    # a tiny page cache makes SQLite write pages into the file before the commit
+    kill_mid_write(index, collection, tmp_path / "paused", "s.db.execute('PRAGMA cache_size = 1')")
     assert (index.parent / "index.sqlite-journal").exists()  # a hot journal was left behind
     assert [d.meta.source for d in open_store(index).documents()] == before
     config = ChunkerConfig()

@@ -35,15 +35,15 @@ def open_store(
     write). A missing index is a clear error when `must_exist`; a file that is not a tether
     index is refused either way. `lock_timeout` bounds the wait for another writer's lock
     (seconds; default `LOCK_TIMEOUT`). `replace_damaged` (for a rebuild) sets a damaged file
-    aside as `<name>.damaged` and starts a new index in its place."""
+    (or an index of another schema version) aside and starts a new index in its place."""
     text = str(location)
     if "://" in text:
         raise TetherError(f"{text.split('://')[0]}:// stores are not supported yet; pass a file")
-    from tether.stores.sqlite import SqliteStore
-    from tether.stores.sqlite_open import LOCK_TIMEOUT, set_aside_if_damaged
+    from tether.stores.sqlite import SCHEMA_VERSION, SqliteStore
+    from tether.stores.sqlite_open import LOCK_TIMEOUT, set_aside_for_rebuild
 
     if replace_damaged:
-        set_aside_if_damaged(Path(location))
+        set_aside_for_rebuild(Path(location), str(SCHEMA_VERSION))
     return SqliteStore(
         location,
         create=not must_exist,

@@ -17,9 +17,13 @@ French match; English stems), plus a column of codes written without separators 
 as PW-2200-07 is found whether typed with or without its dashes; in queries a code becomes an
 exact phrase.
 
-What it cannot do: it serves one writer at a time (a second concurrent apply waits, then
-fails with "database is locked"), and a long apply can hold readers up to the lock timeout
-(10 s); lexical search has no French stemming (plural folding is left to the porter stemmer,
+Opening (`stores.sqlite_open`): read-only (`writable=False`, SQLite `mode=ro`) for readers, so
+a read never creates or changes anything; a file that is not a tether index is refused; SQLite
+errors reach the caller as one-line TetherErrors and a failed write is rolled back.
+
+What it cannot do: it serves one writer at a time (a second concurrent apply waits up to the
+lock timeout, 30 s by default, then stops with "another ingest is writing this index"), and a
+commit can hold readers up to the same timeout; lexical search has no French stemming (plural folding is left to the porter stemmer,
 which is English); filters are on effective dates and access only.
 """
 

@@ -11,8 +11,9 @@
   what to do: the write lock held by another ingest past the bounded wait, a full disk, a
   read-only file or folder, a damaged file. SQLite rolls the transaction back, so the index
   stays as it was.
-- `set_aside_if_damaged(path)`: for `ingest --rebuild`, a damaged file is renamed
-  `<name>.damaged` so a new index can be built in its place.
+- `set_aside_for_rebuild(path, version)`: for `ingest --rebuild`, a damaged file (or an index
+  of another schema version) is renamed `<name>.damaged` (`<name>.schema-<v>`) so a new index
+  can be built in its place.
 
 What it cannot do: it does not repair a damaged index (`--rebuild` builds a new one); it cannot
 tell which other process holds the lock; a file that is not a SQLite file at all is refused,
@@ -34,6 +35,7 @@ from tether.errors import TetherError
 _BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 _READ_ONLY = {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM}
+_CORE = frozenset({"meta", "files", "documents", "chunks"})  # what every tether schema has
 _READONLY_ROLLBACK = 776  # SQLITE_READONLY_ROLLBACK: a hot journal a read-only open can't undo
 
 
@@ -119,39 +121,67 @@ def _check_kind(db: sqlite3.Connection, path: Path, schema: str, writable: bool)
             f" `tether ingest FOLDER --index {path}`"
         )
     ours = tether_tables(schema)
-    if "meta" in tables:
-        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if row is not None or tables <= ours:
-            return
-    foreign = sorted(tables - ours)[:3]
+    if _versioned(db, tables) or _unwritten(db, tables, ours):
+        return
+    foreign = ", ".join(sorted(tables - ours)[:3])
+    what = f"with other tables: {foreign}" if foreign else "without tether's tables"
     raise TetherError(
-        f"{path} is not a tether index (a SQLite file with other tables: {', '.join(foreign)}):"
-        " pass the index that `tether ingest` built"
+        f"{path} is not a tether index (a SQLite file {what}): pass the index that"
+        " `tether ingest` built"
     )
 
 
-def set_aside_if_damaged(path: Path) -> Path | None:
-    """For a rebuild: when `path` is a SQLite file whose content is damaged, rename it
-    `<name>.damaged` and return the new name (None when it is sound, missing or not SQLite)."""
+def set_aside_for_rebuild(path: Path, schema_version: str) -> Path | None:
+    """For a rebuild: when `path` is a SQLite file whose content is damaged, or a tether index
+    of another schema version, rename it `<name>.damaged` (or `<name>.schema-<v>`) and return
+    the new name; None when it is sound, missing, or not SQLite (refused later, never moved)."""
     if not path.is_file() or path.stat().st_size == 0:
         return None
+    suffix = None
     try:
         db = sqlite3.connect(uri(path, "rw"), uri=True, isolation_level=None)
         try:
-            ok = db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+            if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                suffix = "damaged"
+            else:
+                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+                version = _schema_version(db) if _versioned(db, tables) else None
+                if version is not None and version != schema_version:
+                    suffix = f"schema-{quote(version, safe='')[:20]}"
         finally:
             db.close()
     except sqlite3.Error as exc:
         if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_CORRUPT:
-            return None  # not SQLite at all (refused later), locked, or unreadable
-        ok = False
-    if ok:
+            return None  # not SQLite at all, locked, or unreadable: the open says why
+        suffix = "damaged"
+    if suffix is None:
         return None
-    aside = path.with_name(path.name + ".damaged")
+    aside = path.with_name(f"{path.name}.{suffix}")
     path.replace(aside)
     for extra in ("-journal", "-wal", "-shm"):
         path.with_name(path.name + extra).unlink(missing_ok=True)
     return aside
+
+
+def _versioned(db: sqlite3.Connection, tables: set[str]) -> bool:
+    """Whether the file has tether's core tables and a schema_version in its meta table."""
+    return tables >= _CORE and _schema_version(db) is not None
+
+
+def _unwritten(db: sqlite3.Connection, tables: set[str], ours: frozenset[str]) -> bool:
+    """Whether the file is a tether index created but never written (only tether's tables,
+    a meta table of tether's shape, no schema_version yet)."""
+    columns = {r[1] for r in db.execute("PRAGMA table_info(meta)")}
+    return tables <= ours and columns == {"key", "value"} and _schema_version(db) is None
+
+
+def _schema_version(db: sqlite3.Connection) -> str | None:
+    """The `schema_version` in the meta table, or None (no such table, row or columns)."""
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.OperationalError:  # no meta table, or one with other columns
+        return None
+    return None if row is None else str(row[0])
 
 
 @contextmanager
