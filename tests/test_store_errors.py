@@ -349,6 +349,22 @@ def test_a_damaged_index_is_one_line_and_rebuild_replaces_it(index: Path, collec
     assert len(open_store(index).documents()) == 4
 
 
+@pytest.mark.parametrize("key", ["generation", "embedder_dim"])
+def test_a_meta_value_that_is_not_a_number_is_a_damaged_index(
+    index: Path,
+    collection: Path,  # noqa: F811
+    key: str,
+):
+    db = sqlite3.connect(index)
+    db.execute("INSERT OR REPLACE INTO meta VALUES (?, 'x')", (key,))
+    db.commit()
+    db.close()
+    with pytest.raises(TetherError, match=f"is damaged \\(its {key}"):
+        open_store(index).vectors()
+    report = Workspace(index=index).ingest(collection, embed=False, rebuild=True)
+    assert len(report.added) == 4 and (index.parent / "index.sqlite.damaged").exists()
+
+
 @pytest.mark.parametrize("kind", ["text", "other-sqlite", "forged-meta"])
 def test_rebuild_never_sets_aside_a_file_that_is_not_an_index(
     tmp_path: Path,

@@ -44,7 +44,7 @@ import numpy as np
 from tether._version import __version__
 from tether.errors import TetherError
 from tether.stores.dense import ANN_THRESHOLD, DenseIndex, hnsw_cache_path, remove_hnsw_caches
-from tether.stores.sqlite_open import LOCK_TIMEOUT, clear_errors, connect
+from tether.stores.sqlite_open import LOCK_TIMEOUT, clear_errors, connect, meta_int
 from tether.stores.sqlite_write import rollback, set_meta_rows, write_changes
 from tether.text import codes, collapse_code, content_words, fold
 from tether.types import (
@@ -179,7 +179,7 @@ class SqliteStore:
 
     def _stored_generation(self) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        return int(row[0]) if row else 0
+        return meta_int(row[0], "generation", self.path) if row else 0
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
@@ -506,7 +506,7 @@ class SqliteStore:
                 rows = self.db.execute(
                     "SELECT chunk_id, vector FROM embeddings ORDER BY rowid"
                 ).fetchall()
-                dim = int(self.meta_value("embedder_dim") or 0)
+                dim = meta_int(self.meta_value("embedder_dim") or 0, "embedder_dim", self.path)
                 matrix = (
                     np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
                         len(rows), dim
@@ -568,7 +568,7 @@ class SqliteStore:
         ids = list(dict.fromkeys(chunk_ids))
         found: dict[str, tuple[list[tuple[int, int]], list[bytes]]] = {}
         with self._reading():
-            dim = int(self.meta_value("embedder_dim") or 0)
+            dim = meta_int(self.meta_value("embedder_dim") or 0, "embedder_dim", self.path)
             for part in _batches(ids):
                 marks = ",".join("?" * len(part))
                 for cid, start, end, blob in self.db.execute(

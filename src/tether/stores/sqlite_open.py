@@ -148,6 +148,8 @@ def set_aside_for_rebuild(path: Path, schema_version: str) -> Path | None:
                 version = _schema_version(db) if _versioned(db, tables) else None
                 if version is not None and version != schema_version:
                     suffix = f"schema-{quote(version, safe='')[:20]}"
+                elif version is not None and not _numbers_ok(db):
+                    suffix = "damaged"
         finally:
             db.close()
     except sqlite3.Error as exc:
@@ -175,6 +177,12 @@ def _unwritten(db: sqlite3.Connection, tables: set[str], ours: frozenset[str]) -
     return tables <= ours and columns == {"key", "value"} and _schema_version(db) is None
 
 
+def _numbers_ok(db: sqlite3.Connection) -> bool:
+    """Whether the meta values the store reads as numbers are whole numbers."""
+    rows = db.execute("SELECT value FROM meta WHERE key IN ('generation', 'embedder_dim')")
+    return all(str(v).strip().lstrip("-").isdigit() for (v,) in rows)
+
+
 def _schema_version(db: sqlite3.Connection) -> str | None:
     """The `schema_version` in the meta table, or None (no such table, row or columns)."""
     try:
@@ -182,6 +190,17 @@ def _schema_version(db: sqlite3.Connection) -> str | None:
     except sqlite3.OperationalError:  # no meta table, or one with other columns
         return None
     return None if row is None else str(row[0])
+
+
+def meta_int(value: object, key: str, path: Path) -> int:
+    """A whole number the index keeps in its meta table (anything else: a damaged index)."""
+    try:
+        return int(str(value))
+    except ValueError:
+        raise TetherError(
+            f"the index {path} is damaged (its {key} is {str(value)[:20]!r}, not a number):"
+            " re-ingest with `tether ingest FOLDER --rebuild`"
+        ) from None
 
 
 @contextmanager
