@@ -405,3 +405,15 @@ def test_a_read_after_a_killed_write_sees_the_last_committed_generation(
     assert [d.meta.source for d in open_store(index).documents()] == before
     config = ChunkerConfig()
     assert len(sync(SqliteStore(index), collection, chunker=config).added) == 30
+
+
+def test_a_killed_write_in_a_folder_that_cannot_be_written_is_one_line(
+    index: Path,
+    collection: Path,  # noqa: F811
+    tmp_path: Path,
+):
+    add_big_files(collection, 30)
+    kill_mid_write(index, collection, tmp_path / "paused", "s.db.execute('PRAGMA cache_size = 1')")
+    with read_only(index.parent), pytest.raises(TetherError, match="interrupted and cannot be"):
+        open_store(index)
+    assert len(open_store(index).documents()) == 4  # undone once the folder can be written

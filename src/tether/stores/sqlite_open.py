@@ -99,15 +99,15 @@ def undo_interrupted_write(path: Path, timeout: float = LOCK_TIMEOUT) -> None:
     of a connection that may write); the index returns to its last committed generation."""
     try:
         fixer = sqlite3.connect(uri(path, "rw"), uri=True, timeout=timeout)
+        try:
+            fixer.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        finally:
+            fixer.close()
     except sqlite3.Error as exc:
         raise TetherError(
             f"{path} holds a write that was interrupted and cannot be undone here ({exc}):"
-            " run `tether ingest` where the index can be written"
+            " run `tether ingest` where the index and its folder can be written"
         ) from None
-    try:
-        fixer.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-    finally:
-        fixer.close()
 
 
 def _check_kind(db: sqlite3.Connection, path: Path, schema: str, writable: bool) -> None:
