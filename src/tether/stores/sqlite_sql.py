@@ -1,0 +1,132 @@
+"""The SQLite store's SQL: the schema, the FTS5 query built from a free-text query, the filter
+clause, reading a documents row, and small helpers for batches and per-generation caches.
+
+What it cannot do: it runs no query itself (`tether.stores.sqlite` does); the FTS5 query ORs
+every content word, so it ranks but never requires all words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import date
+from typing import Any
+
+from tether.text import codes, collapse_code, content_words, fold
+from tether.types import DocMeta, Filters
+
+CACHED_FILTERS = 32  # filter masks and allowed-ID sets kept per generation
+BATCH = 500  # IDs per IN (...) clause
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+  source TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, size INTEGER NOT NULL,
+  mtime_ns INTEGER NOT NULL, doc_id TEXT NOT NULL, version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS documents (
+  doc_id TEXT NOT NULL, version TEXT NOT NULL, source TEXT NOT NULL UNIQUE,
+  title TEXT NOT NULL, doc_type TEXT NOT NULL, access TEXT NOT NULL, language TEXT NOT NULL,
+  effective_from TEXT, effective_to TEXT, owner TEXT, format TEXT NOT NULL,
+  content_hash TEXT NOT NULL, text TEXT NOT NULL, chunker TEXT NOT NULL,
+  PRIMARY KEY (doc_id, version)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+  chunk_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, version TEXT NOT NULL,
+  ordinal INTEGER NOT NULL, heading_path TEXT NOT NULL, anchor TEXT, page INTEGER,
+  start INTEGER NOT NULL, "end" INTEGER NOT NULL, lead TEXT NOT NULL, text TEXT NOT NULL,
+  FOREIGN KEY (doc_id, version) REFERENCES documents (doc_id, version)
+);
+CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, version, ordinal);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
+  heading, text, codes, chunk_id UNINDEXED,
+  tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+  chunk_id TEXT PRIMARY KEY, text_hash TEXT NOT NULL, vector BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sentence_embeddings (
+  chunk_id TEXT NOT NULL, n INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
+  text_hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (chunk_id, n)
+);
+CREATE TABLE IF NOT EXISTS instructions (
+  chunk_id TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
+  PRIMARY KEY (chunk_id, start)
+);
+"""
+
+
+def fts_query(query: str) -> str:
+    """An FTS5 MATCH expression for a free-text query: every content word and code, ORed.
+
+    A code (PW-2200-07) becomes the exact phrase "pw 2200 07" or its collapsed form in the
+    codes column; words are quoted so FTS5 syntax in a query is never interpreted."""
+    parts: list[str] = []
+    in_codes: set[str] = set()
+    for code in codes(query):
+        tokens = fts_tokens(fold(code))
+        in_codes.update(tokens)
+        parts.append(f'("{" ".join(tokens)}" OR codes : "{collapse_code(code)}")')
+    for word in dict.fromkeys(content_words(query)):
+        if word not in in_codes:  # a code matches as a whole, not by its pieces
+            parts.append(f'"{word}"')
+    return " OR ".join(parts)
+
+
+def fts_tokens(text: str) -> list[str]:
+    """The tokens FTS5's unicode61 tokenizer makes of a folded code."""
+    out: list[str] = []
+    token = ""
+    for ch in text:
+        if ch.isalnum():
+            token += ch
+        elif token:
+            out.append(token)
+            token = ""
+    if token:
+        out.append(token)
+    return out
+
+
+def filter_sql(filters: Filters) -> tuple[str, list[str]]:
+    clauses = ["1"]
+    args: list[str] = []
+    if filters.public:  # any audience but "staff" (fail closed)
+        clauses.append("d.access = 'public'")
+    if filters.as_of is not None:
+        day = filters.as_of.isoformat()
+        clauses.append("(d.effective_from IS NULL OR d.effective_from <= ?)")
+        clauses.append("(d.effective_to IS NULL OR d.effective_to >= ?)")
+        args += [day, day]
+    return " AND ".join(clauses), args
+
+
+def row_meta(r: Sequence) -> DocMeta:
+    return DocMeta(
+        doc_id=r[0],
+        version=r[1],
+        title=r[2],
+        doc_type=r[3],
+        access=r[4],
+        language=r[5],
+        effective_from=date.fromisoformat(r[6]) if r[6] else None,
+        effective_to=date.fromisoformat(r[7]) if r[7] else None,
+        owner=r[8],
+        source=r[9],
+        format=r[10],
+    )
+
+
+def version_key(version: str) -> tuple[int, str]:
+    return (int(version), "") if version.isdigit() else (10**9, version)
+
+
+def batches(ids: list[str]) -> Iterator[list[str]]:
+    for i in range(0, len(ids), BATCH):
+        yield ids[i : i + BATCH]
+
+
+def remember(cache: dict, key: Any, value: Any) -> None:
+    """Keep `value` in a small per-generation cache (the oldest entry goes first)."""
+    if len(cache) >= CACHED_FILTERS:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
