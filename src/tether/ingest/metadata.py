@@ -255,15 +255,7 @@ def build_meta(
         shown = access_value if access_value is not None else default_access
         raise ParseError(f"{origin}access '{shown}' is not public or staff")
 
-    language_value, origin = scalar("language")
-    if language_value:
-        language = re.split(r"[-_]", language_value.strip().lower())[0]
-        if not re.fullmatch(r"[a-z]{2,3}", language):
-            raise ParseError(
-                f"{origin}language '{language_value}' is not a language code (use e.g. en or fr)"
-            )
-    else:
-        language = detect_language(text)
+    language = _language(*scalar("language"), text)
 
     effective_from = _date_field("effective_from", merged)
     effective_to = _date_field("effective_to", merged)
@@ -285,6 +277,16 @@ def build_meta(
         source=source,
         format=fmt,
     )
+
+
+def _language(value: str | None, origin: str, text: str) -> str:
+    """The language code a file states (en, fr-CA → fr), else the one detected in `text`."""
+    if not value:
+        return detect_language(text)
+    language = re.split(r"[-_]", value.strip().lower())[0]
+    if not re.fullmatch(r"[a-z]{2,3}", language):
+        raise ParseError(f"{origin}language '{value}' is not a language code (use e.g. en or fr)")
+    return language
 
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
