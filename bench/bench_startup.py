@@ -54,13 +54,14 @@ def median_seconds(src: Path, args: list[str], runs: int = RUNS) -> float:
     return statistics.median(times)
 
 
-def build_index(folder: Path) -> Path:
-    """A bm25-only index of the demo collection, built once with this tree's CLI."""
+def build_index(folder: Path, src: Path = SRC) -> Path:
+    """A bm25-only index of the demo collection, built once with the CLI of `src` (each tree
+    reads an index of its own schema)."""
     index = folder / "index.sqlite"
     collection = SRC / "tether" / "demo" / "collection"
     subprocess.run(
         tether("ingest", str(collection), "--index", str(index), "--no-embed"),
-        env=run_env(SRC),
+        env=run_env(src),
         check=True,
         capture_output=True,
     )
@@ -113,11 +114,12 @@ def main() -> int:
     options = parser.parse_args()
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        index = build_index(Path(tmp))
         results = {}
         if options.compare is not None:
-            results[options.compare_label] = measure(options.compare.resolve(), index)
-        results["this tree"] = measure(SRC, index)
+            other = options.compare.resolve()
+            (Path(tmp) / "other").mkdir()
+            results[options.compare_label] = measure(other, build_index(Path(tmp) / "other", other))
+        results["this tree"] = measure(SRC, build_index(Path(tmp)))
     text = report(results, (load_before, os.getloadavg()[0]))
     options.out.parent.mkdir(parents=True, exist_ok=True)
     options.out.write_text(text)

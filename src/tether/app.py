@@ -355,7 +355,7 @@ class Workspace:
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
         """The top hits for `query` after the filters (public audience by default); BM25
         loads no embedder."""
-        from tether.answering.pipeline import check_question
+        from tether.answering.gate import check_question
         from tether.retrieval.retriever import check_method
 
         check_question(query, "search query", empty_ok=True)
@@ -406,7 +406,8 @@ class Workspace:
 
     def ask(self, question: str, options: AskOptions | None = None) -> AskResult:
         """Answer `question` with checked citations (see `tether.answering.pipeline.ask`)."""
-        from tether.answering.pipeline import AskOptions, ask, check_question
+        from tether.answering.gate import check_question
+        from tether.answering.pipeline import AskOptions, ask
 
         check_question(question)  # before the retriever loads its embedder
         check_audience((options or AskOptions()).audience)

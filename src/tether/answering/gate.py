@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from tether.config import DEFAULT_PROFILE
+from tether.errors import TetherError
 from tether.protocols import Store
 from tether.types import Gate, Hit
 
@@ -55,3 +56,20 @@ def floors_for(store: Store, defaults: Mapping[str, float] = DEFAULT_FLOORS) -> 
         if value is not None:
             floors[method] = float(value)
     return floors
+
+
+# The longest question or search query accepted, in characters (a page of text; the bundled
+# questions are under 200).
+MAX_QUESTION_CHARS = 2_000
+
+
+def check_question(text: str, what: str = "question", *, empty_ok: bool = False) -> None:
+    """Refuse, with a `TetherError`, a `what` longer than MAX_QUESTION_CHARS, or an empty one
+    unless `empty_ok` (an empty search finds nothing; an empty question is a mistake)."""
+    if not empty_ok and not text.strip():
+        raise TetherError(f"the {what} is empty")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise TetherError(
+            f"the {what} is {len(text):,} characters long; the limit is {MAX_QUESTION_CHARS:,}"
+            f" (shorten it)"
+        )

@@ -26,9 +26,14 @@ from typing import Any
 
 from tether.answering.answer import build_request, parse_completion
 from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
-from tether.answering.gate import DEFAULT_MIN_SUPPORT, floors_for, gate
+from tether.answering.gate import (
+    DEFAULT_MIN_SUPPORT,
+    check_question,
+    floors_for,
+    gate,
+)
 from tether.config import DEFAULT_PROFILE, Profile
-from tether.errors import ProviderError, TetherError
+from tether.errors import ProviderError
 from tether.protocols import Embedder, Judge, Provider, Store
 from tether.text import detect_language
 from tether.types import (
@@ -41,22 +46,6 @@ from tether.types import (
 )
 from tether.verify import check as verify
 from tether.verify.judges import EmbeddingJudge, LLMJudge
-
-# The longest question or search query accepted, in characters (a page of text; the bundled
-# questions are under 200).
-MAX_QUESTION_CHARS = 2_000
-
-
-def check_question(text: str, what: str = "question", *, empty_ok: bool = False) -> None:
-    """Refuse, with a `TetherError`, a `what` longer than MAX_QUESTION_CHARS, or an empty one
-    unless `empty_ok` (an empty search finds nothing; an empty question is a mistake)."""
-    if not empty_ok and not text.strip():
-        raise TetherError(f"the {what} is empty")
-    if len(text) > MAX_QUESTION_CHARS:
-        raise TetherError(
-            f"the {what} is {len(text):,} characters long; the limit is {MAX_QUESTION_CHARS:,}"
-            f" (shorten it)"
-        )
 
 
 @dataclass(frozen=True)
