@@ -15,10 +15,11 @@ question phrased very differently from the documents can be refused although ans
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from tether.config import DEFAULT_PROFILE
 from tether.protocols import Store
-from tether.types import Gate, Hit
+from tether.types import Filters, Gate, Hit
 
 # Default floors per method (support score a passage needs to count), see `calibrate`.
 DEFAULT_FLOORS: Mapping[str, float] = DEFAULT_PROFILE.gate_floors  # tuned: tether.config
@@ -45,6 +46,36 @@ def gate(hits: Sequence[Hit], floor: float, min_support: int = DEFAULT_MIN_SUPPO
         f" (best {best:.3g}); need {min_support}"
     )
     return Gate(passed, floor, min_support, supporting, best, reason)
+
+
+def filtered_out(store: Store, query: str, filters: Filters) -> str:
+    """Why a filtered search found nothing that matches `query` although passages do, in
+    counts only (no content): "12 staff-only passages matched; you asked as public", "3
+    passages matched but none is in force on 2026-05-01"; "" when the filters are not why."""
+    if store.count_lexical(query, filters):
+        return ""
+    total = store.count_lexical(query, Filters(as_of=None, audience="staff"))
+    if not total:
+        return ""
+    seen = total
+    if filters.audience != "staff":
+        seen = store.count_lexical(query, Filters(as_of=None, audience=filters.audience))
+        if not seen:
+            return f"{_passages(total, 'staff-only ')} matched; you asked as {filters.audience}"
+    if filters.as_of is not None:
+        return f"{_passages(seen)} matched but none is in force on {filters.as_of.isoformat()}"
+    return ""
+
+
+def _passages(n: int, kind: str = "") -> str:
+    return f"{n} {kind}passage{'s' if n != 1 else ''}"
+
+
+def explain(decision: Gate, filtered: str) -> Gate:
+    """A refusal whose reason is the filters (`filtered_out`) rather than weak retrieval."""
+    if decision.passed or not filtered:
+        return decision
+    return replace(decision, reason=f"{filtered} (nothing the filters allow matches)")
 
 
 def floors_for(store: Store, defaults: Mapping[str, float] = DEFAULT_FLOORS) -> dict[str, float]:
