@@ -248,6 +248,7 @@ class Workspace:
         data = self.store.info()
         allowed: list[Chunk] | None = None
         if check_audience(audience) != "staff":
+            data.pop("default_access", None)  # how unlabelled files are indexed: a staff matter
             allowed = [c for c in self.store.chunks() if c.meta.access == "public"]
             data.update(_counts(self.documents(audience), allowed, self.store))
         if not self.profile.calibrated:
@@ -365,6 +366,13 @@ class Workspace:
         retriever = self.retriever(dense=not lexical)
         return retriever.search(query, o.k, filters, method=o.method)
 
+    def filtered_out(self, query: str, filters: Filters) -> str:
+        """Why the filters left nothing that matches `query`, in counts only ("12 staff-only
+        passages may see matched" hint), or "" (`tether.answering.gate.filtered_out`)."""
+        from tether.answering.gate import filtered_out
+
+        return filtered_out(self.store, query, filters)
+
     # ---- writing --------------------------------------------------------------------------
 
     def ingest(
@@ -375,12 +383,14 @@ class Workspace:
         chunker: ChunkerConfig | None = None,
         rebuild: bool = False,
         strict: bool = False,
-        default_access: str = "staff",
+        default_access: str | None = None,
         progress: Any = None,
         follow_links: bool = False,
     ) -> SyncReport:
         """Sync the index with `folder` (creating the index), embedding when `embed`;
-        `follow_links` follows links that lead out of the folder."""
+        `follow_links` follows links that lead out of the folder; `default_access` (public or
+        staff) is what a file without an access label is indexed as, stored with the index
+        (None: the stored one, else staff)."""
         from tether.ingest.sync import sync
 
         store = self._store_for_writing(rebuild=rebuild)

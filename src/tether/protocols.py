@@ -78,6 +78,10 @@ class Store(Protocol):
         self, query: str, k: int, filters: Filters
     ) -> list[tuple[str, float]]: ...
 
+    def count_lexical(self, query: str, filters: Filters) -> int:
+        """How many chunks the filters allow match `query` lexically (a count, no content)."""
+        ...
+
     def search_dense(
         self, vector: np.ndarray, k: int, filters: Filters
     ) -> list[tuple[str, float]]: ...

@@ -72,6 +72,7 @@ class Document:
     blocks: tuple[Block, ...]
     content_hash: str  # sha256 hex of the file's bytes
     warnings: tuple[str, ...] = ()  # what reading it resolved on the safe side (access labels)
+    access_labelled: bool = True  # False: no access label, `default_access` decided
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,8 @@ class SyncReport:
     # "path: why" for a file indexed on the safe side (conflicting access labels: staff),
     # and inventory rows that apply to no file
     warnings: tuple[str, ...] = ()
+    unlabelled: tuple[str, ...] = ()  # sources read this time that carry no access label
+    default_access: str = "staff"  # what those were indexed as (stored with the index)
 
 
 # ---- the change set: what one sync writes, planned by ingest, applied by a store in one go

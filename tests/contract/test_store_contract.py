@@ -236,6 +236,20 @@ def test_the_public_audience_fails_closed(store: Store, collection: Path):
     assert store.search_dense(query_vector(query), 1, STAFF)[0][0] in ids
 
 
+def test_count_lexical_counts_what_the_filters_allow(store: Store, collection: Path):
+    ingest(store, collection)
+    query = "unlabelled roster night shifts"
+    assert store.count_lexical(query, STAFF) >= 1
+    assert store.count_lexical("roster", PUBLIC) == 0  # only the unlabelled (staff) file says it
+    assert store.count_lexical("roster", STAFF) == 1
+    assert store.count_lexical("zebra", PUBLIC) == len(store.search_lexical("zebra", 50, PUBLIC))
+    assert store.count_lexical("zebra", STAFF) == len(store.search_lexical("zebra", 50, STAFF))
+    refund = "refund window"
+    assert store.count_lexical(refund, Filters(as_of=date(2024, 1, 1), audience="public")) == 0
+    assert store.count_lexical(refund, Filters(as_of=date(2026, 6, 1), audience="public")) == 1
+    assert store.count_lexical("", STAFF) == 0 and store.count_lexical("***", STAFF) == 0
+
+
 @pytest.mark.parametrize(("day", "version"), [(date(2025, 6, 1), "1"), (date(2026, 6, 1), "2")])
 def test_as_of_picks_the_version_in_force(store: Store, collection: Path, day: date, version: str):
     ingest(store, collection)

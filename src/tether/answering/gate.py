@@ -15,11 +15,12 @@ question phrased very differently from the documents can be refused although ans
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from tether.config import DEFAULT_PROFILE
 from tether.errors import TetherError
 from tether.protocols import Store
-from tether.types import Gate, Hit
+from tether.types import Filters, Gate, Hit
 
 # Default floors per method (support score a passage needs to count), see `calibrate`.
 DEFAULT_FLOORS: Mapping[str, float] = DEFAULT_PROFILE.gate_floors  # tuned: tether.config
@@ -46,6 +47,39 @@ def gate(hits: Sequence[Hit], floor: float, min_support: int = DEFAULT_MIN_SUPPO
         f" (best {best:.3g}); need {min_support}"
     )
     return Gate(passed, floor, min_support, supporting, best, reason)
+
+
+PUBLIC_HINT = (
+    "nothing the public audience may see matched; documents without an access label are"
+    " staff-only (label them `access: public`, ingest with --default-access public, or ask as"
+    " staff)"
+)
+
+
+def filtered_out(store: Store, query: str, filters: Filters) -> str:
+    """Why a filtered search found nothing that matches `query`, without telling a public
+    asker anything about staff content: "3 passages matched but none is in force on
+    2026-05-01" (counted among the passages the audience may see), else, for a public asker,
+    `PUBLIC_HINT` whenever nothing matched (the same words whether or not staff passages
+    match: a count of those would let anyone probe staff documents); "" otherwise."""
+    if store.count_lexical(query, filters):
+        return ""
+    if filters.as_of is not None:
+        seen = store.count_lexical(query, Filters(as_of=None, audience=filters.audience))
+        if seen:
+            return f"{_passages(seen)} matched but none is in force on {filters.as_of.isoformat()}"
+    return PUBLIC_HINT if filters.audience != "staff" else ""
+
+
+def _passages(n: int, kind: str = "") -> str:
+    return f"{n} {kind}passage{'s' if n != 1 else ''}"
+
+
+def explain(decision: Gate, filtered: str) -> Gate:
+    """A refusal whose reason is the filters (`filtered_out`) rather than weak retrieval."""
+    if decision.passed or not filtered:
+        return decision
+    return replace(decision, reason=f"{filtered} (nothing the filters allow matches)")
 
 
 def floors_for(store: Store, defaults: Mapping[str, float] = DEFAULT_FLOORS) -> dict[str, float]:

@@ -29,6 +29,8 @@ from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
 from tether.answering.gate import (
     DEFAULT_MIN_SUPPORT,
     check_question,
+    explain,
+    filtered_out,
     floors_for,
     gate,
 )
@@ -120,8 +122,12 @@ def ask(
     method = retriever.resolve_method(o.method)
     hits = retriever.search(question, o.k, filters, method=method)
     timings["retrieve_s"] = time.perf_counter() - t
-    floor = o.floor if o.floor is not None else floors_for(store, profile.gate_floors).get(method, 0.0)
+    floor = (
+        o.floor if o.floor is not None else floors_for(store, profile.gate_floors).get(method, 0.0)
+    )
     decision = gate(hits, floor, o.min_support)
+    if not decision.passed:  # the filters may be why: say so, in counts only
+        decision = explain(decision, filtered_out(store, question, filters))
     base = replace(base, method=method, hits=tuple(hits), gate=decision)
     if not decision.passed:
         answer = Answer(False, "", ())

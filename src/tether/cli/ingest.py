@@ -30,6 +30,7 @@ def run_sync(
     strict: bool,
     embed: bool,
     follow_links: bool = False,
+    default_access: str | None = None,
 ) -> SyncReport:
     """Bring the Workspace's index in line with `folder`, showing each phase's progress."""
     from tether.cli.app import progress
@@ -49,7 +50,7 @@ def run_sync(
 
         return ws.ingest(
             folder, chunker=chunker, embed=embed, rebuild=rebuild, strict=strict, progress=step,
-            follow_links=follow_links,
+            follow_links=follow_links, default_access=default_access,
         )  # fmt: skip
 
 
@@ -93,9 +94,35 @@ def print_report(report: SyncReport, index: Path) -> None:
             " (never obeyed; `tether documents`)",
             highlight=False,
         )
+    print_access_note(report)
     print_problems(report)
     if not report.committed:
         err.print("[red]--strict: nothing was written (the index is as it was)[/red]")
+
+
+def access_note(report: SyncReport) -> str:
+    """How many documents read carry no access label, and what that means for public
+    questions; "" when all carry one."""
+    n = len(report.unlabelled)
+    if not n:
+        return ""
+    docs = f"{n} document{'s' if n != 1 else ''} read" + (" has" if n == 1 else " have")
+    if report.default_access == "public":
+        return (
+            f"{docs} no access label: indexed as public (--default-access public), so anyone"
+            " asking as public sees them"
+        )
+    return (
+        f"{docs} no access label: indexed as staff-only (fail-closed), so questions asked as"
+        " public (the default) will not see them; label them (front matter `access: public`"
+        " or inventory.csv) or ingest with --default-access public"
+    )
+
+
+def print_access_note(report: SyncReport) -> None:
+    if note := access_note(report):
+        colour = "yellow" if report.default_access == "staff" else "dim"
+        err.print(f"[{colour}]note[/{colour}]  {note}", highlight=False)
 
 
 def writable_index(path: Path) -> Workspace:
@@ -130,6 +157,15 @@ def ingest(
             " reported).",
         ),
     ] = False,
+    default_access: Annotated[
+        str | None,
+        typer.Option(
+            "--default-access",
+            help="public or staff: what a document without an access label is indexed as;"
+            " stored with the index, so later ingests keep it unless told otherwise."
+            " Default: the stored value, else staff (fail-closed).",
+        ),
+    ] = None,
 ) -> None:
     """Read a folder of documents into the index (incremental; atomic)."""
     from tether.app import DEFAULT_INDEX
@@ -139,13 +175,17 @@ def ingest(
         raise typer.BadParameter(
             f"{chunker!r} is not structure, fixed or overlap", param_hint="--chunker"
         )
+    if default_access not in (None, "public", "staff"):
+        raise typer.BadParameter(
+            f"{default_access!r} is not public or staff", param_hint="--default-access"
+        )
     with user_errors():
         if not folder.is_dir():
             raise TetherError(f"no such folder: {folder}")
         path = index or folder / DEFAULT_INDEX
         ws = writable_index(path)
         config = ChunkerConfig(chunker, max_words, overlap_words)  # type: ignore[arg-type]
-        report = run_sync(ws, folder, config, rebuild, strict, embed, follow_links)
+        report = run_sync(ws, folder, config, rebuild, strict, embed, follow_links, default_access)
         ws.close()
         print_report(report, path)
         if report.problems and strict:

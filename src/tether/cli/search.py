@@ -20,6 +20,7 @@ from tether.cli.app import (
     JsonOpt,
     as_of_date,
     audience_value,
+    err,
     in_force,
     open_workspace,
     out,
@@ -139,6 +140,9 @@ def search(
     with user_errors():
         ws = open_workspace(index, demo)
         hits = run_search(ws, query, k, filters, method)
+        why = "" if hits else ws.filtered_out(query, filters)
+    if why:  # on stderr, so that --json stays a list of hits
+        err.print(f"note: {why}", highlight=False)
     if as_json:
         from tether.schemas import Hit as WireHit
 

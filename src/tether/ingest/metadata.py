@@ -9,10 +9,11 @@
   case and non-alphanumerics ("effective-from", "EffectiveFrom" and "effective_from" are the
   same key); a few aliases are accepted with lower priority (id, type, lang, author).
 - `build_meta(...)` merges and validates: inventory row (non-empty cells) > the file's own
-  metadata > defaults (doc_id = file stem, version "1", title = first heading or the stem,
-  doc_type "document", access = `default_access` ("staff": fail-closed), language detected
-  with py3langid among en/fr/de/es/it/pt/nl). Dates must be YYYY-MM-DD; language codes are
-  reduced to their primary subtag ("en-GB" -> "en").
+  metadata > defaults (doc_id = the path relative to the collection root without its
+  extension, `guides/setup/README`, see `path_doc_id`; version "1", title = first heading or
+  the file stem, doc_type "document", access = `default_access` ("staff": fail-closed),
+  language detected with py3langid among en/fr/de/es/it/pt/nl). Dates must be YYYY-MM-DD;
+  language codes are reduced to their primary subtag ("en-GB" -> "en").
 
 Access labels fail closed: labels that disagree within one file (two `access` keys, `Access:`
 beside `access:`, two meta tags, an alias beside the key) make it staff, with a warning
@@ -236,7 +237,7 @@ def build_meta(
         return (out or None), origin
 
     stem = PurePosixPath(source).stem or PurePosixPath(source).name or "document"
-    doc_id = scalar("doc_id")[0] or stem
+    doc_id = scalar("doc_id")[0] or path_doc_id(source)
     if not doc_id.strip():
         raise ParseError("doc_id is empty")
     version = scalar("version")[0] or "1"
@@ -277,6 +278,25 @@ def build_meta(
         source=source,
         format=fmt,
     )
+
+
+def has_access_label(file_meta: Mapping[str, Any], inventory_row: Mapping[str, str] | None) -> bool:
+    """Whether a file or its inventory row gives it an access label (else `default_access`
+    decides)."""
+    row = collect_meta(list((inventory_row or {}).items()))
+    return any(
+        value is not None and str(value).strip()
+        for value in (file_meta.get("access"), row.get("access"))
+    )
+
+
+def path_doc_id(source: str) -> str:
+    """The doc_id of a file without one: its collection-relative path without the extension
+    (`guides/setup/README.md` -> `guides/setup/README`), so files that share a name in
+    different folders are different documents."""
+    path = PurePosixPath(source)
+    name = path.stem or path.name or "document"
+    return str(path.with_name(name))
 
 
 def _language(value: str | None, origin: str, text: str) -> str:

@@ -39,7 +39,7 @@ import json
 import os
 import stat as stat_module
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -92,18 +92,20 @@ def sync(
     embedder: Embedder | None = None,
     rebuild: bool = False,
     strict: bool = False,
-    default_access: str = "staff",
+    default_access: str | None = None,
     progress: Progress | None = None,
     sentences: bool | None = None,
     follow_links: bool = False,
 ) -> SyncReport:
     """Bring the index of `store` in line with `folder` (see the module docstring);
-    `follow_links` follows links that lead out of the folder."""
+    `follow_links` follows links that lead out of the folder; `default_access` is what a file
+    without an access label is indexed as (None: the one stored with the index, else staff)."""
     began = time.perf_counter()
     folder = Path(folder)
     if not folder.is_dir():
         raise TetherError(f"no such folder: {folder}")
     chunker = chunker or ChunkerConfig()
+    default_access = access_default(store, default_access)
     check_build(store, chunker, embedder, rebuild)
     step = progress or _quiet
     plan = read_folder(store, folder, chunker, rebuild, default_access, step, follow_links)
@@ -114,10 +116,13 @@ def sync(
             seconds=time.perf_counter() - began,
             committed=False,
             warnings=tuple(plan.warnings),
+            default_access=default_access,
         )
     if sentences is None:
         sentences = bool(getattr(embedder, "sentence_vectors", False))
     changes = plan_changes(store, plan, chunker, embedder, rebuild, sentences, step)
+    if rebuild or store.meta_value(DEFAULT_ACCESS_META) != default_access:
+        changes = replace(changes, meta=(*changes.meta, (DEFAULT_ACCESS_META, default_access)))
     if not changes.empty:
         store.apply(changes, progress=step)
     return SyncReport(
@@ -130,7 +135,21 @@ def sync(
         seconds=time.perf_counter() - began,
         instructions=tuple(f.file.source for f in changes.files if f.instructions),
         warnings=tuple(plan.warnings),
+        unlabelled=tuple(f.file.source for f in changes.files if not f.document.access_labelled),
+        default_access=default_access,
     )
+
+
+DEFAULT_ACCESS_META = "default_access"  # the index meta key of `--default-access`
+
+
+def access_default(store: Store, given: str | None) -> str:
+    """What a file without an access label is indexed as: `given`, else the value stored with
+    the index by an earlier sync, else staff (fail-closed)."""
+    value = given if given is not None else store.meta_value(DEFAULT_ACCESS_META) or "staff"
+    if value not in ("public", "staff"):
+        raise TetherError(f"default access {value!r} is not public or staff")
+    return value
 
 
 def check_build(
@@ -285,16 +304,21 @@ def _refuse_duplicates(plan: _Plan) -> list[FileChange]:
         others = [holder] if holder else []
         for change in group:
             rivals = [*others, *(c.file.source for c in group if c is not change)]
-            plan.problems.append(
-                FileProblem(
-                    change.file.source,
-                    f"doc_id {key[0]!r} version {key[1]!r} is also in {', '.join(rivals)};"
-                    " give each version its own version number",
-                )
-            )
+            plan.problems.append(FileProblem(change.file.source, _duplicate(key, change, rivals)))
             if change.file.source in plan.known:
                 plan.unchanged.append(change.file.source)
     return kept
+
+
+def _duplicate(key: tuple[str, str], change: FileChange, rivals: list[str]) -> str:
+    """Why a file that claims another file's doc_id + version is left out, naming every file
+    that claims it, with the fix."""
+    return (
+        f"doc_id {key[0]!r} version {key[1]!r} is also in {', '.join(rivals)}"
+        f" ({' and '.join([change.file.source, *rivals])} claim the same document); give one"
+        f" its own doc_id (front matter `doc_id:` or a row in {INVENTORY_FILE}), or, if they"
+        " are two versions of one document, its own version"
+    )
 
 
 def plan_changes(
@@ -413,8 +437,17 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+# How a file without a doc_id is named (`tether.ingest.metadata.path_doc_id`); part of every
+# file's fingerprint, so an index built when it was the file stem is read again once.
+DOC_ID_SCHEME = "path"
+
+
 def _row_hash(row: dict[str, str] | None, default_access: str) -> str:
-    payload = json.dumps([sorted((row or {}).items()), default_access], ensure_ascii=False)
+    """What besides a file's bytes decides its document: its inventory row, the default
+    access and the doc_id scheme."""
+    payload = json.dumps(
+        [sorted((row or {}).items()), default_access, DOC_ID_SCHEME], ensure_ascii=False
+    )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 

@@ -80,7 +80,6 @@ SCHEMA_VERSION = 2  # 2: the instructions table
 DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 
 
-
 @dataclass
 class _Caches:
     """What one store object keeps in memory for one generation of the index."""
@@ -511,6 +510,19 @@ class SqliteStore:
         with self._reading():
             allowed = self._allowed(filters)
             return self._bm25(query, k, lambda ids: allowed)
+
+    def count_lexical(self, query: str, filters: Filters) -> int:
+        """How many chunks the filters allow match `query` lexically: a count only, so a
+        caller can say why a filtered search found nothing without showing what matched."""
+        match = fts_query(query)
+        if not match:
+            return 0
+        with self._reading():
+            allowed = self._allowed(filters)
+            rows = self.db.execute(
+                "SELECT chunk_id FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)
+            )
+            return sum(1 for (cid,) in rows if cid in allowed)
 
     # ---- vectors and dense search ---------------------------------------------------------
 

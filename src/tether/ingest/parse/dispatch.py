@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tether.errors import ParseError
 from tether.ingest.discover import MAX_BYTES, SUFFIXES, read_regular
-from tether.ingest.metadata import build_meta
+from tether.ingest.metadata import build_meta, has_access_label
 from tether.ingest.parse.blocks import Parsed
 from tether.types import DocMeta, Document, FileFormat
 
@@ -93,7 +93,7 @@ def parse_bytes(
     _check_unicode(meta, text)
     return Document(
         meta=meta, text=text, blocks=blocks, content_hash=hashlib.sha256(data).hexdigest(),
-        warnings=tuple(warnings),
+        warnings=tuple(warnings), access_labelled=has_access_label(parsed.meta, inventory_row),
     )  # fmt: skip
 
 
