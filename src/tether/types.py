@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 Access = Literal["public", "staff"]
 Audience = Literal["public", "staff"]
 BlockKind = Literal["heading", "paragraph", "list_item", "table_row", "code"]
-FileFormat = Literal["markdown", "html", "pdf", "text"]
+FileFormat = Literal["markdown", "html", "pdf", "text", "docx", "rst"]
 
 
 @dataclass(frozen=True)
@@ -197,6 +197,8 @@ class SyncReport:
     # "path: why" for a file indexed on the safe side (conflicting access labels: staff),
     # and inventory rows that apply to no file
     warnings: tuple[str, ...] = ()
+    # files of a type tether does not read: (suffix, count), most frequent first
+    unsupported: tuple[tuple[str, int], ...] = ()
 
 
 # ---- the change set: what one sync writes, planned by ingest, applied by a store in one go
