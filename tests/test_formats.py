@@ -1,5 +1,6 @@
 """Every file accounted for: unsupported files counted by suffix in the ingest summary, DOCX and
-reStructuredText parsed with headings, anchors, lists, tables and offsets."""
+reStructuredText parsed with headings, anchors, lists, tables and offsets, and HTML boilerplate
+(sidebars, dialogs, Next/Previous/Index bars, what lies outside <main>) left out."""
 
 from __future__ import annotations
 
@@ -313,3 +314,51 @@ def test_rst_title_that_breaks_the_nesting_keeps_its_text() -> None:
     pytest.importorskip("docutils")
     doc = parse_bytes(b"A\n=\n\nB\n-\n\nC\n=\n\nD\n~\n\nBody text.\n", "t.rst", "rst")
     assert doc.text.split("\n\n") == ["A", "B", "C", "D", "Body text."]
+
+
+# --------------------------------------------------------------------------- HTML boilerplate
+
+PAGE = """<!doctype html><html lang="en"><head><title>Returns | Shop</title></head><body>
+<div class="cookie" role="dialog">We use cookies. <button>Accept</button></div>
+<header><a href="/">Shop</a><nav><a href="/a">Garden</a></nav></header>
+<div class="nav-bar"><p>Next: <a href="b.html">Refunds</a>, Previous: <a href="a.html">Orders</a>,
+Up: <a href="index.html">Top</a> &nbsp; [<a href="toc.html">Contents</a>][<a href="ix.html">Index</a>]
+</p></div>
+<main><article><h1 id="returns">Returns</h1>
+<p>Return an item within 30 days. See the <a href="ix.html">Index of forms</a> for the form.</p>
+<aside class="tip"><p>Tip: keep the receipt.</p></aside>
+</article>
+<aside><h2>Related articles</h2><ul><li><a href="/c">Contact us</a></li></ul></aside></main>
+<p><a href="a.html">&laquo; Previous</a> | <a href="b.html">Next &raquo;</a></p>
+<footer><p>&copy; 2026 Shop</p></footer></body></html>"""
+
+
+def test_html_boilerplate_is_left_out_and_main_content_kept() -> None:
+    doc = parse_bytes(PAGE.encode(), "returns.html", "html")
+    assert_offsets(doc)
+    assert [b.text for b in doc.blocks] == [
+        "Returns",
+        "Return an item within 30 days. See the Index of forms for the form.",
+        "Tip: keep the receipt.",
+    ]
+
+
+def test_html_link_bar_outside_main_and_title_outside_main() -> None:
+    page = (
+        "<body><p>Next: <a href='n.html'>Setup</a> Previous: <a href='p.html'>Intro</a></p>"
+        "<h1>Printer guide</h1><div role='main'><p>Add the printer by name.</p>"
+        "<p><a href='x.html'>Download the driver</a></p></div></body>"
+    )
+    doc = parse_bytes(page.encode(), "printers.html", "html")
+    assert_offsets(doc)
+    assert [(b.kind, b.text) for b in doc.blocks] == [
+        ("heading", "Printer guide"),
+        ("paragraph", "Add the printer by name."),
+        ("paragraph", "Download the driver"),
+    ]
+
+
+def test_html_empty_main_is_not_taken_for_the_content() -> None:
+    page = b"<body><main id='app'></main><div><h1>Guide</h1><p>Real text here.</p></div></body>"
+    doc = parse_bytes(page, "spa.html", "html")
+    assert [b.text for b in doc.blocks] == ["Guide", "Real text here."]
