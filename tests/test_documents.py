@@ -65,7 +65,7 @@ def test_discover_lists_readable_files_sorted_and_skips_hidden(tmp_path: Path) -
         "sub/e.htm",
         "notes.markdown",
         "inventory.csv",
-        "report.docx",
+        "report.xlsx",
         ".hidden.md",
         ".tether/index.md",
         "sub/.cache/x.md",
@@ -636,8 +636,8 @@ def test_access_value_not_allowed() -> None:
 
 def test_bad_language_and_unsupported_suffix(tmp_path: Path) -> None:
     assert "not a language code" in parse_error(b"---\nlanguage: English!\n---\nText.\n")
-    with pytest.raises(ParseError, match=r"unsupported file type '\.docx'"):
-        parse_file(write(tmp_path, "a.docx", "x"), tmp_path)
+    with pytest.raises(ParseError, match=r"unsupported file type '\.xlsx'"):
+        parse_file(write(tmp_path, "a.xlsx", "x"), tmp_path)
 
 
 def test_front_matter_without_body() -> None:

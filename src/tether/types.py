@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 Access = Literal["public", "staff"]
 Audience = Literal["public", "staff"]
 BlockKind = Literal["heading", "paragraph", "list_item", "table_row", "code"]
-FileFormat = Literal["markdown", "html", "pdf", "text"]
+FileFormat = Literal["markdown", "html", "pdf", "text", "docx", "rst"]
 
 
 @dataclass(frozen=True)
@@ -200,6 +200,8 @@ class SyncReport:
     warnings: tuple[str, ...] = ()
     unlabelled: tuple[str, ...] = ()  # sources read this time that carry no access label
     default_access: str = "staff"  # what those were indexed as (stored with the index)
+    # files of a type tether does not read: (suffix, count), most frequent first
+    unsupported: tuple[tuple[str, int], ...] = ()
 
 
 # ---- the change set: what one sync writes, planned by ingest, applied by a store in one go

@@ -67,6 +67,24 @@ def print_problems(report: SyncReport) -> None:
         err.print(f"[yellow]warning[/yellow]  {shown(warning, one_line=True)}", highlight=False)
 
 
+def print_unsupported(report: SyncReport) -> None:
+    """One line for the files left out because tether does not read their type."""
+    if not report.unsupported:
+        return
+    from tether.ingest.discover import SUFFIXES
+
+    total = sum(count for _, count in report.unsupported)
+    kinds = ", ".join(
+        f"{shown(suffix, one_line=True)} {count}" for suffix, count in report.unsupported
+    )
+    noun = "file" if total == 1 else "files"
+    out.print(
+        f"  not read: {total} {noun} of a type tether does not read ({kinds});"
+        f" it reads {' '.join(SUFFIXES)}",
+        highlight=False,
+    )
+
+
 def print_report(report: SyncReport, index: Path) -> None:
     from rich.table import Table
 
@@ -95,6 +113,7 @@ def print_report(report: SyncReport, index: Path) -> None:
             highlight=False,
         )
     print_access_note(report)
+    print_unsupported(report)
     print_problems(report)
     if not report.committed:
         err.print("[red]--strict: nothing was written (the index is as it was)[/red]")

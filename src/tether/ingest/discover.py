@@ -1,8 +1,9 @@
 """Discovery: the files of a collection folder that tether may read, and reading one safely.
 
 `scan(folder, follow_links=False)` walks the folder (sorted, recursive) and returns a `Scan`:
-the files tether can read (.md/.markdown, .html/.htm, .pdf, .txt; hidden files and folders and
-`inventory.csv` skipped), the entries it skipped with the reason (`skipped`: a link that leads
+the files tether can read (.md/.markdown, .html/.htm, .pdf, .txt, .docx, .rst; hidden files and
+folders and `inventory.csv` skipped), the other files counted by suffix (`unsupported`: ".gz"
+-> 2, "(no suffix)" for a name without one), the entries it skipped with the reason (`skipped`: a link that leads
 out of the folder, a link to a folder, a name that is not UTF-8) and the sub-folders it could
 not list (`unreadable`: their documents keep their previous version). `discover(folder)` is
 its list of files. `SUFFIXES` maps a suffix to its format.
@@ -40,7 +41,10 @@ SUFFIXES: dict[str, FileFormat] = {
     ".htm": "html",
     ".pdf": "pdf",
     ".txt": "text",
+    ".docx": "docx",
+    ".rst": "rst",
 }
+NO_SUFFIX = "(no suffix)"
 INVENTORY_FILE = "inventory.csv"
 MAX_BYTES = 20_000_000  # the largest file read by default
 _NOT_FOLLOWED = "leads out of the collection folder; not followed (--follow-links follows it)"
@@ -53,6 +57,7 @@ class Scan:
     files: list[Path] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (relative path, reason)
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (relative folder, reason)
+    unsupported: dict[str, int] = field(default_factory=dict)  # suffix -> files not read
 
 
 def discover(folder: Path) -> list[Path]:
@@ -92,7 +97,10 @@ def scan(folder: Path, *, follow_links: bool = False) -> Scan:
             if name.startswith(".") or name.lower() == INVENTORY_FILE:
                 continue
             folder_like = _is_dir(entry)
-            if not folder_like and Path(name).suffix.lower() not in SUFFIXES:
+            suffix = Path(name).suffix.lower()
+            if not folder_like and suffix not in SUFFIXES:
+                key = _printable(suffix) if suffix else NO_SUFFIX
+                result.unsupported[key] = result.unsupported.get(key, 0) + 1
                 continue
             if not _utf8(name):
                 result.skipped.append((_printable(child), "the name is not valid UTF-8"))

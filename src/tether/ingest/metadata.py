@@ -184,6 +184,26 @@ def collect_meta(pairs: Iterator[tuple[str, Any]] | list[tuple[str, Any]]) -> di
     return found
 
 
+def properties_meta(
+    fields: list[tuple[str, Any]], keywords: str, explicit: list[tuple[str, Any]]
+) -> dict[str, Any]:
+    """Metadata of an office document or PDF: its standard `fields` (title, author...),
+    `key=value` pairs in its `keywords` (separated by ";" or newlines), then its `explicit`
+    custom properties (/DocId, a DOCX custom property), which win over the keywords. Access
+    labels that disagree anywhere among them stay an `AccessConflict` (fail closed)."""
+    pairs = list(fields)
+    for part in re.split(r"[;\n]", keywords):
+        key, sep, value = part.partition("=")
+        if sep and key.strip() and squash(key) not in ("author", "title"):
+            pairs.append((key.strip(), value.strip()))
+    meta = collect_meta(pairs)
+    meta.update(collect_meta(explicit))
+    access = collect_meta([*pairs, *explicit]).get("access")
+    if isinstance(access, AccessConflict):
+        meta["access"] = access
+    return meta
+
+
 def inventory_warnings(inventory: Mapping[str, Mapping[str, str]], sources: set[str]) -> list[str]:
     """Warnings for inventory rows that apply to no file: a path that matches no file, or
     one that matches a file only in another case (such a row is not applied)."""

@@ -24,7 +24,9 @@
 - sentence vectors (for the default reranker): with `sentences=True`, or when the embedder has
   a true `sentence_vectors` attribute, each chunk's sentences (`sentence_spans`) are embedded
   too, in the same change set (chunks that have none yet, including unchanged chunks of an
-  older index, are filled in at the next sync).
+  older index, are filled in at the next sync);
+- accounted for: files of a type tether does not read are counted by suffix
+  (`SyncReport.unsupported`), so a summary can say what was left out.
 
 What it cannot do: it reads the store through the `Store` protocol only and knows no backend;
 two syncs of one index at the same time are serialised by the store (the second may fail
@@ -82,6 +84,7 @@ class _Plan:
     removed: list[str] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unsupported: tuple[tuple[str, int], ...] = ()  # (suffix, files), most frequent first
 
 
 def sync(
@@ -117,6 +120,7 @@ def sync(
             committed=False,
             warnings=tuple(plan.warnings),
             default_access=default_access,
+            unsupported=plan.unsupported,
         )
     if sentences is None:
         sentences = bool(getattr(embedder, "sentence_vectors", False))
@@ -137,6 +141,7 @@ def sync(
         warnings=tuple(plan.warnings),
         unlabelled=tuple(f.file.source for f in changes.files if not f.document.access_labelled),
         default_access=default_access,
+        unsupported=plan.unsupported,
     )
 
 
@@ -202,6 +207,7 @@ def read_folder(
     found = scan(folder, follow_links=follow_links)
     paths = found.files
     plan = _Plan(known={} if rebuild else store.file_states())
+    plan.unsupported = tuple(sorted(found.unsupported.items(), key=lambda kv: (-kv[1], kv[0])))
     seen: set[str] = set()
     for source, reason in found.skipped:  # what was read through such a link is removed
         plan.problems.append(FileProblem(source, reason))

@@ -32,6 +32,8 @@ _PARSERS: dict[str, str] = {
     "html": "tether.ingest.parse.html",
     "pdf": "tether.ingest.parse.pdf",
     "text": "tether.ingest.parse.text",
+    "docx": "tether.ingest.parse.docx",
+    "rst": "tether.ingest.parse.rst",
 }
 
 

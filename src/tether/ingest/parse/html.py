@@ -4,9 +4,14 @@ nav, script, style, svg, noscript, template, iframe/object/embed/canvas, form co
 elements with a `hidden` attribute, `aria-hidden="true"`, an inline `display:none` style or
 `role="navigation"` are dropped. Page-level `<header>`/`<footer>` (not inside article, main,
 section or aside) and `role="banner"`/`role="contentinfo"` are dropped too, unless they hold an
-`<h1>`. A heading's anchor is its `id`, else an `<a name|id>` inside it, else an `<a name|id>`
-(alone, or as the only content of an empty element) just before it, else the `id` of a
-`<section>`/`<article>` the heading opens. Text directly inside containers (div, blockquote,
+`<h1>`; so are sidebars and dialogs (`<aside>`, `role="complementary"`, `<dialog>`,
+`role="dialog"`) outside an `<article>`, and link bars: an element whose text outside its links
+is only navigation words ("Next:", "Previous:", "Up:", "[Index]", "Contents", "Home"...). When
+the page has a `<main>` (or `role="main"`), only it is read, or else its one `<article>` when it
+has exactly one (an empty one is ignored); the page's first `<h1>` outside it is kept as the first heading when the
+content has none. A heading's anchor is its `id`, else an `<a name|id>` inside it, else an
+`<a name|id>` (alone, or as the only content of an empty element) just before it, else the `id`
+of a `<section>`/`<article>` the heading opens. Text directly inside containers (div, blockquote,
 dd...) becomes a paragraph. A `<meta charset>` other than UTF-8 is honoured when it names a
 text encoding. Elements nested deeper than `MAX_DEPTH` keep their text as one block; a page
 nested so deep that libxml2 stops (2048 levels) is refused rather than cut short.
@@ -45,6 +50,14 @@ _BLOCK_TAGS = frozenset(
 )  # fmt: skip
 _NESTED_IN_LI = frozenset({"ul", "ol", "dl", "table", "pre"})
 _SECTIONING = frozenset({"article", "main", "section", "aside"})
+_SIDEBAR_ROLES = frozenset({"complementary", "dialog", "alertdialog"})
+_NAV_WORDS = re.compile(
+    r"\b(?:next|previous|prev|up|top|index|contents|table of contents|home|back|forward|"
+    r"go to|page|skip to (?:main )?content)\b|[\[\]|:,.·•»«›‹→←↑/&;()\-–—\s]",
+    re.IGNORECASE,
+)
+_NAV_WORD = re.compile(r"\b(?:next|previous|prev|up|index|contents)\b", re.IGNORECASE)
+_BAR_PUNCT = re.compile(r"[\[\]|:,.·•»«›‹→←↑()\-–—\s]+")
 MAX_DEPTH = 100  # element levels walked as such; deeper subtrees are kept as their text
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
@@ -71,6 +84,45 @@ def _is_page_chrome(el: Any) -> bool:
     else:
         return False
     return chrome and next(el.iter("h1"), None) is None
+
+
+def _is_sidebar(el: Any) -> bool:
+    """An aside or a dialog that is not part of an article's own content."""
+    tag, role = _tag(el), (el.get("role") or "").strip().lower()
+    if tag not in ("aside", "dialog") and role not in _SIDEBAR_ROLES:
+        return False
+    return not any(_tag(a) == "article" for a in el.iterancestors())
+
+
+def _is_link_bar(el: Any) -> bool:
+    """A "Next: ... Previous: ... [Index]" bar: links, and outside them navigation words only."""
+    if _tag(el) not in ("p", "div", "td", "table", "center", "ul", "li"):
+        return False
+    links = list(el.iter("a"))
+    if not links or next(el.iter(*_HEADINGS), None) is not None:
+        return False
+    outside = _text_of(el, skip=frozenset({"a"}))
+    if _NAV_WORDS.sub("", outside):
+        return False
+    if _NAV_WORD.search(outside):
+        return True
+    return any(_NAV_WORD.fullmatch(_BAR_PUNCT.sub("", _text_of(a))) for a in links)
+
+
+def _content_root(body: Any) -> Any:
+    """The `<main>` (or role=main) of the page, else its one `<article>`, else `body`."""
+    mains = [
+        el
+        for el in body.iter()
+        if _tag(el) == "main" or (el.get("role") or "").strip().lower() == "main"
+    ]
+    articles = [
+        a for a in body.iter("article") if not any(_tag(p) == "article" for p in a.iterancestors())
+    ]
+    for root in mains[:1] + (articles if len(articles) == 1 else []):
+        if clean(_text_of(root)):  # an empty <main> (filled by a script) is not the content
+            return root
+    return body
 
 
 def _text_of(el: Any, skip: frozenset[str] = frozenset(), br: str = " ") -> str:
@@ -287,14 +339,22 @@ def parse(data: bytes) -> Parsed:
         or _is_hidden(el)
         or (el.get("role") or "").strip().lower() == "navigation"
         or _is_page_chrome(el)
+        or _is_sidebar(el)
     ]
     for el in doomed:
         if el.getparent() is not None:
             el.drop_tree()
-    _flatten_deep(body)
+    for el in [e for e in body.iter() if _is_link_bar(e)]:
+        if el.getparent() is not None:
+            el.drop_tree()
+    root = _content_root(body)
+    _flatten_deep(root)
     b = Builder()
+    title = next(body.iter("h1"), None)
+    if root is not body and next(root.iter("h1"), None) is None and title is not None:
+        b.heading(_text_of(title), 1, _heading_anchor(title))
     try:
-        _HtmlWalker(b).walk(body)
+        _HtmlWalker(b).walk(root)
     except RecursionError:
         raise ParseError("HTML cannot be read: elements are nested too deeply") from None
     return b.result(meta, "no text found (the page has no visible text)")

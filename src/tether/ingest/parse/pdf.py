@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tether.errors import ParseError
-from tether.ingest.metadata import AccessConflict, collect_meta, squash
+from tether.ingest.metadata import properties_meta, squash
 from tether.ingest.parse.blocks import Builder, Parsed, short
 from tether.types import BlockKind
 
@@ -130,25 +130,16 @@ def _pdf_info_meta(info: Mapping[str, Any] | None) -> dict[str, Any]:
             value = value.decode("utf-8", errors="replace")
         if isinstance(value, str) and value.strip():
             values[str(key).lstrip("/")] = value.strip()
-    pairs: list[tuple[str, Any]] = []
+    fields: list[tuple[str, Any]] = []
     title = values.get("Title", "")
     if title and not re.search(r"^microsoft \w+ - |\.(docx?|pdf|odt|rtf)$|^untitled$", title, re.I):
-        pairs.append(("title", title))
+        fields.append(("title", title))
     if values.get("Author"):
-        pairs.append(("author", values["Author"]))
-    for part in re.split(r"[;\n]", values.get("Keywords", "")):
-        key, sep, value = part.partition("=")
-        if sep and key.strip() and squash(key) not in ("author", "title"):
-            pairs.append((key.strip(), value.strip()))
-    meta = collect_meta(pairs)
+        fields.append(("author", values["Author"]))
     info_pairs = [
         (k, v) for k, v in values.items() if squash(k) not in ("title", "author", "keywords")
     ]
-    meta.update(collect_meta(info_pairs))  # explicit info keys (/DocId...) beat /Keywords
-    access = collect_meta([*pairs, *info_pairs]).get("access")
-    if isinstance(access, AccessConflict):  # /Access and a Keywords access= disagree
-        meta["access"] = access
-    return meta
+    return properties_meta(fields, values.get("Keywords", ""), info_pairs)
 
 
 def parse(data: bytes) -> Parsed:
