@@ -1,28 +1,37 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
+# `make demo` installs only what the demo needs (the library and the local model, no torch);
+# `make test` adds the `dev` extra (test suite, linters, type checker; torch for two tests).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-$(BIN)/tether: pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,local]'
-	touch $(BIN)/tether
 
-.PHONY: install demo test lint bench
-install: $(BIN)/tether
+$(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[local]'
+	touch $@
+
+$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev,local]'
+	touch $(VENV)/.demo-installed $@
+
+.PHONY: install install-dev demo test lint bench
+install: $(VENV)/.demo-installed
+install-dev: $(VENV)/.dev-installed
 
 demo: install
 	$(BIN)/tether demo
 
-test: install
+test: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/pytest
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check .
 
-bench: install
+bench: install-dev
 	$(BIN)/python bench/run_all.py

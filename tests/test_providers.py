@@ -1059,6 +1059,35 @@ def test_ensure_local_model_assembles_once(tmp_path: Path, monkeypatch: pytest.M
     assert ensure_local_model(cache, parts=parts, filename="m.gguf", **options) == path
 
 
+def test_model_parts_are_joined_by_the_kernel_with_a_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parts go through `os.copy_file_range` (a reflink on btrfs/XFS: no second copy on
+    disk); where it is refused, plain reads and writes give the same bytes."""
+    if not hasattr(os, "copy_file_range"):
+        pytest.skip("no copy_file_range on this platform")
+    parts = fake_parts(tmp_path / "parts")
+    real = os.copy_file_range
+    calls: list[int] = []
+
+    def counting(src: int, dst: int, count: int, *args: Any) -> int:
+        calls.append(count)
+        return real(src, dst, count, *args)
+
+    monkeypatch.setattr(local.os, "copy_file_range", counting)
+    options: dict[str, Any] = {"expected_size": 11, "expected_sha256": HELLO_SHA}
+    path = ensure_local_model(tmp_path / "a", parts=parts, filename="m.gguf", **options)
+    assert path.read_bytes() == b"hello world"
+    assert len(calls) >= len(parts)
+
+    def refused(*args: Any) -> int:
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(local.os, "copy_file_range", refused)
+    path = ensure_local_model(tmp_path / "b", parts=parts, filename="m.gguf", **options)
+    assert path.read_bytes() == b"hello world"
+
+
 def test_ensure_local_model_hashes_unstamped_file_once(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()

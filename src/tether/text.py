@@ -97,7 +97,12 @@ def stem(word: str) -> str:
     """A crude EN/FR stem of a folded word: plural folded (`fold_plural`), -ing/-ed stripped
     (a doubled final consonant undone: shipped → ship), cut to 6 letters, a final -e dropped
     (expire, expirent → expir; tente → tent). Two words with one stem are not always one
-    word (a cut to 6 letters joins "warranty" and "warrant"); a stem is a key, not a word."""
+    word (a cut to 6 letters joins "warranty" and "warrant"); a stem is a key, not a word.
+
+    Measured against snowballstemmer 3.1.1 (English, and English then French) on the
+    verifier's 178 labelled claims (`tether eval --verifier`, embedding judge): all three give
+    1 false pass of 85 unsupported and 1 false alarm of 93 supported. Not worse, not better;
+    kept until the extractive answers are measured with both (not yet done)."""
     w = fold_plural(word)
     if len(w) >= 5:
         for suffix in ("ing", "ed"):

