@@ -21,6 +21,19 @@ def _no_user_settings_file(
     monkeypatch.delenv("TETHER_ENV_FILE", raising=False)
 
 
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No settings variable set (every one in `tether.config.VARIABLES` removed), a settings
+    folder of the test's own, and the test's temporary folder as the current folder."""
+    from tether.config import VARIABLES
+
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # not the real user's
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory: pytest.TempPathFactory):
     """A SqliteStore holding the demo collection, with vectors (built once per session)."""

@@ -17,7 +17,7 @@ runner = CliRunner()
 
 COMMANDS = [
     "ingest", "documents", "chunks", "search", "info", "demo", "questions", "version",
-    "ask", "chat", "eval", "calibrate", "schema",
+    "config", "ask", "chat", "eval", "calibrate", "schema",
 ]  # fmt: skip
 
 

@@ -841,34 +841,8 @@ def test_replay_bad_file_and_modes(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------
-# Settings and make_provider
+# Settings and make_provider (the `clean_env` fixture is in conftest.py)
 # --------------------------------------------------------------------------------------
-
-_VARS = (
-    "TETHER_PROVIDER",
-    "TETHER_MODEL",
-    "TETHER_BASE_URL",
-    "TETHER_API_KEY",
-    "TETHER_TIMEOUT",
-    "TETHER_MAX_RETRIES",
-    "TETHER_RECORDINGS",
-    "TETHER_REPLAY_MODE",
-    "TETHER_REPLAY_INNER",
-    "TETHER_MODEL_CACHE",
-    "TETHER_LOCAL_THREADS",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "TETHER_ENV_FILE",
-)
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for name in _VARS:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # not the real user's
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def test_settings_defaults(clean_env: Path) -> None:

@@ -139,6 +139,27 @@ def _counts(docs: list[DocumentInfo], chunks: list[Chunk], store: Store) -> dict
     }
 
 
+AsOf = date | str | None
+"""A date for the filters: a `date`, "YYYY-MM-DD", "today", or None / "none" (all versions)."""
+
+
+def as_of_value(value: AsOf) -> date | None:
+    """The one rule for an as-of date, shared by the CLI's `--as-of` and the Python API: a
+    `date` stays; "today" is today's date; None or "none" keeps every version; an ISO
+    "YYYY-MM-DD" string is that date; anything else is a TetherError."""
+    if value is None or isinstance(value, date):
+        return value
+    text = str(value).strip().lower()
+    if text == "none":
+        return None
+    if text == "today":
+        return date.today()
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise TetherError(f"{value!r} is not a date: use YYYY-MM-DD, today or none") from None
+
+
 def check_audience(audience: str) -> Audience:
     """`audience` when it is public or staff, else a TetherError (never read as staff)."""
     if audience not in ("public", "staff"):
@@ -207,6 +228,7 @@ class Workspace:
         return self._store
 
     def close(self) -> None:
+        """Close the index (a later use opens it again)."""
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -280,6 +302,7 @@ class Workspace:
 
     @property
     def provider(self) -> Provider:
+        """The provider that answers (from Settings, built on first use)."""
         if self._provider is None:
             self._provider = self.make_provider()
         return self._provider
@@ -291,6 +314,7 @@ class Workspace:
         return make_provider(self.settings, name=name, model=model, local_models=self.models.local)
 
     def use_provider(self, provider: Provider) -> None:
+        """Answer with `provider` from now on (instead of the one from Settings)."""
         self._provider = provider
 
     def judge(self) -> Judge | None:
@@ -440,7 +464,8 @@ class Collection:
     The index is `<folder>/.tether/index.sqlite` unless `index` is given; it is built on
     first use when missing. The provider is the configured one (TETHER_PROVIDER and friends),
     else the local model when installed, else the extractive answerer. Searches and questions
-    see the public audience unless told otherwise."""
+    have the CLI's defaults: the public audience (staff-only documents are not seen) and the
+    versions in force today (`as_of="today"`; None for every version)."""
 
     def __init__(
         self,
@@ -458,21 +483,38 @@ class Collection:
 
     @property
     def index(self) -> Path:
+        """The index file of this collection."""
         return self.workspace.index
 
     @property
     def store(self) -> Store:
+        """The index, built from the folder on first use when it is missing."""
         if not self.index.exists():
             self.ingest()
         return self.workspace.store
 
     @property
     def provider(self) -> Provider:
+        """The provider that answers questions (the configured one, built on first use)."""
         return self.workspace.provider
 
-    def ingest(self, *, embed: bool = True, progress: Any = None, **kwargs: Any) -> SyncReport:
-        """Sync the index with the folder; returns the SyncReport."""
-        return self.workspace.ingest(self.folder, embed=embed, progress=progress, **kwargs)
+    def ingest(
+        self,
+        *,
+        embed: bool = True,
+        progress: Any = None,
+        rebuild: bool = False,
+        strict: bool = False,
+        chunker: ChunkerConfig | None = None,
+        follow_links: bool = False,
+    ) -> SyncReport:
+        """Sync the index with the folder (only new or changed files are parsed and embedded)
+        and return the SyncReport; `embed=False` builds a lexical-only index, `rebuild`
+        starts over, `strict` writes nothing when any file has a problem."""
+        return self.workspace.ingest(
+            self.folder, embed=embed, progress=progress, rebuild=rebuild, strict=strict,
+            chunker=chunker, follow_links=follow_links,
+        )  # fmt: skip
 
     def search(
         self,
@@ -480,19 +522,58 @@ class Collection:
         k: int = 5,
         *,
         method: str = "auto",
-        as_of: date | None = None,
+        as_of: AsOf = "today",
         audience: Audience = "public",
     ) -> list[Hit]:
+        """The top `k` passages for `query` that `audience` may see among the versions in
+        force on `as_of` (today by default; None for every version); `method` is bm25, dense,
+        hybrid, rerank or auto (rerank when the index has vectors, else bm25)."""
+        options = SearchOptions(k, as_of_value(as_of), check_audience(audience), method)
         self.store  # noqa: B018 (builds the index when missing)
-        return self.workspace.search(query, SearchOptions(k, as_of, audience, method))
+        return self.workspace.search(query, options)
 
-    def ask(self, question: str, options: AskOptions | None = None, **kwargs: Any) -> AskResult:
-        """Answer `question`; options as an `AskOptions` or its fields as keywords."""
+    def ask(
+        self,
+        question: str,
+        options: AskOptions | None = None,
+        *,
+        as_of: AsOf = "today",
+        audience: Audience = "public",
+        language: str | None = None,
+        method: str = "auto",
+        k: int = 5,
+        budget: int | None = None,
+        min_support: int | None = None,
+        floor: float | None = None,
+        mode: str = "json",
+        closed_book: bool = False,
+        strict: bool = False,
+        verify: bool = True,
+    ) -> AskResult:
+        """Answer `question` with claims checked against their cited passages.
+
+        The keywords are the fields of `AskOptions` (pass either an `AskOptions` or keywords,
+        not both): `as_of` (today by default, None for every version), `audience` (public by
+        default), `language` (detected from the question), `method`, `k` passages, the
+        context `budget` in tokens, `min_support` passages over the gate's `floor`, `mode`
+        (json or inline citations), `closed_book`, `strict`, `verify`. A provider failure
+        does not raise: it is `result.problem`."""
         from tether.answering.pipeline import AskOptions
 
+        given = dict(
+            as_of=as_of_value(as_of), audience=check_audience(audience), language=language,
+            method=method, k=k, closed_book=closed_book, floor=floor, mode=mode,
+            strict=strict, verify=verify,
+        )  # fmt: skip
+        if budget is not None:
+            given["budget"] = budget
+        if min_support is not None:
+            given["min_support"] = min_support
         if options is None:
-            options = AskOptions(**kwargs)
-        elif kwargs:
+            options = AskOptions(**given)  # type: ignore[arg-type]
+        elif not isinstance(options, AskOptions):
+            raise TypeError("options must be an AskOptions (or pass its fields as keywords)")
+        elif AskOptions(**given) != AskOptions(as_of=date.today()):  # type: ignore[arg-type]
             raise TypeError("pass either an AskOptions or keyword options, not both")
         self.store  # noqa: B018 (builds the index when missing)
         return self.workspace.ask(question, options)

@@ -33,6 +33,9 @@ answers; `tether.providers.factory.make_provider` and the first request find tha
 | TETHER_ENV_FILE | the settings file to read (instead of the user's own) | none |
 | TETHER_LOCK_TIMEOUT | seconds an ingest waits while another one writes the index | 30 |
 
+`describe_settings()` (what `tether config` prints) gives each variable's effective value and
+where it came from: the environment, the settings file, or the default.
+
 The second half of this module is the `Profile`: every value that was tuned on a question set
 for one embedder (gate floors, fusion weights, cosine cut-offs, reranker weights), in one
 place, keyed by the embedder's name. `profile_for(name)` returns the calibrated profile of a
@@ -83,6 +86,7 @@ class Settings:
     index: Path | None = None  # None: .tether/index.sqlite in the current folder
     embedder: str = "auto"
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    env_file: Path | None = None  # the settings file that was read (None: none was)
     openai_api_key: str | None = field(default=None, repr=False)
     anthropic_api_key: str | None = field(default=None, repr=False)
     tether_api_key: str | None = field(default=None, repr=False)
@@ -232,6 +236,64 @@ def user_env_file(env: Mapping[str, str] | None = None) -> Path:
     return root / "tether" / "env"
 
 
+# Every variable tether reads, and the Settings field it sets (the README's table lists the
+# same names: tests/test_config.py checks both ways).
+VARIABLES: Mapping[str, str] = MappingProxyType(
+    {
+        "TETHER_PROVIDER": "provider",
+        "TETHER_MODEL": "model",
+        "TETHER_BASE_URL": "base_url",
+        "TETHER_API_KEY": "tether_api_key",
+        "TETHER_TIMEOUT": "timeout",
+        "TETHER_MAX_RETRIES": "max_retries",
+        "TETHER_RECORDINGS": "recordings",
+        "TETHER_REPLAY_MODE": "replay_mode",
+        "TETHER_REPLAY_INNER": "replay_inner",
+        "TETHER_MODEL_CACHE": "model_cache",
+        "TETHER_LOCAL_THREADS": "local_threads",
+        "TETHER_INDEX": "index",
+        "TETHER_EMBEDDER": "embedder",
+        "TETHER_ENV_FILE": "env_file",
+        "TETHER_LOCK_TIMEOUT": "lock_timeout",
+        "OPENAI_API_KEY": "openai_api_key",
+        "ANTHROPIC_API_KEY": "anthropic_api_key",
+    }
+)
+SECRETS = frozenset({"tether_api_key", "openai_api_key", "anthropic_api_key"})
+
+
+@dataclass(frozen=True)
+class SettingSource:
+    """One variable as `tether config` shows it: its field, its effective value as text
+    (secrets masked, None when unset) and where it came from: environment, file PATH, or
+    default."""
+
+    variable: str
+    field: str
+    value: str | None
+    source: str
+
+
+def _gather(env_file: Path | None) -> tuple[dict[str, str | None], Path | None, dict[str, str]]:
+    """(the merged variables, the settings file read or None, each set variable's origin)."""
+    values: dict[str, str | None] = {}
+    named = _clean(os.environ.get("TETHER_ENV_FILE"))
+    explicit = Path(env_file) if env_file is not None else Path(named) if named else None
+    path = explicit.expanduser() if explicit is not None else user_env_file()
+    if explicit is not None and not path.is_file():
+        raise TetherError(f"settings file {path} does not exist")
+    read = path if path.is_file() else None
+    if read is not None:
+        try:
+            values.update(dotenv_values(read))
+        except (OSError, UnicodeError) as exc:
+            raise TetherError(f"settings file {path} cannot be read: {exc}") from None
+    origins = {k: f"file {read}" for k, v in values.items() if _clean(v) is not None}
+    origins.update({k: "environment" for k, v in os.environ.items() if _clean(v) is not None})
+    values.update(os.environ)
+    return values, read, origins
+
+
 def load_settings(env_file: Path | None = None) -> Settings:
     """Settings from os.environ, filled in by one settings file: `env_file`, else the file
     named by TETHER_ENV_FILE, else `user_env_file()` when it exists (never `./.env`).
@@ -239,19 +301,24 @@ def load_settings(env_file: Path | None = None) -> Settings:
     Real environment variables win over the file. A missing explicit file (`env_file` or
     TETHER_ENV_FILE) is an error; a missing user file is not.
     """
-    values: dict[str, str | None] = {}
-    named = _clean(os.environ.get("TETHER_ENV_FILE"))
-    explicit = Path(env_file) if env_file is not None else Path(named) if named else None
-    path = explicit.expanduser() if explicit is not None else user_env_file()
-    if explicit is not None and not path.is_file():
-        raise TetherError(f"settings file {path} does not exist")
-    if path.is_file():
-        try:
-            values.update(dotenv_values(path))
-        except (OSError, UnicodeError) as exc:
-            raise TetherError(f"settings file {path} cannot be read: {exc}") from None
-    values.update(os.environ)
-    return settings_from_mapping(values)
+    values, read, _ = _gather(env_file)
+    return replace(settings_from_mapping(values), env_file=read)
+
+
+def describe_settings(env_file: Path | None = None) -> list[SettingSource]:
+    """The effective value of every variable in `VARIABLES` and where it came from (what
+    `tether config` prints); API keys are masked, never shown."""
+    values, read, origins = _gather(env_file)
+    settings = replace(settings_from_mapping(values), env_file=read)
+    rows = []
+    for variable, name in VARIABLES.items():
+        value = getattr(settings, name)
+        text = None if value is None else "****" if name in SECRETS else str(value)
+        source = origins.get(variable, "default")
+        if variable == "TETHER_ENV_FILE" and read is not None and source == "default":
+            source = "default (the user's settings file)"
+        rows.append(SettingSource(variable, name, text, source))
+    return rows
 
 
 # ------------------------------------------------------------------------------ the Profile

@@ -22,7 +22,7 @@ from collections.abc import Container
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from tether import types
@@ -354,6 +354,53 @@ class Question(_Wire):
         return cls(**values)
 
 
+class RelevantInput(BaseModel):
+    """Where a question's answer is, in a question set you write: the document, and
+    optionally its version, its section heading or anchor, and a phrase of the passage."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    doc_id: str = Field(description="The document's doc_id (see `tether documents`).")
+    version: str | None = Field(None, description="Only this version counts (any when null).")
+    section: str | None = Field(None, description="A heading the passage sits under.")
+    anchor: str | None = Field(None, description="The passage's anchor (see `tether chunks`).")
+    evidence: str | None = Field(None, description="Words the passage contains (spaces and case aside).")
+
+
+class QuestionLine(BaseModel):
+    """One line of a question set you write for `tether eval`/`calibrate`/`questions
+    --questions`: only `id` and `question` are required; other keys are kept as they are."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    id: str = Field(min_length=1, description="Unique in the file, e.g. Q001.")
+    question: str = Field(min_length=1, description="The question as a user would ask it.")
+    language: str = Field("en", description="The question's language code.")
+    as_of: date | None = Field(None, description="YYYY-MM-DD: only versions in force then.")
+    audience: Literal["public", "staff"] = Field("public", description="Who asks.")
+    abstain: bool = Field(False, description="True when the documents do not answer it.")
+    kind: str = Field("answerable", description="A group name the report counts by.")
+    reference_answer: str = Field("", description="A model answer, for reading the report.")
+    keys: list[str] = Field([], description="Regular expressions a good answer matches.")
+    must_not: list[str] = Field([], description="Regular expressions a good answer avoids.")
+    relevant: list[RelevantInput] = Field([], description="The passages that answer it.")
+    tags: list[str] = Field([], description="Free labels.")
+
+
+class Setting(_Wire):
+    """`tether config --json`: one variable, its effective value as text (API keys masked
+    as ****; null when unset), and where it came from: environment, file PATH, or default."""
+
+    variable: str
+    field: str
+    value: str | None
+    source: str
+
+    @classmethod
+    def from_source(cls, row: Any) -> Setting:
+        return cls(variable=row.variable, field=row.field, value=row.value, source=row.source)
+
+
 class IndexInfo(BaseModel):
     """What an index holds; the keys the index records about itself (schema and tether
     version, chunker, embedder, ...) and the embedder report come as further keys."""
@@ -473,6 +520,8 @@ MODELS: dict[str, type[BaseModel]] = {
     "check": Check,
     "ask-result": AskResult,
     "question": Question,
+    "question-line": QuestionLine,
+    "setting": Setting,
     "index-info": IndexInfo,
     "calibration": Calibration,
     "verifier-report": VerifierReport,

@@ -96,10 +96,12 @@ class Chunk:
 
     @property
     def doc_id(self) -> str:
+        """The document's ID (from its metadata)."""
         return self.meta.doc_id
 
     @property
     def version(self) -> str:
+        """The document's version (from its metadata)."""
         return self.meta.version
 
     @property
@@ -144,6 +146,7 @@ class Filters:
         return self.audience != "staff"
 
     def allows(self, meta: DocMeta) -> bool:
+        """Whether a document with `meta` passes these filters."""
         if self.public and meta.access != "public":
             return False
         return meta.in_force(self.as_of)
@@ -401,6 +404,8 @@ class Context:
 
 @dataclass(frozen=True)
 class Claim:
+    """One statement of an answer and the chunk IDs it cites."""
+
     text: str
     chunk_ids: tuple[str, ...] = ()
 
@@ -458,10 +463,12 @@ class Flag(str):
 
     @property
     def kind(self) -> str:
+        """What the check found (``number_missing``, ``not_allowed``, ...)."""
         return self.partition(":")[0]
 
     @property
     def arg(self) -> str | None:
+        """What it found it about (a number, a chunk ID), or None."""
         _, sep, arg = self.partition(":")
         return arg if sep else None
 
@@ -478,6 +485,7 @@ class ClaimCheck:
 
     @property
     def ok(self) -> bool:
+        """True when no check flagged the claim."""
         return not self.flags
 
 

@@ -52,6 +52,12 @@ from tether.verify.judges import EmbeddingJudge, LLMJudge
 
 @dataclass(frozen=True)
 class AskOptions:
+    """How to ask: the filters (`as_of`, None for every version; `audience`, public by
+    default), the answer `language` (detected when None), the retrieval `method` and `k`
+    passages, the context `budget` in tokens, the support gate (`min_support` passages over
+    `floor`, the index's calibrated floor when None), the answer `mode` (json or inline
+    citations), `closed_book` (no passages), `strict` (drop flagged claims) and `verify`."""
+
     as_of: date | None = None
     audience: Audience = "public"
     language: str | None = None  # detected from the question when None

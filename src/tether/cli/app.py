@@ -165,12 +165,17 @@ IndexOpt = Annotated[
     Path | None,
     typer.Option(
         "--index",
-        help="The index file. Default: .tether/index.sqlite here (or in a parent folder);"
-        " with --demo, .tether/demo.sqlite.",
+        help="The index file. Default: .tether/index.sqlite here (or in a parent folder).",
         envvar="TETHER_INDEX",
     ),
 ]
-DemoOpt = Annotated[bool, typer.Option("--demo", help="Use the bundled demo collection's index.")]
+DemoOpt = Annotated[
+    bool,
+    typer.Option(
+        "--demo",
+        help="Use the bundled demo collection's index (.tether/demo.sqlite, built if missing).",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 AsOfOpt = Annotated[
     str,
@@ -195,18 +200,14 @@ QuestionsOpt = Annotated[
 
 
 def as_of_date(value: str) -> date | None:
-    """--as-of: YYYY-MM-DD, today or none (a bad value is a usage error, exit 2)."""
-    text = value.strip().lower()
-    if text == "none":
-        return None
-    if text == "today":
-        return date.today()
+    """--as-of: YYYY-MM-DD, today or none, by the API's own rule (`tether.app.as_of_value`);
+    a bad value is a usage error, exit 2."""
+    from tether.app import as_of_value
+
     try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise typer.BadParameter(
-            f"{value!r} is not a date: use YYYY-MM-DD, today or none"
-        ) from None
+        return as_of_value(value)
+    except TetherError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def audience_value(value: str) -> str:
@@ -218,7 +219,7 @@ def audience_value(value: str) -> str:
 
 def error_line(message: str) -> None:
     """Print one `error:` line on stderr."""
-    err.print(f"[red]error:[/red] {shown(message, one_line=True)}", highlight=False)
+    err.print(f"[red]error:[/red] {shown(message, one_line=True)}", highlight=False, soft_wrap=True)
 
 
 @contextmanager
@@ -235,9 +236,13 @@ def user_errors() -> Iterator[None]:
 
 
 def find_index(index: Path | None, demo: bool = False) -> Path:
-    """--index, else the demo index with --demo, else .tether/index.sqlite here or above."""
+    """--index (or TETHER_INDEX, from the environment or the settings file), else the demo
+    index with --demo, else .tether/index.sqlite here or above."""
     from tether.app import DEFAULT_INDEX
+    from tether.config import load_settings
 
+    if index is None and not demo:
+        index = load_settings().index
     if index is not None:
         return index
     if demo:

@@ -8,6 +8,7 @@ checks nothing itself (the verifier did; it only prints the flags and evidence).
 from __future__ import annotations
 
 import re
+import sys
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -138,10 +139,21 @@ def questions(
     kind: Annotated[str | None, typer.Option(help="Only questions of this kind.")] = None,
     questions_file: QuestionsOpt = None,
     as_json: JsonOpt = False,
+    template: Annotated[
+        bool,
+        typer.Option(
+            "--template",
+            help="Print a starter question set (JSON Lines) to edit for `tether eval"
+            " --questions`; docs/questions.md explains each key.",
+        ),
+    ] = False,
 ) -> None:
-    """List the questions of a question set."""
-    from tether.evaluation.questions import load_questions
+    """List the questions of a question set (or print a starter one with --template)."""
+    from tether.evaluation.questions import QUESTION_TEMPLATE, load_questions
 
+    if template:
+        sys.stdout.write(QUESTION_TEMPLATE)
+        return
     with user_errors():
         qs = load_questions(questions_file)
     if kind is not None:

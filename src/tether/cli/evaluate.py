@@ -32,6 +32,26 @@ if TYPE_CHECKING:
     from tether.app import Workspace
 
 
+def use_demo(index: Path | None, own_questions: bool) -> bool:
+    """Whether `eval`/`calibrate` read the demo index: never with --index or when an index is
+    found here or above (TETHER_INDEX included); else only for the bundled questions (a
+    question set of the user's own needs the user's index: an error says how to build one)."""
+    from tether.cli.app import find_index
+
+    if index is not None:
+        return False
+    try:
+        find_index(None)
+    except TetherError:
+        if own_questions:
+            raise TetherError(
+                "no index found here or in a parent folder for your questions: run"
+                " `tether ingest FOLDER` first, or pass --index FILE or --collection FOLDER"
+            ) from None
+        return True
+    return False
+
+
 def eval_verifier(index: Path | None, judge_name: str, as_json: bool) -> None:
     """`eval --verifier`: the citation checker on the bundled labelled claims."""
     from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
@@ -109,7 +129,7 @@ def calibrate(
     from tether.evaluation.questions import load_questions
 
     with user_errors():
-        ws = open_workspace(index, demo or index is None)
+        ws = open_workspace(index, demo or use_demo(index, questions_file is not None))
         store = ws.store
         qs = load_questions(questions_file)
         retriever = ws.retriever()
@@ -149,7 +169,8 @@ def eval_command(
         typer.Option(
             "--collection",
             help="Ingest this folder first (into --index, else a temporary index) and evaluate"
-            " on it. Default: the demo index (ingested if missing).",
+            " on it. Default: the index here (or in a parent folder); with no index and no"
+            " --questions, the bundled demo collection and its questions.",
         ),
     ] = None,
     methods: Annotated[
@@ -200,7 +221,7 @@ def eval_command(
 
     with user_errors():
         qs = load_questions(questions_file)
-        ws = eval_workspace(collection, index)
+        ws = eval_workspace(collection, index, questions_file is not None)
         retriever = eval_retriever(ws, chosen, rewrite, provider, model)
         result = run_eval(ws.store, retriever, qs, str(questions_file or "bundled"), chosen, k,
                           audience, as_json)  # fmt: skip
@@ -229,14 +250,14 @@ def checked_methods(methods: str) -> list[str]:
     return chosen
 
 
-def eval_workspace(collection: Path | None, index: Path | None) -> Workspace:
+def eval_workspace(collection: Path | None, index: Path | None, own_questions: bool) -> Workspace:
     """--collection ingested into --index (else a temporary index), else the index to read."""
     import tempfile
 
     from tether.cli.ingest import ingest_for_eval
 
     if collection is None:
-        return open_workspace(index, demo=index is None)
+        return open_workspace(index, demo=use_demo(index, own_questions))
     if not collection.is_dir():
         raise TetherError(f"no such folder: {collection}")
     path = index or Path(tempfile.mkdtemp(prefix="tether-eval-")) / "index.sqlite"

@@ -3,7 +3,7 @@
 Every command has --help. A user mistake (missing folder, bad date, unknown doc_id, no index)
 prints one line starting with "error:" and exits with status 1 (2 for a bad option value).
 
-This module registers the commands of `tether.cli.{ingest,search,ask,evaluate,schema}` on
+This module registers the commands of `tether.cli.{ingest,search,ask,evaluate,schema,config}` on
 the app of `tether.cli.app`, in the order `tether --help` lists them.
 
 What it cannot do: nothing here imports an engine module; each command does, when it runs.
@@ -11,7 +11,7 @@ What it cannot do: nothing here imports an engine module; each command does, whe
 
 from __future__ import annotations
 
-from tether.cli import ask, evaluate, ingest, schema, search
+from tether.cli import ask, config, evaluate, ingest, schema, search
 from tether.cli.app import app
 
 app.command()(ingest.ingest)
@@ -22,6 +22,7 @@ app.command()(search.info)
 app.command()(ask.demo)
 app.command()(ask.questions)
 app.command()(schema.version)
+app.command()(config.config)
 app.command()(ask.ask)
 app.command()(ask.chat)
 app.command()(evaluate.calibrate)

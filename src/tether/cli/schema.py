@@ -16,7 +16,8 @@ from tether import __version__
 from tether.cli.app import error_line, out
 
 SCHEMA_NAMES = (
-    "document", "chunk", "hit", "check", "ask-result", "question", "index-info", "calibration",
+    "document", "chunk", "hit", "check", "ask-result", "question", "question-line",
+    "setting", "index-info", "calibration",
     "verifier-report", "retrieval-report",
 )  # fmt: skip
 """The keys of `tether.schemas.MODELS`, written out so `--help` lists them without importing

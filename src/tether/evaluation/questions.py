@@ -25,6 +25,16 @@ _KNOWN = {
 }  # fmt: skip
 
 
+QUESTION_TEMPLATE = """\
+{"id": "Q001", "question": "How long is the return window?", "relevant": [{"doc_id": "guides/returns", "section": "Return window", "evidence": "within 30 days"}], "keys": ["30 days"]}
+{"id": "Q002", "question": "Can staff extend the return window?", "audience": "staff", "relevant": [{"doc_id": "staff/returns"}]}
+{"id": "Q003", "question": "What did the return window used to be?", "as_of": "2023-06-01", "relevant": [{"doc_id": "guides/returns", "version": "1"}]}
+{"id": "Q004", "question": "Do you ship to the Moon?", "abstain": true, "kind": "unanswerable"}
+"""
+"""A starter question set (`tether questions --template`): replace the questions and the
+doc_ids with your own (docs/questions.md explains each key)."""
+
+
 def demo_collection() -> Path:
     """The bundled demo collection folder (package data)."""
     return Path(str(resources.files("tether.demo") / "collection"))

