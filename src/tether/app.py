@@ -391,8 +391,9 @@ class Workspace:
         return retriever.search(query, o.k, filters, method=o.method)
 
     def filtered_out(self, query: str, filters: Filters) -> str:
-        """Why the filters left nothing that matches `query`, in counts only ("12 staff-only
-        passages may see matched" hint), or "" (`tether.answering.gate.filtered_out`)."""
+        """Why the filters left nothing that matches `query` (passages the audience may see
+        but none in force on the date; for a public asker a hint about unlabelled documents
+        that tells nothing of staff content), or "" (`tether.answering.gate.filtered_out`)."""
         from tether.answering.gate import filtered_out
 
         return filtered_out(self.store, query, filters)
