@@ -26,7 +26,7 @@ from typing import Any
 
 from tether.answering.answer import build_request, parse_completion
 from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
-from tether.answering.gate import DEFAULT_MIN_SUPPORT, floors_for, gate
+from tether.answering.gate import DEFAULT_MIN_SUPPORT, floors_for, gate, support_score
 from tether.config import DEFAULT_PROFILE, Profile
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Embedder, Judge, Provider, Store
@@ -38,6 +38,8 @@ from tether.types import (
     Audience,
     Context,
     Filters,
+    Gate,
+    Hit,
 )
 from tether.verify import check as verify
 from tether.verify.judges import EmbeddingJudge, LLMJudge
@@ -133,6 +135,10 @@ def ask(
     timings["retrieve_s"] = time.perf_counter() - t
     floor = o.floor if o.floor is not None else floors_for(store, profile.gate_floors).get(method, 0.0)
     decision = gate(hits, floor, o.min_support)
+    if not decision.passed and o.audience == "public":
+        decision = _withheld(decision, retriever.search(
+            question, o.k, replace(filters, audience="staff"), method=method
+        ))  # fmt: skip
     base = replace(base, method=method, hits=tuple(hits), gate=decision)
     if not decision.passed:
         answer = Answer(False, "", ())
@@ -171,6 +177,21 @@ def ask(
         timings["verify_s"] = time.perf_counter() - t
         result = replace(result, answer=answer, checks=tuple(checks), timings=timings)
     return result
+
+
+def _withheld(refusal: Gate, staff_hits: list[Hit]) -> Gate:
+    """The gate's refusal of a public question, told as the audience's when passages the
+    public may not see would have cleared the floor (`staff_hits`: the same search as staff)."""
+    hidden = [
+        h for h in staff_hits if h.chunk.meta.access != "public" and support_score(h) >= refusal.floor
+    ]
+    if not hidden or not gate(staff_hits, refusal.floor, refusal.min_support).passed:
+        return refusal
+    reason = (
+        f"{len(hidden)} staff-only passage(s) matched; you asked as public (documents without"
+        " an access label are staff-only)"
+    )
+    return replace(refusal, withheld=len(hidden), reason=reason)
 
 
 @dataclass(frozen=True)

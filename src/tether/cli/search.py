@@ -28,6 +28,7 @@ from tether.cli.app import (
     table,
     user_errors,
     visible,
+    working,
 )
 
 if TYPE_CHECKING:
@@ -138,7 +139,8 @@ def search(
     filters = Filters(as_of=as_of_date(as_of), audience=audience_value(audience))  # type: ignore[arg-type]
     with user_errors():
         ws = open_workspace(index, demo)
-        hits = run_search(ws, query, k, filters, method)
+        with working("searching…"):
+            hits = run_search(ws, query, k, filters, method)
     if as_json:
         from tether.schemas import Hit as WireHit
 
