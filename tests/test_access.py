@@ -159,7 +159,7 @@ def test_ask_output_shows_nothing_of_a_disallowed_citation(
         result = runner.invoke(
             app, ["ask", "How long do returns take?", "--index", index, "--as-of", "none", *extra]
         )
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 4, result.output  # answered with flagged claims
         assert f"not_allowed:{staff_id}" in result.output
         assert SECRET not in result.output and "60 days" not in result.output
         assert "Staff returns" not in result.output
@@ -176,7 +176,7 @@ def test_a_bundled_id_on_a_users_index_is_a_literal_question(tmp_path: Path) -> 
     _workspace(tmp_path, _folder(tmp_path)).close()
     index = str(tmp_path / "i.sqlite")
     result = runner.invoke(app, ["ask", "Q102", "--index", index, "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 5, result.output  # refused: nothing answers "Q102"
     data = json.loads(result.output)
     assert data["question"] == "Q102" and data["audience"] == "public"
 
@@ -194,7 +194,7 @@ def test_a_bundled_id_found_from_the_users_folder_is_literal(
     monkeypatch.chdir(docs)
     assert not on_demo_index(None, False, "Q102")
     result = runner.invoke(app, ["ask", "Q102", "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 5, result.output  # refused: nothing answers "Q102"
     assert json.loads(result.output)["question"] == "Q102"
     monkeypatch.chdir(tmp_path)  # no index of the user's here: the demo's question
     assert on_demo_index(None, False, "Q102") and not on_demo_index(None, False, "hello")

@@ -255,11 +255,11 @@ def test_model_output_prints_literally(hostile_index: str, chat_server: ChatServ
         model=f"m{HOSTILE}",
     )  # fmt: skip
     result = run("ask", "refund window", "--index", hostile_index, "--as-of", "none")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output  # answered, with a flagged claim (missing_id)
     assert_literal(result.output)
     assert f"Within 30 days {HOSTILE[:-5]}" in result.output
     result = run("ask", "refund window", "--index", hostile_index, "--as-of", "none", "--json")
-    assert result.exit_code == 0 and "\x1b" not in result.stdout
+    assert result.exit_code == 4 and "\x1b" not in result.stdout
     assert json.loads(result.stdout)["answer"]["answer"] == f"Within 30 days {HOSTILE}"
 
 
@@ -282,11 +282,11 @@ def test_ask_exits_3_when_no_answer_could_be_produced(
     assert run(*ask).exit_code == 3
     chat_server.answer(None, refusal="I can't help with that")  # the model refuses: honest
     result = run(*ask)
-    assert result.exit_code == 0 and "refused" in result.output
-    # the gate refuses (no passage for this question): no model call, exit 0
+    assert result.exit_code == 5 and "refused" in result.output
+    # the gate refuses (no passage for this question): no model call, exit 5
     calls = chat_server.calls
     result = run("ask", "zebra quantum", "--index", hostile_index, "--as-of", "none")
-    assert result.exit_code == 0 and "Refused before the model" in result.output
+    assert result.exit_code == 5 and "Refused before the model" in result.output
     assert chat_server.calls == calls
     assert "3 no answer could be produced" in run("ask", "--help").output
 

@@ -39,9 +39,9 @@ def index(folder: Path, tmp_path: Path) -> str:  # noqa: F811 (the fixture impor
     return path
 
 
-def cli_json(*args: str) -> Any:
+def cli_json(*args: str, code: int = 0) -> Any:
     done = runner.invoke(app, [*args, "--json"])
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == code, done.output
     return json.loads(done.stdout)
 
 
@@ -66,9 +66,10 @@ def test_search_and_index_json_fit_their_schemas(index: str):
 def test_ask_json_fits_its_schema_and_keeps_every_key(index: str):
     data = cli_json(
         "ask", "How much does standard delivery cost?", "--index", index, "--method", "bm25",
-        "--provider", "extractive", "--as-of", "2026-06-01",
-    )  # fmt: skip
+        "--provider", "extractive", "--as-of", "2026-06-01", code=5,
+    )  # fmt: skip  (the gate refuses: exit 5)
     conforms("ask-result", data)
+    assert data["status"] == "refused" and data["refused_by"] == "gate"
     for key in (
         "question", "as_of", "audience", "language", "method", "hits", "gate", "context",
         "request", "completion", "answer", "problem", "checks", "refused", "provider",

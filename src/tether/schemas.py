@@ -183,6 +183,7 @@ class Completion(_Wire):
     output_tokens: int
     latency_s: float
     cost_usd: float
+    cost_known: bool = True  # False: no listed price for the model (cost_usd is then 0)
     note: str
     text: str
 
@@ -256,7 +257,11 @@ class AskResult(_Wire):
     answer: Answer | None
     problem: Problem | None
     checks: list[Check]
+    # answered: every claim passed; flagged: a claim did not; refused: see refused_by;
+    # no_answer: the provider failed or its output was unusable (never a refusal)
+    status: Literal["answered", "flagged", "refused", "no_answer"]
     refused: bool
+    refused_by: Literal["gate", "audience", "model", "strict"] | None
     why_refused: str | None
     provider: str
     model: str
@@ -271,8 +276,9 @@ class AskResult(_Wire):
             gate=_optional(r.gate, Gate), context=_context(r.context),
             request=_optional(r.request, Request), completion=_optional(r.completion, Completion),
             answer=_answer(r.answer), problem=_optional(r.problem, Problem),
-            checks=[Check.from_check(ch) for ch in r.checks], refused=r.refused,
-            why_refused=_why_refused(r), provider=r.provider,
+            checks=[Check.from_check(ch) for ch in r.checks], status=r.status,
+            refused=r.refused, refused_by=r.refused_by, why_refused=_why_refused(r),
+            provider=r.provider,
             model=r.completion.model if r.completion is not None else "",
             provider_note=r.provider_note, timings=dict(r.timings),
         )  # fmt: skip
@@ -316,7 +322,9 @@ def _why_refused(r: types.AskResult) -> str | None:
     if r.gate is not None and not r.gate.passed:
         return f"refused before the model: {r.gate.reason}"
     if r.problem is not None:
-        return f"no usable answer ({r.problem.kind}): {r.problem.detail}"
+        return f"the provider refused: {r.problem.detail}"
+    if r.refused_by == "strict":
+        return "--strict removed every claim (each failed an exact check)"
     return "not answerable from the passages"
 
 
@@ -437,10 +445,14 @@ class Calibration(_Wire):
 
     floors: dict[str, float]
     table: list[GateRow]
+    warnings: list[str] = []
 
     @classmethod
     def from_calibration(cls, cal: Any) -> Calibration:
-        return cls(floors=dict(cal.floors), table=[GateRow(**_fields(r, GateRow)) for r in cal.table])
+        return cls(
+            floors=dict(cal.floors), table=[GateRow(**_fields(r, GateRow)) for r in cal.table],
+            warnings=list(cal.warnings),
+        )  # fmt: skip
 
 
 class WrongVerdict(_Wire):
@@ -513,6 +525,35 @@ class RetrievalReport(_Wire):
         return cls.model_validate(result.to_dict())
 
 
+class FileProblem(_Wire):
+    """A file that could not be ingested, and why."""
+
+    source: str
+    reason: str
+
+
+class IngestReport(_Wire):
+    """What one `ingest` did: the files added, updated, removed and unchanged (by source
+    path), the files it could not read, the warnings, and whether it was written."""
+
+    index: str
+    added: list[str]
+    updated: list[str]
+    removed: list[str]
+    unchanged: list[str]
+    problems: list[FileProblem]
+    warnings: list[str]
+    instructions: list[str]  # sources written that hold text addressed to AI assistants
+    chunks_written: int
+    seconds: float
+    committed: bool
+
+    @classmethod
+    def from_report(cls, r: types.SyncReport, index: str) -> IngestReport:
+        problems = [FileProblem(source=p.source, reason=p.reason) for p in r.problems]
+        return cls(index=index, problems=problems, **_fields(r, cls, skip=("index", "problems")))
+
+
 MODELS: dict[str, type[BaseModel]] = {
     "document": Document,
     "chunk": Chunk,
@@ -526,6 +567,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "calibration": Calibration,
     "verifier-report": VerifierReport,
     "retrieval-report": RetrievalReport,
+    "ingest-report": IngestReport,
 }
 """Every wire model by the name `tether schema NAME` takes."""
 

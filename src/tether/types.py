@@ -331,6 +331,7 @@ class Completion:
     output_tokens: int = 0
     latency_s: float = 0.0
     cost_usd: float = 0.0
+    cost_known: bool = True  # False: no listed price for the model, cost_usd is not a figure
     note: str = ""
     top_logprobs: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
 
@@ -420,6 +421,8 @@ class Answer:
     mode: Literal["json", "inline"] = "json"
 
 
+AskStatus = Literal["answered", "flagged", "refused", "no_answer"]
+RefusedBy = Literal["gate", "model", "strict"]
 AnswerProblemKind = Literal["cut", "refused", "not_json", "not_schema", "provider_error"]
 
 
@@ -523,6 +526,36 @@ class AskResult:
     timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
 
     @property
+    def status(self) -> AskStatus:
+        """answered (every claim passed its checks), flagged (an answer with a claim that did
+        not; a claim --strict removed counts as passed), refused (see `refused_by`), or
+        no_answer (the provider failed, or its output was unusable: cut, not JSON, not the
+        answer schema)."""
+        if self.refused_by is not None:
+            return "refused"
+        if self.answer is None:
+            return "no_answer"
+        if any(not ch.ok and not ch.removed for ch in self.checks):
+            return "flagged"
+        return "answered"
+
+    @property
+    def refused_by(self) -> RefusedBy | None:
+        """Who refused, when the answer is a refusal: the support gate (retrieval too weak, or
+        nothing the audience may see matched: never told apart for a public asker, since
+        blaming the audience would say that staff documents answer), the model (it said the passages do not answer, or its provider refused),
+        or strict (--strict removed every claim). None when an answer was given, and when
+        none could be produced (a provider error is never a refusal)."""
+        if self.gate is not None and not self.gate.passed:
+            return "gate"
+        if self.problem is not None:
+            return "model" if self.problem.kind == "refused" else None
+        if self.answer is None or self.answer.answerable:
+            return None
+        return "strict" if any(ch.removed for ch in self.checks) else "model"
+
+    @property
     def refused(self) -> bool:
-        """True when no answer was given: refused by the gate, or not answerable."""
-        return self.answer is None or not self.answer.answerable
+        """True when the answer is a refusal (`refused_by` says whose); False when an answer
+        was given and when none could be produced (status no_answer)."""
+        return self.refused_by is not None

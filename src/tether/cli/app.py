@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -54,6 +55,31 @@ def _variable(name: str, value: str) -> Iterator[None]:
             os.environ[name] = before
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from tether._version import __version__
+
+        typer.echo(f"tether {__version__}")
+        raise typer.Exit()
+
+
+@dataclass(frozen=True)
+class Verbosity:
+    """How much a command says besides its result: `quiet` (no spinner or progress bars;
+    ingest prints only problems), `verbose` (ask's timings, ingest's unchanged files)."""
+
+    quiet: bool = False
+    verbose: bool = False
+
+
+def verbosity() -> Verbosity:
+    """The --quiet/--verbose of the command running now: the global options set
+    TETHER_QUIET/TETHER_VERBOSE while it runs (typer keeps its click context private)."""
+    return Verbosity(
+        quiet=os.environ.get("TETHER_QUIET") == "1", verbose=os.environ.get("TETHER_VERBOSE") == "1"
+    )
+
+
 @app.callback()
 def global_options(
     ctx: typer.Context,
@@ -68,8 +94,28 @@ def global_options(
             dir_okay=False,
         ),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No spinner or progress bars; ingest prints only problems."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Say more: ask's timings, ingest's unchanged files.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_print_version,
+            is_eager=True,
+        ),
+    ] = False,
 ) -> None:
     """Options for every command (given before the command's name)."""
+    if quiet and verbose:
+        raise typer.BadParameter("--quiet and --verbose exclude each other")
+    for name, on in (("TETHER_QUIET", quiet), ("TETHER_VERBOSE", verbose)):
+        ctx.with_resource(_variable(name, "1" if on else "0"))
     if env_file is not None:
         ctx.with_resource(_variable("TETHER_ENV_FILE", str(env_file)))
 
@@ -84,7 +130,8 @@ class LazyConsole:
         self._stderr = stderr
         self._console: Console | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def console(self) -> Console:
+        """The rich Console itself (built now if it was not yet)."""
         if self._console is None:
             from rich.console import Console
 
@@ -92,7 +139,10 @@ class LazyConsole:
             self._console = Console(
                 stderr=self._stderr, width=None if stream.isatty() else 160, emoji=False
             )
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console(), name)
 
 
 out: Any = LazyConsole()
@@ -139,24 +189,41 @@ def shown(value: object, *, one_line: bool = False) -> str:
     return _TRAILING_BACKSLASHES.sub(lambda m: m.group(1) * 2 + "[none][/none]", text)
 
 
-# Exit statuses, in this one place (a later scheme grows it here): 0 done (an answer, or an
-# honest refusal by the gate or the model), 2 a bad option value (typer's own).
+# Exit statuses, in this one place (`ask --help`, the app's epilog and the README print
+# EXIT_TABLE). `ask`'s status (AskResult.status, the `status` of --json) decides among
+# 0, 3, 4 and 5; the other commands exit 0, 1, 2 or 130.
+EXIT_ANSWERED = 0  # an answer whose claims all passed their checks (other commands: done)
 EXIT_USER_ERROR = 1  # a TetherError: a mistake the user can fix, said in one `error:` line
+EXIT_USAGE = 2  # a bad option or argument (typer's own usage error)
 EXIT_NO_ANSWER = 3  # `ask`: no answer could be produced (the provider failed, or its output
 #                     was unusable: cut at the token limit, not JSON, not the answer schema)
+EXIT_FLAGGED = 4  # `ask`: an answer, with a claim that failed a check (read its flags)
+EXIT_REFUSED = 5  # `ask`: a refusal, by the support gate, the audience filter or the model
 EXIT_INTERRUPTED = 130  # Ctrl-C
-EXIT_HELP = (
-    "Exit status: 0 answered, or refused by the support gate or the model; 1 a user error;"
-    " 2 a bad option; 3 no answer could be produced (the provider failed or its output was"
-    " unusable)."
+EXIT_CODES: dict[str, int] = {
+    "answered": EXIT_ANSWERED,
+    "no_answer": EXIT_NO_ANSWER,
+    "flagged": EXIT_FLAGGED,
+    "refused": EXIT_REFUSED,
+}
+EXIT_TABLE = (
+    f"Exit status: {EXIT_ANSWERED} answered, every claim checked ok;"
+    f" {EXIT_USER_ERROR} a user error (one `error:` line);"
+    f" {EXIT_USAGE} a bad option or argument;"
+    f" {EXIT_NO_ANSWER} no answer could be produced (the provider failed or its output was"
+    " unusable);"
+    f" {EXIT_FLAGGED} answered with flagged claims;"
+    f" {EXIT_REFUSED} refused (by the support gate, the audience filter, the model, or --strict"
+    " removing every claim);"
+    f" {EXIT_INTERRUPTED} interrupted."
 )
+EXIT_HELP = EXIT_TABLE
+app.info.epilog = EXIT_TABLE
 
 
 def ask_exit_code(result: AskResult) -> int:
-    """The exit status of `ask` for `result` (see EXIT_HELP); the same with --json."""
-    if result.problem is not None and result.problem.kind != "refused":
-        return EXIT_NO_ANSWER
-    return 0
+    """The exit status of `ask` for `result` (see EXIT_TABLE); the same with --json."""
+    return EXIT_CODES[result.status]
 
 
 DEMO_INDEX = Path(".tether") / "demo.sqlite"
@@ -284,8 +351,24 @@ def progress(first: str, *, rate: bool = False, quiet: bool = False) -> Progress
     extra = (TextColumn("{task.fields[rate]}"),) if rate else ()
     return Progress(
         TextColumn(first), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), *extra,
-        console=err, transient=True, disable=quiet or not err.is_terminal,
+        console=err.console(), transient=True,
+        disable=quiet or verbosity().quiet or not err.is_terminal,
     )  # fmt: skip
+
+
+@contextmanager
+def working(what: str) -> Iterator[None]:
+    """A spinner with the elapsed time on stderr while `what` runs (loading a model,
+    answering); shown only on a terminal and never with --quiet."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    on_screen = not verbosity().quiet and err.is_terminal
+    with Progress(
+        SpinnerColumn(), TextColumn(what), TimeElapsedColumn(),
+        console=err.console(), transient=True, disable=not on_screen,
+    ) as bar:  # fmt: skip
+        bar.add_task(what, total=None)
+        yield
 
 
 def table(title: str, columns: Sequence[str], **options: Any) -> Any:

@@ -36,6 +36,8 @@ from tether.cli.app import (
     shown,
     table,
     user_errors,
+    verbosity,
+    working,
 )
 from tether.errors import TetherError
 
@@ -43,6 +45,16 @@ if TYPE_CHECKING:
     from tether.types import AskResult, ClaimCheck, Completion, Context
 
 QID = re.compile(r"^[A-Z]+\d+$")
+BudgetOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--budget",
+        help="Tokens of passages the model may read (e5 tokens, headers included;"
+        " default 1800); passages over it are dropped, and the answer says so.",
+        min=50,
+        max=100_000,
+    ),
+]
 
 
 def ask_options(
@@ -125,7 +137,7 @@ def demo(
         ws.use_provider(chosen)
         described = shown(chosen.describe())  # type: ignore[attr-defined]
         out.print(f"\n[bold]ask[/bold] (answering with {described}):", highlight=False)
-        with err.status("thinking…"):
+        with working("answering…"):
             result = ws.ask(text, opts)
         print_result(result, "", ws.profile.note)
         out.print(
@@ -205,6 +217,7 @@ def ask(
         ),
     ] = "auto",
     k: Annotated[int, typer.Option("--k", help="Passages to retrieve.", min=1, max=50)] = 5,
+    budget: BudgetOpt = None,
     provider: Annotated[
         str | None,
         typer.Option(
@@ -232,18 +245,23 @@ def ask(
         on_demo = on_demo_index(index, demo, question)
         text, opts, _ = ask_options(
             question, as_of, audience, method, k, demo=on_demo,
+            **({} if budget is None else {"budget": budget}),
             closed_book=closed_book, mode="inline" if inline else "json", strict=strict,
         )  # fmt: skip
         ws = open_workspace(index, demo or (index is None and on_demo))
-        chosen = ws.make_provider(provider, model)
+        with working("loading the model…"):
+            chosen = ws.make_provider(provider, model)
         ws.use_provider(chosen)
-        result = ws.ask(text, opts)
+        with working("answering…"):
+            result = ws.ask(text, opts)
     if as_json:
         from tether.schemas import AskResult as WireAskResult
 
         print_json(WireAskResult.from_ask_result(result))
     else:
         print_result(result, getattr(chosen, "note", ""), ws.profile.note)
+    if verbosity().verbose:
+        print_timings(result.timings)
     code = ask_exit_code(result)
     if code:
         raise typer.Exit(code)
@@ -252,6 +270,8 @@ def ask(
 ask.__doc__ = (
     "Answer a question from the index with cited, checked claims (or refuse honestly).\n\n"
     + EXIT_HELP
+    + " With --json, `status` says the same: answered, flagged, refused (and `refused_by`:"
+    " gate, audience, model or strict) or no_answer."
 )
 
 
@@ -397,8 +417,18 @@ def print_claim(i: int, text: str, cited: str, ch: ClaimCheck | None) -> None:
         out.print(f"     evidence {where} “{shown(ev.text)}”", highlight=False)
 
 
+def print_timings(timings: dict[str, float]) -> None:
+    """-v: the seconds each step took, on stderr."""
+    if timings:
+        steps = " · ".join(f"{name.removesuffix('_s')} {s:.2f} s" for name, s in timings.items())
+        err.print(f"[dim]timings: {shown(steps, one_line=True)}[/dim]", highlight=False)
+
+
 def print_completion(comp: Completion, provider: str) -> None:
-    cost = f"${comp.cost_usd:.4f}" if comp.cost_usd else "$0"
+    if not comp.cost_known:
+        cost = "cost unknown"
+    else:
+        cost = f"${comp.cost_usd:.4f}" if comp.cost_usd else "$0"
     out.print(
         f"[dim]{shown(comp.provider or provider, one_line=True)} · {shown(comp.model, one_line=True)}"
         f" · {comp.input_tokens} tokens in,"

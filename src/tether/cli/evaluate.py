@@ -18,6 +18,7 @@ from tether.cli.app import (
     JsonOpt,
     QuestionsOpt,
     audience_value,
+    err,
     open_workspace,
     out,
     print_json,
@@ -141,6 +142,8 @@ def calibrate(
                 progress=lambda done, total: bar.update(task, completed=done),
             )  # fmt: skip
         ws.set_gate_floors(cal.floors)
+    for warning in cal.warnings:
+        err.print(f"[yellow]warning:[/yellow] {shown(warning)}", highlight=False)
     if as_json:
         from tether.schemas import Calibration
 

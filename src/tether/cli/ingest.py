@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tether.cli.app import IndexOpt, err, out, shown, user_errors
+from tether.cli.app import (
+    IndexOpt,
+    JsonOpt,
+    err,
+    out,
+    print_json,
+    shown,
+    user_errors,
+    verbosity,
+)
 from tether.errors import TetherError
 
 if TYPE_CHECKING:
@@ -106,6 +115,8 @@ def print_report(report: SyncReport, index: Path) -> None:
     ):
         for f in files:
             out.print(f"  {name:<8} {shown(f, one_line=True)}", highlight=False)
+    for f in report.unchanged if verbosity().verbose else ():
+        out.print(f"  unchanged {shown(f, one_line=True)}", highlight=False)
     for f in report.instructions:
         out.print(
             f"  ! {shown(f, one_line=True)} holds text addressed to AI assistants"
@@ -185,6 +196,7 @@ def ingest(
             " Default: the stored value, else staff (fail-closed).",
         ),
     ] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Read a folder of documents into the index (incremental; atomic)."""
     from tether.app import DEFAULT_INDEX
@@ -206,7 +218,14 @@ def ingest(
         config = ChunkerConfig(chunker, max_words, overlap_words)  # type: ignore[arg-type]
         report = run_sync(ws, folder, config, rebuild, strict, embed, follow_links, default_access)
         ws.close()
-        print_report(report, path)
+        if as_json:
+            from tether.schemas import IngestReport
+
+            print_json(IngestReport.from_report(report, str(path)))
+        elif verbosity().quiet:
+            print_problems(report)
+        else:
+            print_report(report, path)
         if report.problems and strict:
             raise typer.Exit(1)
 

@@ -29,6 +29,7 @@ from tether.cli.app import (
     table,
     user_errors,
     visible,
+    working,
 )
 
 if TYPE_CHECKING:
@@ -139,7 +140,8 @@ def search(
     filters = Filters(as_of=as_of_date(as_of), audience=audience_value(audience))  # type: ignore[arg-type]
     with user_errors():
         ws = open_workspace(index, demo)
-        hits = run_search(ws, query, k, filters, method)
+        with working("searching…"):
+            hits = run_search(ws, query, k, filters, method)
         why = "" if hits else ws.filtered_out(query, filters)
     if why:  # on stderr, so that --json stays a list of hits
         err.print(f"note: {why}", highlight=False)

@@ -20,6 +20,10 @@ from tether.types import Filters, Question
 if TYPE_CHECKING:
     from tether.retrieval.retriever import Retriever
 
+# Below this many questions a floor rests on one or two scores: the 2% allowance of wrongly
+# refused questions rounds to none, and one odd question moves the floor.
+MIN_QUESTIONS = 30
+
 
 @dataclass(frozen=True)
 class GateRow:
@@ -40,6 +44,7 @@ class GateCalibration:
     floors: dict[str, float]
     chosen: tuple[GateRow, ...]
     table: tuple[GateRow, ...]  # a few floors per method, for the README
+    warnings: tuple[str, ...] = ()  # why the floors may not be trustworthy (too few questions)
 
 
 def calibrate_gate(
@@ -91,4 +96,13 @@ def calibrate_gate(
             {answerable[int(p * (len(answerable) - 1))] for p in (0.0, 0.05, 0.1, 0.2, 0.3)}
         )
         table.extend(row(f) for f in quantiles)
-    return GateCalibration(floors, tuple(chosen), tuple(table))
+    warnings = (
+        (
+            f"the floors were fitted on {len(questions)} question(s), fewer than {MIN_QUESTIONS}:"
+            " one odd question moves them; add questions (answerable and must-refuse) and"
+            " calibrate again",
+        )
+        if len(questions) < MIN_QUESTIONS
+        else ()
+    )
+    return GateCalibration(floors, tuple(chosen), tuple(table), warnings)

@@ -235,6 +235,7 @@ class RemoteProvider:
             output_tokens=used[1],
             latency_s=latency,
             cost_usd=cost,
+            cost_known=price_for(self.model) is not None,
             note=join_notes(*notes, cost_note),
             **fields,
         )
