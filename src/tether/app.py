@@ -508,13 +508,16 @@ class Collection:
         strict: bool = False,
         chunker: ChunkerConfig | None = None,
         follow_links: bool = False,
+        default_access: str | None = None,
     ) -> SyncReport:
         """Sync the index with the folder (only new or changed files are parsed and embedded)
         and return the SyncReport; `embed=False` builds a lexical-only index, `rebuild`
-        starts over, `strict` writes nothing when any file has a problem."""
+        starts over, `strict` writes nothing when any file has a problem, `default_access`
+        (public or staff) is what a document without an access label is indexed as (kept
+        with the index; None: the kept value, else staff)."""
         return self.workspace.ingest(
             self.folder, embed=embed, progress=progress, rebuild=rebuild, strict=strict,
-            chunker=chunker, follow_links=follow_links,
+            chunker=chunker, follow_links=follow_links, default_access=default_access,
         )  # fmt: skip
 
     def search(

@@ -544,6 +544,9 @@ class IngestReport(_Wire):
     problems: list[FileProblem]
     warnings: list[str]
     instructions: list[str]  # sources written that hold text addressed to AI assistants
+    unlabelled: list[str]  # sources read this time that carry no access label...
+    default_access: str  # ...and what they were indexed as
+    unsupported: dict[str, int]  # files of a type tether does not read, by suffix
     chunks_written: int
     seconds: float
     committed: bool
@@ -551,7 +554,8 @@ class IngestReport(_Wire):
     @classmethod
     def from_report(cls, r: types.SyncReport, index: str) -> IngestReport:
         problems = [FileProblem(source=p.source, reason=p.reason) for p in r.problems]
-        return cls(index=index, problems=problems, **_fields(r, cls, skip=("index", "problems")))
+        rest = _fields(r, cls, skip=("index", "problems", "unsupported"))
+        return cls(index=index, problems=problems, unsupported=dict(r.unsupported), **rest)
 
 
 MODELS: dict[str, type[BaseModel]] = {
