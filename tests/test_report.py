@@ -1,5 +1,6 @@
 """The HTML report of `tether eval --report`: a Jinja2 template shipped with the package,
-the key figures on the page, and escaping of what comes from a user's question file."""
+the key figures on the page, and escaping of what comes from a user's question file; and the library stemmer that replaced
+the hand-written one."""
 
 from __future__ import annotations
 
@@ -61,3 +62,13 @@ def test_the_report_keeps_its_figures_and_escapes_a_hostile_question(
     assert "@5" in page and "@k" not in page
     assert re.search(r"top 5\)</h2>", page)
     assert '<td colspan="2">none</td>' not in page  # one question was not scored
+
+
+def test_stem_is_snowball_english_then_french() -> None:
+    from tether.text import stem
+
+    # the former 6-letter cut joined "warranty" and "warrant" and kept "polici" apart
+    assert stem("warranty") != stem("warrant")
+    assert stem("policies") == stem("policy") == "polic"
+    assert stem("expire") == stem("expirent") == "expir"
+    assert stem("jours") == stem("jour") and stem("shipped") == stem("ship")
