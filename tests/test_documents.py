@@ -590,8 +590,50 @@ def test_binary_file_named_md() -> None:
     assert parse_error(png) == "not a text file (binary content)"
 
 
-def test_invalid_utf8() -> None:
-    assert parse_error(b"# Title\n\nCaf\xe9 ok\n") == "not valid UTF-8 (byte 0xe9 at position 12)"
+def test_invalid_utf8_after_a_utf8_bom() -> None:
+    # a UTF-8 BOM declares the encoding: bad bytes after it are not second-guessed
+    data = b"\xef\xbb\xbf# Title\n\nCaf\xe9 ok\n"
+    assert parse_error(data) == "not valid UTF-8 (byte 0xe9 at position 15)"
+
+
+def test_invalid_utf8_in_a_declared_utf8_page() -> None:
+    data = b'<meta charset="utf-8"><p>Caf\xe9 ok</p>'
+    assert parse_error(data, "html").startswith("not valid UTF-8 (byte 0xe9")
+
+
+FRENCH = (
+    "# Politique de congés\n\nLes employés ont droit à vingt-cinq jours de congé payé par "
+    "année. Les « jours fériés » ne sont pas décomptés — voir l’annexe. Coût : 12 €.\n"
+)
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "text", "html"])
+def test_a_cp1252_file_without_a_declared_charset_is_detected(fmt: str) -> None:
+    body = FRENCH if fmt != "html" else "<h1>Politique de congés</h1><p>" + FRENCH[23:] + "</p>"
+    doc = parse_bytes(body.encode("cp1252"), f"conges.{fmt}", fmt)  # type: ignore[arg-type]
+    assert "Les employés ont droit à vingt-cinq jours de congé payé" in doc.text
+    assert "« jours fériés »" in doc.text and "l’annexe" in doc.text and "12 €" in doc.text
+
+
+def test_a_latin1_file_is_detected() -> None:
+    data = "Où déposer la note de frais ? À l'accueil, près de l'entrée.\n".encode("latin-1")
+    assert "Où déposer la note de frais ? À l'accueil" in parse_bytes(data, "a.txt", "text").text
+
+
+def test_cp1252_wins_a_tie_with_cp1250() -> None:
+    # charset-normalizer ranks cp1250 first on this text, where 0xe0 would read "ŕ", not "à"
+    data = ("Les employés ont droit à des congés payés. " * 200).encode("cp1252")
+    assert parse_bytes(data, "a.txt", "text").text.startswith("Les employés ont droit à des")
+
+
+def test_damaged_utf8_is_refused_not_guessed() -> None:
+    data = ("Les employés ont droit à des congés. " * 50).encode() + b"\xff end"
+    assert parse_error(data, "text") == "not valid UTF-8 (byte 0xff at position 2000)"
+
+
+def test_bytes_that_fit_no_encoding_stay_refused() -> None:
+    noise = bytes(range(128, 256)) * 8  # no NUL, no control bytes: only detection can say no
+    assert parse_error(noise, "text").startswith("not valid UTF-8 (byte 0x80")
 
 
 def test_front_matter_not_yaml() -> None:

@@ -188,7 +188,8 @@ def test_bad_files_are_reported_and_the_rest_syncs(tmp_path: Path, collection: P
     good_before = snapshot(store.path)["chunks"]
     (collection / "empty.md").write_bytes(b"")
     (collection / "binary.md").write_bytes(bytes(range(256)) * 10)
-    (collection / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    # a UTF-8 BOM then Latin-1 bytes (undeclared Latin-1 alone is detected and read)
+    (collection / "latin1.txt").write_bytes(b"\xef\xbb\xbf" + "caf\xe9 cr\xe8me".encode("latin-1"))
     (collection / "badyaml.md").write_text("---\ntitle: [unclosed\n---\n\nbody\n")
     (collection / "baddate.md").write_text(md("x", "1", "# X\ntext", effective_from="soon"))
     (collection / "backwards.md").write_text(

@@ -94,27 +94,22 @@ def fold_plural(word: str) -> str:
 
 @functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A crude EN/FR stem of a folded word: plural folded (`fold_plural`), -ing/-ed stripped
-    (a doubled final consonant undone: shipped → ship), cut to 6 letters, a final -e dropped
-    (expire, expirent → expir; tente → tent). Two words with one stem are not always one
-    word (a cut to 6 letters joins "warranty" and "warrant"); a stem is a key, not a word.
+    """The EN/FR stem of a folded word: snowballstemmer's English stemmer, then its French
+    one (policies → polic, shipped → ship, expire and expirent → expir, jours → jour). Two
+    words with one stem are not always one word; a stem is a key, not a word. The stemmers
+    are built per call (they are not thread-safe); the cache makes that rare.
 
-    Measured against snowballstemmer 3.1.1 (English, and English then French) on the
-    verifier's 178 labelled claims (`tether eval --verifier`, embedding judge): all three give
-    1 false pass of 85 unsupported and 1 false alarm of 93 supported. Not worse, not better;
-    kept until the extractive answers are measured with both (not yet done)."""
-    w = fold_plural(word)
-    if len(w) >= 5:
-        for suffix in ("ing", "ed"):
-            if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-                w = w[: -len(suffix)]
-                if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "lsz":
-                    w = w[:-1]  # shipped → ship
-                break
-    w = w[:6]
-    if len(w) >= 4 and w.endswith("e"):
-        w = w[:-1]  # expire, expirent → expir; tente → tent
-    return w
+    Measured against the former hand-written stem (plural folded, -ing/-ed stripped, cut to
+    6 letters) on the demo collection: the verifier's 178 labelled claims (`tether eval
+    --verifier`, embedding judge) give 1 false pass of 85 unsupported and 1 false alarm of 93
+    supported with either; the extractive provider's answers to the 181 bundled questions
+    (through `Workspace.ask`, public, each question's date) match all the question's `keys`
+    and no `must_not` in 63 with this stem, 62 with the former one (Q113 gained, none lost;
+    English alone: 62). Not worse on either, so the library replaced the hand-written cut."""
+    import snowballstemmer
+
+    english = snowballstemmer.stemmer("english").stemWord(word)
+    return str(snowballstemmer.stemmer("french").stemWord(english))
 
 
 def codes(text: str) -> list[str]:

@@ -1,5 +1,7 @@
 """`write_report`: a retrieval evaluation as one self-contained HTML page (tables, one bar
 chart per metric embedded as PNG, the failing questions with why, what was not scored).
+The page is the Jinja2 template `templates/report.html.j2`, rendered with autoescape on, so
+a question, id or note from a user's file cannot inject markup.
 
 What it cannot do: the charts are static images (matplotlib, Agg backend); the page shows one
 `EvalResult`, not a comparison between runs.
@@ -8,11 +10,14 @@ What it cannot do: the charts are static images (matplotlib, Agg backend); the p
 from __future__ import annotations
 
 import base64
-import html
 import io
 from pathlib import Path
 
+import jinja2
+
 from tether.evaluation.metrics import METRIC_NAMES, METRICS, EvalResult
+
+TEMPLATE = "report.html.j2"  # in tether/evaluation/templates/, shipped as package data
 
 
 def _chart(result: EvalResult, metric: str) -> str:
@@ -53,73 +58,36 @@ def _chart(result: EvalResult, metric: str) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _environment(k: int) -> jinja2.Environment:
+    """The template environment: the package's `templates/` folder, autoescape always on,
+    and the `metric_name` filter ("Recall@k" read as "Recall@5" for k = 5)."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("tether.evaluation", "templates"),
+        autoescape=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["metric_name"] = lambda m: METRIC_NAMES[m].replace("@k", f"@{k}")
+    return env
+
+
+def render_report(result: EvalResult) -> str:
+    """The report page as HTML text (see `write_report`); every value from the result is
+    escaped by the template engine."""
+    env = _environment(result.k)
+    failures = [(method, r) for method in result.methods for r in result.failures(method)]
+    return env.get_template(TEMPLATE).render(
+        result=result,
+        metrics=METRICS,
+        charts=[(m, _chart(result, m)) for m in METRICS],
+        failures=failures,
+    )
+
+
 def write_report(result: EvalResult, path: Path | str) -> Path:
     """A self-contained HTML report: tables, one chart per metric (bars per method, overall
     and per kind) embedded as PNG, and the failing questions with why."""
-    esc = html.escape
-    k = result.k
-
-    def table(title: str, key: str | None) -> str:
-        head = "".join(f"<th>{esc(METRIC_NAMES[m].replace('@k', f'@{k}'))}</th>" for m in METRICS)
-        body = []
-        for method in result.methods:
-            agg = result.aggregates[method]
-            groups = {"overall": agg["overall"]} if key is None else agg[key]
-            for group, vals in groups.items():
-                cells = "".join(f"<td>{vals[m]:.3f}</td>" for m in METRICS)
-                body.append(
-                    f"<tr><td>{esc(method)}</td><td>{esc(group)}</td>"
-                    f"<td>{int(vals['n'])}</td>{cells}</tr>"
-                )
-        return (
-            f"<h2>{esc(title)}</h2><table><tr><th>method</th><th>group</th><th>n</th>{head}</tr>"
-            + "".join(body)
-            + "</table>"
-        )
-
-    charts = "".join(
-        f'<figure><img alt="{esc(m)}" src="data:image/png;base64,{_chart(result, m)}"></figure>'
-        for m in METRICS
-    )
-    fails = []
-    for method in result.methods:
-        for r in result.failures(method):
-            fails.append(
-                f"<tr><td>{esc(method)}</td><td>{esc(r.id)}</td><td>{esc(r.kind)}</td>"
-                f"<td>{esc(r.question)}</td><td>{esc(r.why(k))}</td></tr>"
-            )
-    skipped = "".join(f"<tr><td>{esc(i)}</td><td>{esc(why)}</td></tr>" for i, why in result.skipped)
-    timing = "".join(
-        f"<tr><td>{esc(m)}</td><td>{t['median_ms']:.1f}</td><td>{t['p95_ms']:.1f}</td></tr>"
-        for m, t in result.timings.items()
-    )
-    page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>tether eval: retrieval</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; max-width: 75em; }}
-table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }}
-th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }}
-th {{ background: #f3f3f3; }}
-figure {{ display: inline-block; margin: 0.5em; }}
-</style></head><body>
-<h1>Retrieval evaluation</h1>
-<p>Questions: {esc(result.questions_file or "bundled set")} · index: {esc(result.index)} ·
-k = {k} · methods: {esc(", ".join(result.methods))}</p>
-<p>{esc(" ".join(result.notes))}</p>
-{table("Overall", None)}
-<h2>Charts</h2>{charts}
-{table("Per kind", "by_kind")}
-{table("Per language", "by_language")}
-<h2>Search time (ms per query)</h2>
-<table><tr><th>method</th><th>median</th><th>p95</th></tr>{timing}</table>
-<h2>Failing questions (no relevant passage in the top {k})</h2>
-<table><tr><th>method</th><th>id</th><th>kind</th><th>question</th><th>why</th></tr>
-{"".join(fails) or '<tr><td colspan="5">none</td></tr>'}</table>
-<h2>Not scored</h2>
-<table><tr><th>id</th><th>why</th></tr>{skipped or '<tr><td colspan="2">none</td></tr>'}</table>
-</body></html>
-"""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8")
+    out.write_text(render_report(result), encoding="utf-8")
     return out

@@ -9,7 +9,10 @@ The try runs in a worker thread and is abandoned at its deadline. A request make
 1 + max_retries tries, with the backoff waits between them.
 
 Remote providers retry 429, 5xx, timeouts and connection errors with exponential backoff
-(the SDKs' own retries are off), and raise `ProviderError` with a one-line message after
+(tenacity's retry loop; the SDKs' own retries are off: they run inside the SDK call, so a
+deadline around the call would span every try instead of one, their timeouts are per
+socket operation, and the openai SDK gives up at once on a Retry-After over two minutes
+where tether waits at most its cap and tries again), and raise `ProviderError` with a one-line message after
 their retries, or at once for 401/403 (key), 404 (model) and a reply that is not JSON (an
 HTML page from a proxy or a login portal); 400/422 raise `Rejected`, which a provider may
 answer by adapting its request.
@@ -66,6 +69,7 @@ def read_reply(shape: type[R], response: Any, provider: str, where: str) -> R:
             f"{provider} server at {where} sent a reply of an unexpected shape"
             f" ({field}: {first['msg']})"
         ) from None
+
 
 # USD per million tokens (input, output); list prices, checked by hand, will go stale.
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
@@ -256,6 +260,53 @@ class RemoteProvider:
         )
 
 
+class _Retryable(Exception):
+    """A try that failed in a way worth another try: why, and the server's Retry-After."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def _one_try(call: Callable[[], Any], sdk: Any, provider: str, model: str, where: str,
+             deadline: float | None) -> Any:  # fmt: skip
+    """One try: the reply, `_Retryable` for 429/5xx/timeouts/connection errors, else the
+    one-line `ProviderError` (or `Rejected`) for the failure."""
+    try:
+        reply = call() if deadline is None else within(call, deadline)
+        return _json_reply(reply, provider, where)
+    except DeadlinePassed:
+        raise _Retryable(f"timed out (no complete reply within {deadline:g} s)") from None
+    except json.JSONDecodeError as exc:
+        raise ProviderError(
+            f"{provider} server at {where} sent a reply that is not JSON"
+            f" ({exc.msg} at character {exc.pos}): check TETHER_BASE_URL"
+        ) from None
+    except sdk.APIStatusError as exc:
+        status = int(getattr(exc, "status_code", 0) or 0)
+        detail = one_line(_status_detail(exc))
+        if status in (401, 403):
+            raise ProviderError(
+                f"authentication failed for {where}: check TETHER_API_KEY"
+            ) from None
+        if status == 404:
+            raise ProviderError(f"model '{model}' not found at {where}") from None
+        if status in (400, 422):
+            raise Rejected(
+                f"{provider} rejected the request ({status}): {detail}", status, detail
+            ) from None
+        if not (status in (408, 409, 429) or status >= 500):
+            raise ProviderError(f"{provider} error {status} from {where}: {detail}") from None
+        raise _Retryable(f"{status}: {detail}", _retry_after(exc)) from None
+    except sdk.APITimeoutError:
+        raise _Retryable("timed out") from None
+    except sdk.APIConnectionError as exc:
+        raise _Retryable(
+            f"connection failed ({one_line(str(exc.__cause__ or exc), 120)})"
+        ) from None
+
+
 def call_with_retries(
     call: Callable[[], Any],
     *,
@@ -272,56 +323,34 @@ def call_with_retries(
     """Run `call`, retrying 429/5xx/timeouts/connection errors; map the rest to ProviderError.
 
     `sdk` is the `openai` or `anthropic` module (both have the same exception shapes);
-    `deadline` is the seconds each try may take in all (None: no deadline of its own).
+    `deadline` is the seconds each try may take in all (None: no deadline of its own). The
+    loop is tenacity's: at most 1 + `max_retries` tries, waits of `backoff_base` * 2^n capped
+    at `backoff_max`, raised to the server's Retry-After (within the cap), slept by `sleep`.
     """
-    attempt = 0
-    while True:
-        try:
-            reply = call() if deadline is None else within(call, deadline)
-            return _json_reply(reply, provider, where)
-        except DeadlinePassed:
-            reason = f"timed out (no complete reply within {deadline:g} s)"
-            retry_after = None
-        except json.JSONDecodeError as exc:
-            raise ProviderError(
-                f"{provider} server at {where} sent a reply that is not JSON"
-                f" ({exc.msg} at character {exc.pos}): check TETHER_BASE_URL"
-            ) from None
-        except sdk.APIStatusError as exc:
-            status = int(getattr(exc, "status_code", 0) or 0)
-            detail = one_line(_status_detail(exc))
-            if status in (401, 403):
-                raise ProviderError(
-                    f"authentication failed for {where}: check TETHER_API_KEY"
-                ) from None
-            if status == 404:
-                raise ProviderError(f"model '{model}' not found at {where}") from None
-            if status in (400, 422):
-                raise Rejected(
-                    f"{provider} rejected the request ({status}): {detail}", status, detail
-                ) from None
-            retryable = status in (408, 409, 429) or status >= 500
-            if not retryable:
-                raise ProviderError(f"{provider} error {status} from {where}: {detail}") from None
-            reason = f"{status}: {detail}"
-            retry_after = _retry_after(exc)
-        except sdk.APITimeoutError:
-            reason = "timed out"
-            retry_after = None
-        except sdk.APIConnectionError as exc:
-            reason = f"connection failed ({one_line(str(exc.__cause__ or exc), 120)})"
-            retry_after = None
-        if attempt >= max_retries:
-            tries = attempt + 1
-            raise ProviderError(
-                f"{provider} request to {where} failed after {tries} "
-                f"{'try' if tries == 1 else 'tries'}: {reason}"
-            )
-        delay = min(backoff_max, backoff_base * (2**attempt))
-        if retry_after is not None:
-            delay = min(backoff_max, max(delay, retry_after))
-        sleep(delay)
-        attempt += 1
+    import tenacity
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        delay = min(backoff_max, backoff_base * (2 ** (state.attempt_number - 1)))
+        failure = state.outcome.exception() if state.outcome else None
+        if isinstance(failure, _Retryable) and failure.retry_after is not None:
+            delay = min(backoff_max, max(delay, failure.retry_after))
+        return delay
+
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(_Retryable),
+        stop=tenacity.stop_after_attempt(1 + max(0, max_retries)),
+        wait=wait,
+        sleep=sleep,
+        reraise=True,
+    )
+    try:
+        return retrying(_one_try, call, sdk, provider, model, where, deadline)
+    except _Retryable as exc:
+        tries = retrying.statistics.get("attempt_number", 1)
+        raise ProviderError(
+            f"{provider} request to {where} failed after {tries} "
+            f"{'try' if tries == 1 else 'tries'}: {exc.reason}"
+        ) from None
 
 
 def _json_reply(reply: Any, provider: str, where: str) -> Any:

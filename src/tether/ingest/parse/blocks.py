@@ -6,8 +6,13 @@ and whitespace-collapsed (code keeps its lines and indentation); the text is the
 joined by a blank line. A block's anchor is the anchor of its innermost section that has one
 (inherited from an enclosing heading when the innermost heading has none).
 
-What it cannot do: decoding knows UTF-8 and UTF-16 with a BOM, or the one encoding it is told
-(HTML's `<meta charset>`); it does not guess encodings.
+Decoding: UTF-16 with a BOM, else the encoding the file declares (HTML's `<meta charset>`),
+else UTF-8; a file that declares nothing and is not valid UTF-8 (a Latin-1 or cp1252 export)
+is decoded with the encoding charset-normalizer detects.
+
+What it cannot do: detection is a guess from byte statistics: on a short file it may pick a
+sibling code page (cp1250 for cp1252) that reads the same letters, and a file whose bytes
+fit no encoding stays refused as "not valid UTF-8"; a declared encoding is never second-guessed.
 """
 
 from __future__ import annotations
@@ -162,8 +167,43 @@ def _check_not_binary(data: bytes) -> None:
         raise ParseError("not a text file (binary content)")
 
 
-def decode(data: bytes, encoding: str = "utf-8") -> str:
-    """Bytes to text: UTF-16 with a BOM, else `encoding` (UTF-8 by default, BOM dropped).
+_WESTERN = "cp1252"  # Windows Western: what Latin-1 exports are in practice (WHATWG agrees)
+
+
+def _mostly_utf8(data: bytes) -> bool:
+    """More valid non-ASCII UTF-8 characters than undecodable bytes."""
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd")
+    return sum(1 for ch in text if ord(ch) > 127) - bad > bad
+
+
+def _detected(data: bytes, exc: UnicodeDecodeError) -> str:
+    """`data` (no BOM, no declared encoding, not UTF-8) decoded with the encoding that
+    charset-normalizer finds; ParseError (the UTF-8 problem) when it finds none, or when the
+    file is mostly valid UTF-8 (damaged UTF-8: a guess would turn every "é" into "Ã©").
+
+    Where cp1252 ties with the best guess (same chaos and coherence: cp1250 and cp1252 read
+    French text alike except "à"), cp1252 is taken: ties are otherwise broken by list order.
+    """
+    from charset_normalizer import from_bytes
+
+    if _mostly_utf8(data):
+        raise ParseError(utf8_problem(data, exc))
+    matches = from_bytes(data)
+    best = matches.best()
+    if best is None:
+        raise ParseError(utf8_problem(data, exc))
+    tied = [m for m in matches if (m.chaos, m.coherence) == (best.chaos, best.coherence)]
+    western = any(_WESTERN in m.could_be_from_charset for m in tied)
+    try:
+        return data.decode(_WESTERN if western else best.encoding)
+    except (UnicodeError, LookupError):
+        raise ParseError(utf8_problem(data, exc)) from None
+
+
+def decode(data: bytes, encoding: str | None = None) -> str:
+    """Bytes to text: UTF-16 with a BOM, else the declared `encoding`, else UTF-8 (BOM
+    dropped), else the detected encoding when the file declares none and is not UTF-8.
 
     Newlines become "\\n". Raises ParseError for binary content, bad bytes or only whitespace.
     """
@@ -174,12 +214,13 @@ def decode(data: bytes, encoding: str = "utf-8") -> str:
             raise ParseError("not valid UTF-16 (the file starts with a UTF-16 BOM)") from None
     else:
         _check_not_binary(data)
-        if codecs.lookup(encoding).name == "utf-8":
+        if encoding is None or codecs.lookup(encoding).name == "utf-8":
             try:
-                text = data.decode("utf-8")
+                text = data.decode("utf-8").removeprefix("\ufeff")
             except UnicodeDecodeError as exc:
-                raise ParseError(utf8_problem(data, exc)) from None
-            text = text.removeprefix("\ufeff")
+                if encoding is not None or data.startswith(codecs.BOM_UTF8):
+                    raise ParseError(utf8_problem(data, exc)) from None
+                text = _detected(data, exc)
         else:
             try:
                 text = data.decode(encoding)

@@ -13,8 +13,8 @@ content has none. A heading's anchor is its `id`, else an `<a name|id>` inside i
 `<a name|id>` (alone, or as the only content of an empty element) just before it, else the `id`
 of a `<section>`/`<article>` the heading opens. Text directly inside containers (div, blockquote,
 dd...) becomes a paragraph. A `<meta charset>` other than UTF-8 is honoured when it names a
-text encoding. Elements nested deeper than `MAX_DEPTH` keep their text as one block; a page
-nested so deep that libxml2 stops (2048 levels) is refused rather than cut short.
+text encoding; a page without one that is not UTF-8 is decoded with the detected encoding.
+Elements nested deeper than `MAX_DEPTH` keep their text as one block; a page nested so deep that libxml2 stops (2048 levels) is refused rather than cut short.
 
 What it cannot do: no rendering: CSS-hidden content other than inline
 `display:none`/`visibility:hidden` is kept, and JavaScript-built pages yield only their static
@@ -264,9 +264,10 @@ class _HtmlWalker:
         flush()
 
 
-def _html_encoding(data: bytes) -> str:
-    """The `<meta charset>` when it names a text encoding, else UTF-8 (as a browser ignores
-    a label it does not know; "rot13" or "base64" are codecs but not text encodings)."""
+def _html_encoding(data: bytes) -> str | None:
+    """The `<meta charset>` when it names a text encoding, else None: undeclared, read as
+    UTF-8 or detected (as a browser ignores a label it does not know; "rot13" or "base64"
+    are codecs but not text encodings)."""
     match = _CHARSET.search(data[:4096])
     if match:
         try:
@@ -275,7 +276,7 @@ def _html_encoding(data: bytes) -> str:
             return name
         except (LookupError, UnicodeError):
             pass
-    return "utf-8"
+    return None
 
 
 def _flatten_deep(body: Any) -> None:
