@@ -10,11 +10,13 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from tether.app import Workspace
 from tether.cli.main import app
-from tether.config import VARIABLES, Settings, load_settings
+from tether.config import VARIABLES, Settings, TetherEnv, describe_settings, load_settings
+from tether.errors import TetherError
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,3 +121,49 @@ def test_config_with_a_bad_setting_is_one_error_line(clean_env: Path, monkeypatc
     done = runner.invoke(app, ["config"])
     assert done.exit_code == 1
     assert done.output.strip() == "error: TETHER_TIMEOUT='soon' is not a number of seconds"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("TETHER_LOCAL_THREADS", "1e3", "TETHER_LOCAL_THREADS='1e3' is not a whole number"),
+        ("TETHER_TIMEOUT", "nan", "TETHER_TIMEOUT='nan' must be a positive number of seconds"),
+        ("TETHER_LOCK_TIMEOUT", "-0", "TETHER_LOCK_TIMEOUT='-0' must be a positive number"),
+        ("TETHER_REPLAY_INNER", "replay", "TETHER_REPLAY_INNER='replay' is not a known provider"),
+        ("TETHER_EMBEDDER", "bert", "TETHER_EMBEDDER='bert' is not an embedder; use one of: "),
+        ("TETHER_BASE_URL", "http://[::1", "TETHER_BASE_URL='http://[::1' is not an http(s) URL"),
+        ("TETHER_PROVIDER", "local\x00", "TETHER_PROVIDER='local\\x00' is not a known provider"),
+    ],
+)
+def test_a_bad_value_in_a_settings_file_is_one_line_naming_the_variable(
+    clean_env: Path, variable: str, value: str, message: str
+) -> None:
+    """pydantic's ValidationError never reaches the user: `tether config` prints one line."""
+    env = clean_env / "settings.env"
+    env.write_text(f"{variable}={value}\n")
+    with pytest.raises(TetherError) as info:
+        load_settings(env)
+    assert not isinstance(info.value, ValidationError)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+    done = runner.invoke(app, ["--env-file", str(env), "config"])
+    assert done.exit_code == 1 and done.output.startswith(f"error: {message}")
+    assert len(done.output.strip().splitlines()) == 1
+
+
+def test_names_are_read_in_capitals_and_blank_counts_as_unset(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = clean_env / "settings.env"
+    env.write_text("tether_provider=anthropic\nTETHER_MODEL=from-file\n")
+    monkeypatch.setenv("tether_timeout", "5")
+    monkeypatch.setenv("TETHER_MODEL", "  ")  # blank: the file's value stands
+    settings = load_settings(env)
+    assert settings.provider is None and settings.timeout == 60.0
+    assert settings.model == "from-file"
+    rows = {r.variable: r.source for r in describe_settings(env)}
+    assert rows["TETHER_MODEL"] == f"file {env}" and rows["TETHER_PROVIDER"] == "default"
+
+
+def test_the_variables_are_the_pydantic_model_fields() -> None:
+    names = {VARIABLES[v] for v in VARIABLES} - {"env_file"}
+    assert len(TetherEnv.model_fields) == len(names) == len(VARIABLES) - 1

