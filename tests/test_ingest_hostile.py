@@ -76,10 +76,12 @@ def test_links_out_of_the_folder_are_skipped_and_reported(
     (docs / ".drafts").mkdir()
     (docs / ".drafts" / "inner.md").write_text(md("inner", "# Inner\nInside the folder."))
     (docs / "alias.md").symlink_to(docs / ".drafts" / "inner.md")  # inside: followed
+    (docs / "alias.txt").symlink_to(docs / ".drafts" / "inner.md")  # another type: not
     (docs / "loop").symlink_to(docs, target_is_directory=True)  # inside folder: not followed
     report = sync(store, docs)
     reasons = problems(report)
-    assert set(reasons) == {"leak.md", "ext", "passwd.txt", "loop"}
+    assert set(reasons) == {"leak.md", "ext", "passwd.txt", "loop", "alias.txt"}
+    assert "another type" in reasons.pop("alias.txt")  # it would skip the front matter
     for name in ("leak.md", "ext", "passwd.txt"):
         assert "leads out of the collection folder" in reasons[name]
         assert "--follow-links" in reasons[name]

@@ -261,7 +261,7 @@ class AskResult(_Wire):
     # no_answer: the provider failed or its output was unusable (never a refusal)
     status: Literal["answered", "flagged", "refused", "no_answer"]
     refused: bool
-    refused_by: Literal["gate", "audience", "model", "strict"] | None
+    refused_by: Literal["gate", "model", "strict"] | None
     why_refused: str | None
     provider: str
     model: str

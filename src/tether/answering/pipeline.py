@@ -132,7 +132,7 @@ def ask(
         o.floor if o.floor is not None else floors_for(store, profile.gate_floors).get(method, 0.0)
     )
     decision = gate(hits, floor, o.min_support)
-    if not decision.passed:  # the filters may be why: say so, in counts only
+    if not decision.passed and not hits:  # nothing found: the filters may be why
         decision = explain(decision, filtered_out(store, question, filters))
     base = replace(base, method=method, hits=tuple(hits), gate=decision)
     if not decision.passed:

@@ -198,7 +198,7 @@ EXIT_USAGE = 2  # a bad option or argument (typer's own usage error)
 EXIT_NO_ANSWER = 3  # `ask`: no answer could be produced (the provider failed, or its output
 #                     was unusable: cut at the token limit, not JSON, not the answer schema)
 EXIT_FLAGGED = 4  # `ask`: an answer, with a claim that failed a check (read its flags)
-EXIT_REFUSED = 5  # `ask`: a refusal, by the support gate, the audience filter or the model
+EXIT_REFUSED = 5  # `ask`: a refusal, by the support gate (the audience filter included) or the model
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_CODES: dict[str, int] = {
     "answered": EXIT_ANSWERED,
@@ -213,7 +213,7 @@ EXIT_TABLE = (
     f" {EXIT_NO_ANSWER} no answer could be produced (the provider failed or its output was"
     " unusable);"
     f" {EXIT_FLAGGED} answered with flagged claims;"
-    f" {EXIT_REFUSED} refused (by the support gate, the audience filter, the model, or --strict"
+    f" {EXIT_REFUSED} refused (by the support gate, the model, or --strict"
     " removing every claim);"
     f" {EXIT_INTERRUPTED} interrupted."
 )

@@ -139,7 +139,13 @@ def _plan(
             else:
                 usable.append(rel)
         reasons = []
-        if missing:
+        if filters.public and (missing or refused):  # never tell apart "absent" and "staff"
+            missing, refused = sorted(missing + refused), []
+            reasons.append(
+                f"not in what the audience {filters.audience} may see on {filters.as_of}: "
+                + ", ".join(missing)
+            )
+        elif missing:
             reasons.append("not in the index: " + ", ".join(missing))
         if refused:
             reasons.append(

@@ -146,6 +146,10 @@ def _link_reason(
         return f"a link that {_NOT_FOLLOWED}"
     if folder_like:
         return "a link to a folder inside the collection; not followed (its files are read there)"
+    if Path(entry.path).suffix.lower() != Path(os.path.realpath(entry.path)).suffix.lower():
+        # a name of another format would read the file otherwise: a `.txt` name for a
+        # Markdown file skips its front matter, and with it the file's access label
+        return "a link to a file of another type inside the collection; not followed"
     return None
 
 

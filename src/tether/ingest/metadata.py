@@ -241,6 +241,14 @@ def build_meta(
     row = collect_meta(list(inventory_row.items()))
     merged: dict[str, tuple[Any, str]] = {k: (v, "") for k, v in file_meta.items()}
     merged.update({k: (v, f"{INVENTORY_FILE}: ") for k, v in row.items()})
+    own, listed = file_meta.get("access"), row.get("access")
+    if (  # the inventory may add a label, never turn a file's own label into another one
+        own is not None
+        and listed is not None
+        and not isinstance(own, AccessConflict)
+        and str(own).strip().lower() != str(listed).strip().lower()
+    ):
+        merged["access"] = (AccessConflict((f"{own} in the file", f"{listed} in {INVENTORY_FILE}")), "")
 
     def scalar(name: str) -> tuple[str | None, str]:
         if name not in merged:

@@ -411,7 +411,11 @@ class _Call:
         chunks, in_context, public = self.chunks, self.in_context, self.o.audience != "staff"
         for cid in dict.fromkeys(claim.chunk_ids):
             chunk = chunks.get(cid)
-            if chunk is None:
+            hidden = chunk is not None and public and chunk.meta.access != "public"
+            if chunk is None or (hidden and cid not in in_context):
+                # a chunk the audience may not see, cited from outside the context, reads
+                # exactly as an unknown ID: telling them apart would confirm that a guessed
+                # staff passage exists (chunk IDs hash known fields and the text)
                 flags.append(Flag("missing_id", cid))
                 continue
             if cid not in in_context:

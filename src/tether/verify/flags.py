@@ -82,7 +82,7 @@ def apply_strict(
 
 _DESCRIPTIONS: dict[str, str] = {
     "no_citation": "the claim cites no passage (exact check)",
-    "missing_id": "{arg} is not in the index: a made-up or mistyped ID (exact check)",
+    "missing_id": "{arg} is not in the index, or not a passage this audience may see: a made-up or mistyped ID (exact check)",
     "not_in_context": "{arg} exists but was not among the passages given to the model (exact check)",
     "not_allowed": "{arg} is not public and the audience is public (exact check)",
     "number_not_found": (
