@@ -1224,3 +1224,21 @@ def test_openai_adapts_to_reasoning_model_parameters(server: FakeServer) -> None
     assert "temperature" not in last
     assert "used its default" in completion.note
     assert sleeps.delays == []
+
+
+def test_the_extractive_answerer_answers_in_the_inline_form_when_asked() -> None:
+    """`ask --inline` with the extractive answerer: sentences with [n] markers that map back to
+    the passages, not JSON cut into claims (a new user's report)."""
+    from tether.answering.answer import build_request, parse_completion
+    from tether.providers.extractive import ExtractiveProvider
+    from tether.types import Chunk, Context, DocMeta, Passage
+
+    meta = DocMeta("returns", "1", "Returns", access="public")
+    text = "Return window\nItems can be returned within 30 days."
+    chunk = Chunk("c1", meta, text, ("Returns",), 0, len(text), 0)
+    context = Context((Passage(chunk, "[1] Returns", 10, 1),))
+    request = build_request("How long is the return window?", context, as_of=None, mode="inline")
+    completion = ExtractiveProvider().complete(request)
+    assert not completion.text.lstrip().startswith("{") and "[1]" in completion.text
+    answer = parse_completion(completion, context, mode="inline")
+    assert answer.claims and all(c.chunk_ids == ("c1",) for c in answer.claims)  # type: ignore[union-attr]

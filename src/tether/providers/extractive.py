@@ -23,7 +23,7 @@ import time
 
 from tether.errors import ProviderError
 from tether.providers.base import join_notes, with_selection
-from tether.text import STOP_WORDS, fold, sentences, stem
+from tether.text import STOP_WORDS, detect_language, fold, refusal_sentence, sentences, stem
 from tether.types import Completion, ModelRequest
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -141,11 +141,20 @@ class ExtractiveProvider:
             if claims
             else f"extractive answerer: no sentence scored {self.min_score} or more"
         )
+        inline = request.prompt_id.startswith("answer_inline@")  # `ask --inline`
         return Completion(
-            text=json.dumps(payload, ensure_ascii=False),
+            text=_inline(chosen, question) if inline else json.dumps(payload, ensure_ascii=False),
             finish_reason="stop",
             model=self.MODEL,
             provider=self.name,
             latency_s=time.perf_counter() - started,
             note=join_notes(note, self.selection),
         )
+
+
+def _inline(chosen: list[tuple[float, int, int, str, str]], question: str) -> str:
+    """The answer in the inline form (`--inline`): each quoted sentence followed by the number
+    of its passage, [n] (passages numbered from 1 in the order shown), or the refusal sentence."""
+    if not chosen:
+        return refusal_sentence("fr" if detect_language(question) == "fr" else "en")
+    return " ".join(f"{s[4].rstrip()} [{s[1] + 1}]" for s in chosen)
