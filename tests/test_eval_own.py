@@ -117,3 +117,17 @@ def test_a_bundled_question_file_matches_the_schema() -> None:
 
     for line in demo_questions().read_text(encoding="utf-8").splitlines():
         QuestionLine.model_validate_json(line)
+
+
+def test_a_misspelt_relevant_key_is_an_error_not_a_wider_match(tmp_path: Path) -> None:
+    """`sectoin` dropped in silence would let any chunk of the document count as relevant."""
+    from tether.errors import TetherError
+    from tether.evaluation.questions import load_questions
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "Q1", "question": "x", "relevant": [{"doc_id": "a", "sectoin": "b"}]}\n')
+    with pytest.raises(TetherError, match="did you mean 'section'"):
+        load_questions(bad)
+    ok = tmp_path / "ok.jsonl"
+    ok.write_text('{"id": "Q1", "question": "x", "relevant": [{"doc_id": "a", "access": "staff"}]}\n')
+    assert load_questions(ok)[0].relevant[0].doc_id == "a"  # other extra keys stay allowed

@@ -9,6 +9,7 @@ when neither has an `evidence` string that straddles the cut.
 
 from __future__ import annotations
 
+import difflib
 import json
 import shutil
 from datetime import date
@@ -67,6 +68,23 @@ def load_questions(path: Path | str | None = None) -> list[Question]:
     return questions
 
 
+_RELEVANT_KEYS = ("doc_id", "version", "section", "anchor", "evidence")
+
+
+def _checked_relevant(r: dict) -> dict:
+    """A `relevant` entry whose keys are not misspellings of the keys that narrow a match (a
+    `sectoin` dropped in silence would widen it to the whole document); other extra keys are
+    kept out of the match, as documented."""
+    if not isinstance(r, dict):
+        raise ValueError("each relevant passage must be a JSON object")
+    for key in r:
+        if key not in _RELEVANT_KEYS:
+            close = difflib.get_close_matches(key, _RELEVANT_KEYS, n=1, cutoff=0.75)
+            if close:
+                raise ValueError(f"relevant key {key!r} is not known: did you mean {close[0]!r}?")
+    return r
+
+
 def _question(raw: dict) -> Question:
     if not isinstance(raw, dict):
         raise ValueError("a question must be a JSON object")
@@ -79,7 +97,7 @@ def _question(raw: dict) -> Question:
         raise ValueError(f"audience {audience!r} is not public or staff")
     relevant = tuple(
         Relevant(
-            doc_id=str(r["doc_id"]),
+            doc_id=str(_checked_relevant(r)["doc_id"]),
             version=None if r.get("version") is None else str(r["version"]),
             section=r.get("section"),
             anchor=r.get("anchor"),
