@@ -131,3 +131,24 @@ def test_a_misspelt_relevant_key_is_an_error_not_a_wider_match(tmp_path: Path) -
     ok = tmp_path / "ok.jsonl"
     ok.write_text('{"id": "Q1", "question": "x", "relevant": [{"doc_id": "a", "access": "staff"}]}\n')
     assert load_questions(ok)[0].relevant[0].doc_id == "a"  # other extra keys stay allowed
+
+
+def test_eval_where_no_question_can_be_scored_says_why_and_fails(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tether.cli.main import app
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("---\naccess: public\n---\n# A\n\nSome text here.\n")
+    index = str(tmp_path / "i.sqlite")
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(docs), "--index", index, "--no-embed"]).exit_code == 0
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text('{"id": "Q1", "question": "x", "relevant": [{"doc_id": "guides/returns"}]}\n')
+    for extra in ([], ["--json"]):
+        done = runner.invoke(
+            app, ["eval", "--questions", str(mine), "--index", index, "--methods", "bm25", *extra]
+        )
+        assert done.exit_code == 1, done.output
+        assert "no question could be scored" in done.output and "guides/returns" in done.output

@@ -19,6 +19,7 @@ from tether.cli.app import (
     QuestionsOpt,
     audience_value,
     err,
+    error_line,
     open_workspace,
     out,
     print_json,
@@ -234,10 +235,14 @@ def eval_command(
         from tether.schemas import RetrievalReport
 
         print_json(RetrievalReport.from_result(result))
-        return
-    print_eval(result)
-    if report is not None:
-        out.print(f"report: {report}", highlight=False)
+    else:
+        print_eval(result)
+        if report is not None:
+            out.print(f"report: {report}", highlight=False)
+    if qs and not result.n_scored:  # zeros would read as a measurement: say why instead
+        reasons = "; ".join(f"{i}: {why}" for i, why in result.skipped[:3])
+        error_line(f"no question could be scored on this index ({reasons})")
+        raise typer.Exit(1)
 
 
 def checked_methods(methods: str) -> list[str]:
