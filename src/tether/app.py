@@ -88,6 +88,13 @@ def shared_models() -> Models:
         return _SHARED
 
 
+def index_profile(store: Store) -> Profile:
+    """The tuned values for the embedder the index was built with (recorded as
+    "NAME (VERSION)" in its meta; none for a lexical-only index)."""
+    built = store.meta_value("embedder")
+    return profile_for(built.split(" (")[0] if built else None)
+
+
 def retriever_for(
     store: Store,
     *,
@@ -106,8 +113,7 @@ def retriever_for(
     if embedder is None and dense and store.has_vectors():
         embedder = (models or shared_models()).embedder(embedder_choice)
     if profile is None:
-        built = store.meta_value("embedder")
-        profile = profile_for(built.split(" (")[0] if built else None)
+        profile = index_profile(store)
     kwargs.setdefault("rrf_weights", profile.rrf_weights)
     kwargs.setdefault("lexical_gate", profile.lexical_gate)
     kwargs.setdefault("same_point_cosine", profile.same_point_cosine)
@@ -297,8 +303,7 @@ class Workspace:
     @property
     def profile(self) -> Profile:
         """The tuned values for the embedder the index was built with."""
-        built = self.store.meta_value("embedder")
-        return profile_for(built.split(" (")[0] if built else None)
+        return index_profile(self.store)
 
     @property
     def provider(self) -> Provider:

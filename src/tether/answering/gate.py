@@ -71,8 +71,8 @@ def filtered_out(store: Store, query: str, filters: Filters) -> str:
     return PUBLIC_HINT if filters.audience != "staff" else ""
 
 
-def _passages(n: int, kind: str = "") -> str:
-    return f"{n} {kind}passage{'s' if n != 1 else ''}"
+def _passages(n: int) -> str:
+    return f"{n} passage{'s' if n != 1 else ''}"
 
 
 def explain(decision: Gate, filtered: str) -> Gate:
