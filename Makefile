@@ -17,7 +17,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $(VENV)/.demo-installed $@
 
-.PHONY: install install-dev demo test lint bench
+.PHONY: install install-dev demo test lint bench bench-peers
 install: $(VENV)/.demo-installed
 install-dev: $(VENV)/.dev-installed
 
@@ -35,3 +35,10 @@ lint: install-dev
 
 bench: install-dev
 	$(BIN)/python bench/run_all.py
+
+# tether side by side with LlamaIndex, Haystack and txtai (their own venv: they pin other
+# versions of shared libraries); results in bench/results/peers.md
+bench-peers:
+	test -x .venv-peers/bin/python || $(PY) -m venv .venv-peers
+	.venv-peers/bin/pip install -q -e '.[peers]'
+	.venv-peers/bin/python bench/peers/run.py

@@ -1,0 +1,1 @@
+"""The peers benchmark (see run.py)."""
