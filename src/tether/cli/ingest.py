@@ -155,11 +155,16 @@ def print_access_note(report: SyncReport) -> None:
         err.print(f"[{colour}]note[/{colour}]  {note}", highlight=False)
 
 
-def writable_index(path: Path) -> Workspace:
-    """A Workspace over the index at `path` to write into (created when missing)."""
-    from tether.app import Workspace
+def writable_index(path: Path, **settings: Any) -> Workspace:
+    """A Workspace over the index at `path` to write into (created when missing); `settings`
+    that are not None replace the loaded Settings' values (executor, workers, ray_address)."""
+    from dataclasses import replace
 
-    return Workspace(index=path, create=True)
+    from tether.app import Workspace
+    from tether.config import load_settings
+
+    given = {k: v for k, v in settings.items() if v is not None}
+    return Workspace(replace(load_settings(), **given), index=path, create=True)
 
 
 def ingest(
@@ -196,6 +201,29 @@ def ingest(
             " Default: the stored value, else staff (fail-closed).",
         ),
     ] = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            "--executor",
+            help="Where parsing and embedding run: process (a pool over the cores; small"
+            " ingests stay in this process), serial, or ray (needs tether[ray]). Default:"
+            " TETHER_EXECUTOR, else process.",
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers", min=1, help="Worker processes or Ray actors (default: one per core)."
+        ),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="The Ray cluster for --executor ray (auto, ray://head:10001); default:"
+            " TETHER_RAY_ADDRESS, else a local Ray.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Read a folder of documents into the index (incremental; atomic)."""
@@ -210,11 +238,17 @@ def ingest(
         raise typer.BadParameter(
             f"{default_access!r} is not public or staff", param_hint="--default-access"
         )
+    if executor is not None:
+        executor = executor.strip().lower()
+        if executor not in ("process", "serial", "ray"):
+            raise typer.BadParameter(
+                f"{executor!r} is not process, serial or ray", param_hint="--executor"
+            )
     with user_errors():
         if not folder.is_dir():
             raise TetherError(f"no such folder: {folder}")
         path = index or folder / DEFAULT_INDEX
-        ws = writable_index(path)
+        ws = writable_index(path, executor=executor, workers=workers, ray_address=ray_address)
         config = ChunkerConfig(chunker, max_words, overlap_words)  # type: ignore[arg-type]
         report = run_sync(ws, folder, config, rebuild, strict, embed, follow_links, default_access)
         ws.close()

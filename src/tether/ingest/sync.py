@@ -28,15 +28,20 @@
 - accounted for: files of a type tether does not read are counted by suffix
   (`SyncReport.unsupported`), so a summary can say what was left out.
 
+- spread: parsing, chunking and embedding run through an `executor`
+  (`tether.ingest.executor`: this process, a pool of processes, or Ray); files are read here
+  and handed over in windows of `PARSE_WINDOW_BYTES`; the results are the same whichever runs
+  them (vectors within float rounding), and a failed worker writes nothing.
+
 What it cannot do: it reads the store through the `Store` protocol only and knows no backend;
 two syncs of one index at the same time are serialised by the store (the second may fail
-with the store's "locked" error); it embeds in this process, with the embedder it is given.
+with the store's "locked" error); without an executor it embeds in this process, with the
+embedder it is given.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import stat as stat_module
@@ -46,13 +51,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tether.errors import ParseError, TetherError
-from tether.ingest.chunking import chunk_document
+from tether.errors import TetherError
 from tether.ingest.discover import INVENTORY_FILE, leads_inside, read_regular, scan
+from tether.ingest.executor import Executor, SerialExecutor
 from tether.ingest.metadata import inventory_warnings, load_inventory
-from tether.ingest.parse.blocks import short
-from tether.ingest.parse.dispatch import format_of, parse_bytes
-from tether.instructions import find_instructions
+from tether.ingest.parse.dispatch import format_of
+from tether.ingest.tasks import ParseTask, problem_of
 from tether.protocols import Embedder, Store
 from tether.text import embed_text, sentence_spans, sentence_text
 from tether.types import (
@@ -62,15 +66,13 @@ from tether.types import (
     FileChange,
     FileProblem,
     FileState,
-    InstructionSpan,
     Progress,
     SentenceVectorChange,
     SyncReport,
     VectorChange,
 )
 
-EMBED_BATCH = 32  # passages per call for an embedder without its own batching
-SENTENCE_BATCH = 64  # sentences per embedder call
+PARSE_WINDOW_BYTES = 32_000_000  # file bytes held in memory at once, waiting to be parsed
 
 
 @dataclass
@@ -99,10 +101,12 @@ def sync(
     progress: Progress | None = None,
     sentences: bool | None = None,
     follow_links: bool = False,
+    executor: Executor | None = None,
 ) -> SyncReport:
     """Bring the index of `store` in line with `folder` (see the module docstring);
     `follow_links` follows links that lead out of the folder; `default_access` is what a file
-    without an access label is indexed as (None: the one stored with the index, else staff)."""
+    without an access label is indexed as (None: the one stored with the index, else staff);
+    `executor` runs the parsing and embedding (None: this process)."""
     began = time.perf_counter()
     folder = Path(folder)
     if not folder.is_dir():
@@ -111,7 +115,8 @@ def sync(
     default_access = access_default(store, default_access)
     check_build(store, chunker, embedder, rebuild)
     step = progress or _quiet
-    plan = read_folder(store, folder, chunker, rebuild, default_access, step, follow_links)
+    run = executor or SerialExecutor()
+    plan = read_folder(store, folder, chunker, rebuild, default_access, step, follow_links, run)
     if strict and plan.problems:
         return SyncReport(
             problems=tuple(plan.problems),
@@ -124,7 +129,7 @@ def sync(
         )
     if sentences is None:
         sentences = bool(getattr(embedder, "sentence_vectors", False))
-    changes = plan_changes(store, plan, chunker, embedder, rebuild, sentences, step)
+    changes = plan_changes(store, plan, chunker, embedder, rebuild, sentences, step, run)
     if rebuild or store.meta_value(DEFAULT_ACCESS_META) != default_access:
         changes = replace(changes, meta=(*changes.meta, (DEFAULT_ACCESS_META, default_access)))
     if not changes.empty:
@@ -191,8 +196,10 @@ def read_folder(
     default_access: str,
     step: Progress,
     follow_links: bool = False,
+    executor: Executor | None = None,
 ) -> _Plan:
-    """Read, parse and chunk the files that changed since the store last saw them."""
+    """Read the files that changed since the store last saw them; have `executor` parse and
+    chunk them (in windows of `PARSE_WINDOW_BYTES`)."""
     inventory_path = folder / INVENTORY_FILE
     if (
         inventory_path.is_symlink()
@@ -209,6 +216,8 @@ def read_folder(
     plan = _Plan(known={} if rebuild else store.file_states())
     plan.unsupported = tuple(sorted(found.unsupported.items(), key=lambda kv: (-kv[1], kv[0])))
     seen: set[str] = set()
+    window: list[ParseTask] = []
+    run = executor or SerialExecutor()
     for source, reason in found.skipped:  # what was read through such a link is removed
         plan.problems.append(FileProblem(source, reason))
     for rel, reason in found.unreadable:  # its documents keep their previous version
@@ -221,13 +230,15 @@ def read_folder(
         seen.add(source)
         step("read", i, len(paths))
         try:
-            _read_one(plan, path, source, inventory, chunker, default_access)
-        except ParseError as exc:
-            _keep_previous(plan, source, str(exc))
-        except OSError as exc:
-            _keep_previous(plan, source, f"cannot read: {exc.strerror or exc}")
-        except Exception as exc:  # a parser's or a library's surprise: this file only
-            _keep_previous(plan, source, f"cannot be read ({type(exc).__name__}: {short(exc)})")
+            task = _read_one(plan, path, source, inventory, chunker, default_access)
+        except Exception as exc:  # unreadable, not a regular file, too large...: this file only
+            _keep_previous(plan, source, problem_of(exc))
+            continue
+        if task is not None:
+            window.append(task)
+        if sum(len(t.data) for t in window) >= PARSE_WINDOW_BYTES:
+            _parse_window(plan, window, run)
+    _parse_window(plan, window, run)
     step("read", len(paths), len(paths))
     plan.warnings += inventory_warnings(inventory, seen)
     plan.removed = sorted(s for s in plan.known if s not in seen)
@@ -242,7 +253,8 @@ def _read_one(
     inventory: dict[str, dict[str, str]],
     chunker: ChunkerConfig,
     default_access: str,
-) -> None:
+) -> ParseTask | None:
+    """The parse task of a changed file; None when it is unchanged (recorded in `plan`)."""
     stat = os.stat(path)
     row = inventory.get(source)
     row_hash = _row_hash(row, default_access)
@@ -255,7 +267,7 @@ def _read_one(
         and old.fingerprint.endswith(row_hash)
     ):
         plan.unchanged.append(source)
-        return
+        return None
     data, stat = read_regular(path)  # only a regular file, its size checked before reading
     fingerprint = hashlib.sha256(data).hexdigest() + ":" + row_hash
     if old and old.fingerprint == fingerprint:
@@ -263,23 +275,21 @@ def _read_one(
         plan.touched.append(
             FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, old.doc_id, old.version)
         )
-        return
-    document = parse_bytes(data, source, format_of(path), row, default_access=default_access)
-    plan.warnings += [f"{source}: {warning}" for warning in document.warnings]
-    chunks = tuple(chunk_document(document, chunker))
-    m = document.meta
-    state = FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, m.doc_id, m.version)
-    found = instruction_spans(chunks)
-    plan.files.append(FileChange(state, document, chunks, source not in plan.known, found))
+        return None
+    state = FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, "", "")
+    fmt = format_of(path)
+    return ParseTask(state, data, fmt, row, default_access, chunker, source not in plan.known)
 
 
-def instruction_spans(chunks: tuple[Chunk, ...]) -> tuple[InstructionSpan, ...]:
-    """The text addressed to AI assistants in each chunk (`tether.instructions`)."""
-    return tuple(
-        InstructionSpan(c.chunk_id, start, end, c.text[start:end])
-        for c in chunks
-        for start, end in find_instructions(c.text)
-    )
+def _parse_window(plan: _Plan, window: list[ParseTask], executor: Executor) -> None:
+    """Parse the files of `window` (emptied) through `executor`, in order, into `plan`."""
+    for outcome in executor.parse(window):
+        if outcome.change is None:
+            _keep_previous(plan, outcome.source, outcome.problem or "cannot be read")
+            continue
+        plan.warnings += outcome.warnings
+        plan.files.append(outcome.change)
+    window.clear()
 
 
 def _keep_previous(plan: _Plan, source: str, reason: str) -> None:
@@ -335,17 +345,20 @@ def plan_changes(
     rebuild: bool,
     sentences: bool,
     step: Progress,
+    executor: Executor | None = None,
 ) -> ChangeSet:
-    """The change set of a read folder: its files, with the vectors they need embedded."""
+    """The change set of a read folder: its files, with the vectors they need embedded (by
+    `executor`, None: this process)."""
+    run = executor or SerialExecutor()
     chunks = [c for f in plan.files for c in f.chunks]
     vectors: tuple[VectorChange, ...] = ()
     sentence_vectors: tuple[SentenceVectorChange, ...] = ()
     meta = {"chunker": chunker.describe()}
     if embedder is not None:
-        vectors = embed_chunks(chunks, store, embedder, rebuild, step)
+        vectors = embed_chunks(chunks, store, embedder, rebuild, step, run)
         if sentences:
             leaving = {f.file.source for f in plan.files} | set(plan.removed)
-            sentence_vectors = embed_sentences(chunks, leaving, store, embedder, rebuild, step)
+            sentence_vectors = embed_sentences(chunks, leaving, store, embedder, rebuild, step, run)
         meta |= {"embedder": embedder_label(embedder), "embedder_dim": str(embedder.dim)}
     new_meta = tuple((k, v) for k, v in meta.items() if rebuild or store.meta_value(k) != v)
     return ChangeSet(
@@ -361,7 +374,12 @@ def plan_changes(
 
 
 def embed_chunks(
-    chunks: list[Chunk], store: Store, embedder: Embedder, rebuild: bool, step: Progress
+    chunks: list[Chunk],
+    store: Store,
+    embedder: Embedder,
+    rebuild: bool,
+    step: Progress,
+    executor: Executor | None = None,
 ) -> tuple[VectorChange, ...]:
     """Vectors for the chunks that have none under the same text hash."""
     have = {} if rebuild else store.vector_hashes()
@@ -380,16 +398,7 @@ def embed_chunks(
         step("embed:tokens", done_tokens, 0)  # the CLI shows tokens/s
 
     step("embed", 0, len(todo))
-    if "progress" in inspect.signature(embedder.embed_passages).parameters:
-        # one call: the embedder sorts by length and pads within its own batches
-        matrix = embedder.embed_passages(texts, progress=report)  # type: ignore[call-arg]
-    else:
-        matrix = np.concatenate(
-            [
-                embedder.embed_passages(texts[i : i + EMBED_BATCH])
-                for i in range(0, len(texts), EMBED_BATCH)
-            ]
-        )
+    matrix = (executor or SerialExecutor()).embed(embedder, texts, report)
     step("embed", len(todo), len(todo))
     matrix = np.asarray(matrix, dtype=np.float32)
     return tuple(VectorChange(cid, th, vec) for (cid, th, _), vec in zip(todo, matrix, strict=True))
@@ -402,6 +411,7 @@ def embed_sentences(
     embedder: Embedder,
     rebuild: bool,
     step: Progress,
+    executor: Executor | None = None,
 ) -> tuple[SentenceVectorChange, ...]:
     """Sentence vectors for the chunks being written and for the chunks already in the index
     that have none under the same text hash (an index built before they existed); chunks of
@@ -421,14 +431,13 @@ def embed_sentences(
         for start, end in sentence_spans(chunk.text):
             todo.append((cid, th, start, end, sentence_text(chunk, start, end)))
     found: dict[str, tuple[str, list[tuple[int, int, np.ndarray]]]] = {}
-    order = sorted(range(len(todo)), key=lambda i: len(todo[i][4]))
-    for i in range(0, len(order), SENTENCE_BATCH):
-        step("embed sentences", i, len(order))
-        part = [todo[j] for j in order[i : i + SENTENCE_BATCH]]
-        matrix = np.asarray(embedder.embed_passages([t[4] for t in part]), dtype=np.float32)
-        for (cid, th, start, end, _), vec in zip(part, matrix, strict=True):
-            found.setdefault(cid, (th, []))[1].append((start, end, vec))
-    step("embed sentences", len(order), len(order))
+    step("embed sentences", 0, len(todo))
+    matrix = (executor or SerialExecutor()).embed(
+        embedder, [t[4] for t in todo], lambda done, _: step("embed sentences", done, len(todo))
+    )
+    for (cid, th, start, end, _), vec in zip(todo, np.asarray(matrix, np.float32), strict=True):
+        found.setdefault(cid, (th, []))[1].append((start, end, vec))
+    step("embed sentences", len(todo), len(todo))
     out: list[SentenceVectorChange] = []
     for cid, (th, rows) in found.items():
         rows.sort(key=lambda r: (r[0], r[1]))

@@ -1,0 +1,269 @@
+"""Where a sync's slow work runs: parsing and chunking new or changed files, and embedding.
+
+An executor runs the picklable units of `tether.ingest.tasks` and hands the results back to
+`tether.ingest.sync`, which still builds ONE change set and has the store write it in one
+transaction: executors never write.
+
+- `SerialExecutor`: everything in this process, with the embedder the sync was given.
+- `ProcessExecutor` (the default of `tether ingest`): a pool of `workers` processes (default:
+  the cores this process may use), started with `spawn` on first use. Each worker builds its
+  own embedder in the pool's initialiser from `make_embedder(threads)`, a picklable factory
+  (the Workspace passes `functools.partial(build_embedder, choice)`): models are never
+  pickled. Each worker gets `cores // workers` threads.
+  Small ingests stay in this process: starting the pool (a fresh interpreter per worker, each
+  loading the model) took 4.1 s on the shared 2-core machine of
+  bench/results/ingest_throughput.md, where one text took 0.5 s serially; at the 1.5× a pool
+  might gain that is about 24 texts before it pays, and since the gain measured there under
+  heavy load was nil, below `POOL_MIN_TEXTS` (200) texts to embed or `POOL_MIN_BYTES` (2 MB)
+  of files to parse the serial path is chosen automatically.
+- `RayExecutor` (the `tether[ray]` extra): the same units on a Ray cluster, through Ray
+  actors (one embedder per actor, built in its constructor). With `address` it joins that
+  cluster (`ray.init(address=...)`); without, it uses the Ray already initialised in this
+  process, else starts a local one. tether (the same version) must be importable on every
+  node, and the pages' bytes travel to the workers (no shared file system is needed).
+
+A worker that fails (an exception in an embedder, a process that dies, a model that cannot be
+built) raises a `TetherError` naming the cause; the sync then writes nothing. A file that
+cannot be parsed is a problem in the report, as in this process (`tether.ingest.tasks`).
+
+What it cannot do: it does not split one text across workers (a text is embedded whole by
+one embedder); progress is reported per shard, not per batch, when workers embed; vectors
+from different executors agree within float rounding (padding differs), not bit for bit;
+an embedder given to the Workspace directly (not built from a choice) cannot be rebuilt in a
+worker, so the Workspace uses `SerialExecutor` for it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import re
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Protocol
+
+import numpy as np
+
+from tether.errors import TetherError
+from tether.ingest.tasks import ParseOutcome, ParseTask, embed_shard, parse_task, shards
+from tether.protocols import Embedder
+
+EXECUTORS = ("serial", "process", "ray")
+SHARD_TEXTS = 64  # texts per unit of embedding work sent to a worker
+# Below these the pool's start-up costs more than it saves (bench/ingest_throughput.py).
+POOL_MIN_TEXTS = 200
+POOL_MIN_BYTES = 2_000_000
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+EmbedderFactory = Callable[[int], Embedder]  # threads -> a new embedder
+EmbedProgress = Callable[[int, int], None]  # (done_texts, done_tokens)
+
+
+class Executor(Protocol):
+    """Runs ingest work; see the module docstring."""
+
+    name: str
+
+    def parse(self, tasks: list[ParseTask]) -> list[ParseOutcome]:
+        """The outcome of each task, in order."""
+        ...
+
+    def embed(
+        self, embedder: Embedder, texts: list[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray:
+        """Vectors of `texts` (float32 rows, in order); `embedder` is the sync's own (used
+        where the work stays in this process)."""
+        ...
+
+    def close(self) -> None:
+        """Stop the workers (a later call starts new ones)."""
+        ...
+
+
+class SerialExecutor:
+    """All work in this process."""
+
+    name = "serial"
+
+    def parse(self, tasks: list[ParseTask]) -> list[ParseOutcome]:
+        return [parse_task(t) for t in tasks]
+
+    def embed(
+        self, embedder: Embedder, texts: list[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray:
+        return embed_shard(embedder, texts, progress)[0]
+
+    def close(self) -> None:
+        pass
+
+
+# The embedder of a pool worker process, set by `_init_worker` in that process only (the
+# parent never reads or writes it): a process pool has no other place for per-worker state.
+_worker_embedder: list[Embedder] = []
+
+
+def _init_worker(make_embedder: EmbedderFactory | None, threads: int) -> None:
+    if make_embedder is not None:
+        _worker_embedder.append(make_embedder(threads))
+
+
+def _worker_embed(texts: list[str]) -> tuple[np.ndarray, int]:
+    return embed_shard(_worker_embedder[0], texts)
+
+
+def _failed(exc: BaseException) -> TetherError:
+    if isinstance(exc, TetherError):
+        return TetherError(f"an ingest worker failed: {exc}; nothing was written")
+    if isinstance(exc, BrokenProcessPool):
+        return TetherError(
+            "an ingest worker process died (out of memory, killed, or its embedder could not"
+            " be built); nothing was written; --executor serial runs in this process"
+        )
+    return TetherError(f"an ingest worker failed ({_one_line(exc)}); nothing was written")
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line: its last line when it spans several (a remote traceback
+    ends with the cause), colour codes removed."""
+    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
+    if len(lines) > 1:
+        return lines[-1]
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def _gather(
+    futures: Iterable[Future[Any]], each: Callable[[int, Any], None] | None = None
+) -> list[Any]:
+    """Results of `futures` in order; the first failure cancels the rest and is raised."""
+    futures = list(futures)
+    out: list[Any] = []
+    try:
+        for i, future in enumerate(futures):
+            out.append(future.result())
+            if each is not None:
+                each(i, out[-1])
+    except Exception as exc:
+        for future in futures:
+            future.cancel()
+        raise _failed(exc) from exc
+    return out
+
+
+class Placer:
+    """Puts each shard's rows back at their input positions as shards finish, reporting
+    progress per shard; `out` holds the vectors once every shard is placed."""
+
+    def __init__(
+        self, texts: list[str], dim: int, cuts: list[list[int]], progress: EmbedProgress | None
+    ) -> None:
+        self.out = np.empty((len(texts), dim), dtype=np.float32)
+        self.cuts = cuts
+        self.progress = progress
+        self.done = self.tokens = 0
+
+    def __call__(self, i: int, result: tuple[np.ndarray, int]) -> None:
+        idx = self.cuts[i]
+        matrix, used = result
+        if matrix.shape != (len(idx), self.out.shape[1]):
+            raise ValueError(
+                f"vectors of shape {matrix.shape}, expected {(len(idx), self.out.shape[1])}"
+            )
+        self.out[idx] = matrix
+        self.done += len(idx)
+        self.tokens += used
+        if self.progress is not None:
+            self.progress(self.done, self.tokens)
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its affinity mask), at least 1."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+class ProcessExecutor:
+    """A pool of worker processes, one embedder each (see the module docstring)."""
+
+    name = "process"
+
+    def __init__(
+        self,
+        make_embedder: EmbedderFactory | None,
+        workers: int | None = None,
+        *,
+        min_texts: int = POOL_MIN_TEXTS,
+        min_bytes: int = POOL_MIN_BYTES,
+    ) -> None:
+        cores = available_cores()
+        self.workers = max(1, workers or cores)
+        self.threads = max(1, cores // self.workers)
+        self.make_embedder = make_embedder
+        self.min_texts = min_texts
+        self.min_bytes = min_bytes
+        self._pool: ProcessPoolExecutor | None = None
+        self._serial = SerialExecutor()
+
+    def _started(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(self.make_embedder, self.threads),
+            )
+        return self._pool
+
+    def parse(self, tasks: list[ParseTask]) -> list[ParseOutcome]:
+        if self._pool is None and sum(len(t.data) for t in tasks) < self.min_bytes:
+            return self._serial.parse(tasks)
+        pool = self._started()
+        try:
+            futures = [pool.submit(parse_task, t) for t in tasks]
+        except BrokenProcessPool as exc:
+            raise _failed(exc) from exc
+        return _gather(futures)
+
+    def embed(
+        self, embedder: Embedder, texts: list[str], progress: EmbedProgress | None = None
+    ) -> np.ndarray:
+        small = self._pool is None and len(texts) < self.min_texts
+        if small or self.make_embedder is None:
+            return self._serial.embed(embedder, texts, progress)
+        pool = self._started()
+        cuts = shards(texts, SHARD_TEXTS)
+        try:
+            futures = [pool.submit(_worker_embed, [texts[i] for i in idx]) for idx in cuts]
+        except BrokenProcessPool as exc:
+            raise _failed(exc) from exc
+        place = Placer(texts, embedder.dim, cuts, progress)
+        _gather(futures, place)
+        return place.out
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+
+def build_executor(
+    name: str,
+    make_embedder: EmbedderFactory | None,
+    *,
+    workers: int | None = None,
+    ray_address: str | None = None,
+) -> Executor:
+    """The executor called `name` (serial, process or ray); a `TetherError` for another."""
+    name = (name or "process").strip().lower()
+    if name == "serial":
+        return SerialExecutor()
+    if name == "process":
+        return ProcessExecutor(make_embedder, workers)
+    if name == "ray":
+        from tether.ingest.ray_executor import RayExecutor
+
+        return RayExecutor(make_embedder, workers, address=ray_address)
+    raise TetherError(f"executor {name!r}: expected one of {', '.join(EXECUTORS)}")

@@ -1,0 +1,126 @@
+"""The units of ingest work an executor runs: parse one file, embed one shard of texts.
+
+- `ParseTask` → `parse_task` → `ParseOutcome`: a file's bytes (read, size-checked and
+  fingerprinted by the caller) parsed, chunked and searched for text addressed to AI
+  assistants. A file that cannot be parsed (a `ParseError`, or any exception of a parser or a
+  library) becomes a `ParseOutcome` with a `problem`, never an exception: one bad file must
+  not stop a sync, in this process or in a worker.
+- `embed_shard(embedder, texts)`: the vectors of one shard and the tokens the embedder read
+  (0 when it does not count them).
+- `shards(texts, size)`: the shards of a list of texts, by length (padding stays within
+  similar lengths), each a list of input positions.
+
+Everything here is picklable and free of process state, so the same code runs in this process,
+in a pool of processes and in Ray workers (`tether.ingest.executor`).
+
+What it cannot do: it reads no files (the caller passes their bytes) and writes nothing.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+
+from tether.errors import ParseError
+from tether.ingest.chunking import chunk_document
+from tether.ingest.parse.blocks import short
+from tether.ingest.parse.dispatch import parse_bytes
+from tether.instructions import find_instructions
+from tether.protocols import Embedder
+from tether.types import Chunk, ChunkerConfig, FileChange, FileFormat, FileState, InstructionSpan
+
+EMBED_BATCH = 32  # passages per call for an embedder without its own batching
+
+
+@dataclass(frozen=True)
+class ParseTask:
+    """One file to parse: its bytes and what decides its document."""
+
+    state: FileState  # doc_id and version are filled in from the parsed document
+    data: bytes
+    fmt: FileFormat
+    row: dict[str, str] | None
+    default_access: str
+    chunker: ChunkerConfig
+    added: bool  # the file was not indexed before
+
+
+@dataclass(frozen=True)
+class ParseOutcome:
+    """A parsed file (`change`, with the parser's `warnings`) or the reason it was not."""
+
+    source: str
+    change: FileChange | None = None
+    warnings: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+def parse_task(task: ParseTask) -> ParseOutcome:
+    """Parse, chunk and scan one file; a failure is the outcome's `problem`."""
+    source = task.state.source
+    try:
+        document = parse_bytes(
+            task.data, source, task.fmt, task.row, default_access=task.default_access
+        )
+        chunks = tuple(chunk_document(document, task.chunker))
+    except Exception as exc:  # a parser's or a library's surprise: this file only
+        return ParseOutcome(source, problem=problem_of(exc))
+    m = document.meta
+    s = task.state
+    state = FileState(s.source, s.fingerprint, s.size, s.mtime_ns, m.doc_id, m.version)
+    change = FileChange(state, document, chunks, task.added, instruction_spans(chunks))
+    return ParseOutcome(source, change, tuple(f"{source}: {w}" for w in document.warnings))
+
+
+def problem_of(exc: Exception) -> str:
+    """Why a file could not be read or parsed, as the report says it."""
+    if isinstance(exc, ParseError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return f"cannot read: {exc.strerror or exc}"
+    return f"cannot be read ({type(exc).__name__}: {short(exc)})"
+
+
+def instruction_spans(chunks: tuple[Chunk, ...]) -> tuple[InstructionSpan, ...]:
+    """The text addressed to AI assistants in each chunk (`tether.instructions`)."""
+    return tuple(
+        InstructionSpan(c.chunk_id, start, end, c.text[start:end])
+        for c in chunks
+        for start, end in find_instructions(c.text)
+    )
+
+
+def embed_shard(
+    embedder: Embedder, texts: list[str], progress: object = None
+) -> tuple[np.ndarray, int]:
+    """(vectors as float32 rows in input order, tokens read) for `texts`; `progress`, when
+    given and the embedder takes one, is called as `progress(done_texts, done_tokens)`."""
+    tokens = 0
+
+    def counted(done_texts: int, done_tokens: int) -> None:
+        nonlocal tokens
+        tokens = done_tokens
+        if callable(progress):
+            progress(done_texts, done_tokens)
+
+    if not texts:
+        return np.zeros((0, embedder.dim), dtype=np.float32), 0
+    if "progress" in inspect.signature(embedder.embed_passages).parameters:
+        # one call: the embedder sorts by length and pads within its own batches
+        matrix = embedder.embed_passages(texts, progress=counted)  # type: ignore[call-arg]
+    else:
+        matrix = np.concatenate(
+            [
+                embedder.embed_passages(texts[i : i + EMBED_BATCH])
+                for i in range(0, len(texts), EMBED_BATCH)
+            ]
+        )
+    return np.asarray(matrix, dtype=np.float32), tokens
+
+
+def shards(texts: list[str], size: int) -> list[list[int]]:
+    """Input positions of `texts` cut into shards of at most `size`, longest texts first."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    return [order[i : i + max(1, size)] for i in range(0, len(order), max(1, size))]

