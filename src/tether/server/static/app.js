@@ -160,6 +160,7 @@ function showResult(result) {
     rows.append(row);
   }
   $("hits-box").hidden = result.hits.length === 0;
+  $("result").hidden = claims.length === 0 && !answer;
 }
 
 async function ask(event) {
