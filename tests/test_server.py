@@ -274,7 +274,7 @@ def test_a_full_model_queue_answers_503_and_a_deadline_504(demo_store, monkeypat
             if r.status_code != 503:
                 break
             time.sleep(0.25)
-        assert r.status_code == 200
+        assert r.status_code in (200, 504)  # admitted again (on a slow machine, past 1 s)
 
 
 def test_reingest_is_seen_without_restart(tmp_path) -> None:
@@ -330,3 +330,25 @@ def test_keys_file_errors_name_the_entry(tmp_path) -> None:
     bad.write_text("keys = [")
     with pytest.raises(TetherError, match="not valid TOML"):
         load_keys(bad)
+
+
+# ---- the commands --------------------------------------------------------------------------
+
+
+def test_keys_add_prints_the_key_once_and_serve_says_one_line(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from tether.cli.main import app
+
+    runner = CliRunner()
+    path = tmp_path / "keys.toml"
+    r = runner.invoke(app, ["keys", "add", "desk", "--audience", "staff", "--file", str(path)])
+    assert r.exit_code == 0, r.output
+    key = r.stdout.strip().splitlines()[0]
+    assert key.startswith("tk_") and key not in path.read_text()
+    assert load_keys(path).lookup(key).audience == "staff"
+    r = runner.invoke(app, ["keys", "add", "desk", "--file", str(path)])
+    assert r.exit_code == 1 and "error:" in r.output and "Traceback" not in r.output
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["serve", "--index", str(tmp_path / "none.sqlite"), "--keys", str(path)])
+    assert r.exit_code == 1 and "error: no index at" in r.output

@@ -54,7 +54,10 @@ def server(demo_store):
 
     keys = KeyRing.of({STAFF_KEY: "staff"}, allow_anonymous=True)
     app = create_app(
-        demo_store.path, keys, config=ServeConfig(rate=0.0), settings=Settings(provider="extractive")
+        demo_store.path,
+        keys,
+        config=ServeConfig(rate=0.0),
+        settings=Settings(provider="extractive"),
     )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

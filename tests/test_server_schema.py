@@ -8,18 +8,18 @@ import pytest
 
 pytest.importorskip("schemathesis")
 
-import schemathesis  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from schemathesis.checks import (  # noqa: E402
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
     response_schema_conformance,
     status_code_conformance,
 )
 
-from tether.config import Settings  # noqa: E402
-from tether.server.api import ServeConfig, create_app  # noqa: E402
-from tether.server.keys import KeyRing  # noqa: E402
+from tether.config import Settings
+from tether.server.api import ServeConfig, create_app
+from tether.server.keys import KeyRing
 
 STAFF = "tk_schemathesis-staff"
 
@@ -36,7 +36,10 @@ CHECKS = [
 def test_api_matches_its_schema(demo_store) -> None:
     keys = KeyRing.of({STAFF: "staff"}, allow_anonymous=True)
     app = create_app(
-        demo_store.path, keys, config=ServeConfig(rate=0.0), settings=Settings(provider="extractive")
+        demo_store.path,
+        keys,
+        config=ServeConfig(rate=0.0),
+        settings=Settings(provider="extractive"),
     )
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]

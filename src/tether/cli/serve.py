@@ -75,7 +75,8 @@ def serve(
         f"serving {shown(path)} on http://{shown(host)}:{port}/ ({len(ring.keys)} keys; {who})",
         highlight=False,
     )
-    uvicorn.run(create_app(path, ring, config=config), host=host, port=port, log_level="warning")
+    app = create_app(path, ring, config=config)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=30)
 
 
 keys_app = typer.Typer(help="Keys for `tether serve`.", no_args_is_help=True)

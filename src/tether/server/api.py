@@ -115,7 +115,7 @@ def server_of(request: Request) -> Server:
 BEARER = HTTPBearer(auto_error=False, description="A key from the server's keys file.")
 
 
-def caller(
+async def caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
 ) -> ApiKey:
