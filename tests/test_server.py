@@ -352,3 +352,12 @@ def test_keys_add_prints_the_key_once_and_serve_says_one_line(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     r = runner.invoke(app, ["serve", "--index", str(tmp_path / "none.sqlite"), "--keys", str(path)])
     assert r.exit_code == 1 and "error: no index at" in r.output
+
+
+def test_the_page_never_parses_server_text_as_html() -> None:
+    from tether.server.api import STATIC
+
+    script = (STATIC / "app.js").read_text()
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+        assert sink not in script, sink
+    assert "textContent" in script
