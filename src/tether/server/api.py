@@ -132,12 +132,12 @@ async def caller(
         key = ANONYMOUS
     else:
         raise Refused(401, "a key is needed: `Authorization: Bearer KEY`", headers=challenge)
+    request.state.audience = key.audience
     host = request.client.host if request.client else "?"
     wait = s.limiter.take(key.name if key is not ANONYMOUS else f"anonymous@{host}")
     if wait:
         s.metrics.turned_away.labels("rate").inc()
         raise Refused(429, "too many requests", headers={"Retry-After": str(math.ceil(wait))})
-    request.state.audience = key.audience
     return key
 
 
