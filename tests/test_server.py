@@ -15,9 +15,10 @@ import pytest
 pytest.importorskip("fastapi")
 
 from fastapi.testclient import TestClient
+from serving import serve_app
 
 from tether.config import Settings
-from tether.server.api import ServeConfig, create_app
+from tether.server.api import create_app
 from tether.server.keys import KeyRing, add_key, load_keys
 
 PUBLIC, STAFF = "tk_public-test-key", "tk_staff-test-key"
@@ -31,9 +32,7 @@ def bearer(key: str) -> dict[str, str]:
 
 
 def make_client(index: Path, **config: object) -> TestClient:
-    keys = KeyRing.of({PUBLIC: "public", STAFF: "staff"}, allow_anonymous=False)
-    conf = ServeConfig(**{"rate": 0.0, **config})  # type: ignore[arg-type]
-    app = create_app(index, keys, config=conf, settings=Settings(provider="extractive"))
+    app = serve_app(index, {PUBLIC: "public", STAFF: "staff"}, anonymous=False, **config)
     return TestClient(app, raise_server_exceptions=False)
 
 

@@ -47,18 +47,9 @@ def artifacts(tmp_path_factory) -> Path:
 def server(demo_store):
     """`tether serve`'s app under uvicorn on a free loopback port (anonymous = public)."""
     import uvicorn
+    from serving import serve_app
 
-    from tether.config import Settings
-    from tether.server.api import ServeConfig, create_app
-    from tether.server.keys import KeyRing
-
-    keys = KeyRing.of({STAFF_KEY: "staff"}, allow_anonymous=True)
-    app = create_app(
-        demo_store.path,
-        keys,
-        config=ServeConfig(rate=0.0),
-        settings=Settings(provider="extractive"),
-    )
+    app = serve_app(demo_store.path, {STAFF_KEY: "staff"}, anonymous=True)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

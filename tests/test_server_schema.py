@@ -16,10 +16,7 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-
-from tether.config import Settings
-from tether.server.api import ServeConfig, create_app
-from tether.server.keys import KeyRing
+from serving import serve_app
 
 STAFF = "tk_schemathesis-staff"
 
@@ -34,13 +31,7 @@ CHECKS = [
 
 @pytest.mark.slow
 def test_api_matches_its_schema(demo_store) -> None:
-    keys = KeyRing.of({STAFF: "staff"}, allow_anonymous=True)
-    app = create_app(
-        demo_store.path,
-        keys,
-        config=ServeConfig(rate=0.0),
-        settings=Settings(provider="extractive"),
-    )
+    app = serve_app(demo_store.path, {STAFF: "staff"}, anonymous=True)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 10
