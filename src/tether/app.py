@@ -21,7 +21,7 @@ folder: `ingest()` syncs when asked.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
@@ -42,12 +42,12 @@ from tether.types import (
 
 if TYPE_CHECKING:
     from tether.answering.context import TokenCounter
-    from tether.answering.pipeline import AskOptions, VerifierParts
+    from tether.answering.pipeline import AskOptions, Events, VerifierParts
     from tether.ingest.executor import Executor
     from tether.protocols import Embedder, Judge, Provider, Store
     from tether.providers.local import LocalModels
     from tether.retrieval.retriever import Retriever
-    from tether.types import AskResult
+    from tether.types import AskResult, Claim, ClaimCheck
 
 DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 
@@ -462,8 +462,11 @@ class Workspace:
 
     # ---- answering ------------------------------------------------------------------------
 
-    def ask(self, question: str, options: AskOptions | None = None) -> AskResult:
-        """Answer `question` with checked citations (see `tether.answering.pipeline.ask`)."""
+    def ask(
+        self, question: str, options: AskOptions | None = None, *, events: Events | None = None
+    ) -> AskResult:
+        """Answer `question` with checked citations (see `tether.answering.pipeline.ask`);
+        `events` hears each stage as it completes (`tether.answering.pipeline.Events`)."""
         from tether.answering.gate import check_question
         from tether.answering.pipeline import AskOptions, ask
 
@@ -479,7 +482,66 @@ class Workspace:
             tokens=self.tokens(),
             verifier=self.verifier(),
             profile=self.profile,
+            events=events,
         )
+
+    def check(
+        self,
+        claims: Sequence[Claim],
+        passage_ids: Sequence[str],
+        options: CheckRequest | None = None,
+    ) -> list[ClaimCheck]:
+        """Check `claims` (each with the chunk IDs it cites) against the passages
+        `passage_ids`, as `ask` checks a model's answer. A passage the audience may not see,
+        or one not in force on `as_of`, is left out of the context exactly like an unknown
+        ID, so a claim citing it reads `missing_id`."""
+        from tether.answering.context import header
+        from tether.answering.pipeline import answer_language
+        from tether.types import Answer, Context, Passage
+        from tether.verify import check as verify
+        from tether.verify.judges import EmbeddingJudge
+
+        o = options or CheckRequest()
+        filters = Filters(as_of=o.as_of, audience=check_audience(o.audience))
+        found = self.store.get_many(passage_ids)
+        count = self.tokens().count
+        shown = [found[i] for i in dict.fromkeys(passage_ids) if i in found]
+        shown = [c for c in shown if filters.allows(c.meta)]
+        context = Context(
+            tuple(Passage(c, header(c), count(c.text), n) for n, c in enumerate(shown, 1))
+        )
+        text = " ".join(c.text for c in claims)
+        language = o.language or answer_language(o.question or text)
+        embedder = self.retriever().embedder
+        profile = self.profile
+        judge = (
+            EmbeddingJudge(embedder, low=profile.judge_low, high=profile.judge_high)
+            if o.judge and embedder is not None
+            else None
+        )
+        check_options = verify.CheckOptions(
+            audience=filters.audience, language=language, as_of=o.as_of, judge=judge,
+            embedder=embedder, same_point_cosine=profile.same_point_cosine,
+            cross_language_cut=profile.cross_language_cut,
+        )  # fmt: skip
+        answer = Answer(True, text, tuple(claims))
+        return verify.check_answer(
+            answer, self.store, context, o.question, check_options, cache=self.verifier().cache
+        )
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """How `Workspace.check` checks claims: the `audience` (public by default), the date
+    the claims speak of (`as_of`), their `language` (detected when None), the `question`
+    they answer (its numbers count as found) and whether the embedding `judge` scores
+    entailment (when the index has vectors)."""
+
+    audience: Audience = "public"
+    as_of: date | None = None
+    language: str | None = None
+    question: str = ""
+    judge: bool = True
 
 
 class Collection:

@@ -105,6 +105,7 @@ def ask(
     tokens: TokenCounter,
     verifier: VerifierParts | None = None,
     profile: Profile = DEFAULT_PROFILE,
+    events: Events | None = None,
 ) -> AskResult:
     """Answer one question from the index with the given parts (see the module docstring).
 
@@ -113,8 +114,11 @@ def ask(
     entailment check; `choose_judge` gives the usual one), `tokens` counts the context budget,
     `verifier` carries the checker's cache and an embedder to load for cross-language claims
     on an index without vectors (None: a fresh cache, no such embedder), `profile` the tuned
-    values of the index's embedder (gate floors, the checker's cosine cut-offs)."""
+    values of the index's embedder (gate floors, the checker's cosine cut-offs). `events`, when
+    given, is called with each stage's name and the result so far as it completes (see
+    `Events`), so a face can stream them."""
     o = options or AskOptions()
+    emit = events or _no_events
     check_question(question)
     timings: dict[str, float] = {}
     language = o.language or answer_language(question)
@@ -122,7 +126,9 @@ def ask(
     base = AskResult(question, o.as_of, o.audience, language, o.method, provider=provider.name)
 
     if o.closed_book:
-        return _answer(base, provider, o, None, timings)
+        closed = _answer(base, provider, o, None, timings)
+        emit("answer", closed)
+        return closed
 
     t = time.perf_counter()
     method = retriever.resolve_method(o.method)
@@ -134,7 +140,10 @@ def ask(
     decision = gate(hits, floor, o.min_support)
     if not decision.passed and not hits:  # nothing found: the filters may be why
         decision = explain(decision, filtered_out(store, question, filters))
-    base = replace(base, method=method, hits=tuple(hits), gate=decision)
+    base = replace(base, method=method, hits=tuple(hits))
+    emit("retrieval", base)
+    base = replace(base, gate=decision)
+    emit("gate", base)
     if not decision.passed:
         answer = Answer(False, "", ())
         return replace(
@@ -145,6 +154,7 @@ def ask(
     context = assemble(hits, o.budget, count=tokens.count, tokenizer=tokens.name)
     timings["context_s"] = time.perf_counter() - t
     result = _answer(replace(base, context=context), provider, o, context, timings)
+    emit("answer", result)
     if o.verify and result.answer is not None and result.answer.claims:
         t = time.perf_counter()
         parts = verifier or VerifierParts()
@@ -171,7 +181,19 @@ def ask(
             answer, checks = verify.apply_strict(answer, checks, language=language)
         timings["verify_s"] = time.perf_counter() - t
         result = replace(result, answer=answer, checks=tuple(checks), timings=timings)
+        emit("checks", result)
     return result
+
+
+Events = Callable[[str, AskResult], None]
+"""What `ask` calls as each stage completes: ("retrieval", the result with its hits), ("gate",
+with the gate's decision), ("answer", with the completion and answer), ("checks", with every
+claim's checks); a refusal by the gate stops after "gate", a closed-book question has only
+"answer". The final result is `ask`'s return value."""
+
+
+def _no_events(stage: str, result: AskResult) -> None:
+    """No one listens."""
 
 
 @dataclass(frozen=True)

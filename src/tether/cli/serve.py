@@ -1,0 +1,97 @@
+"""Serving: `tether serve` (the HTTP API and the web page, run by uvicorn) and `tether keys add`
+(a key for the keys file, printed once).
+
+What it cannot do: it parses and starts; the app itself is `tether.server.api.create_app`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tether.cli.app import DemoOpt, IndexOpt, err, find_index, shown, user_errors
+
+KeysOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--keys",
+        help="The keys file (TOML, or JSON by its .json name): named keys, stored as SHA-256"
+        " digests, each with an audience. Without one, every caller is public.",
+        exists=True,
+        dir_okay=False,
+    ),
+]
+
+
+def serve(
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.", min=0, max=65535)] = 8080,
+    keys: KeysOpt = None,
+    allow_anonymous: Annotated[
+        bool,
+        typer.Option(
+            "--allow-anonymous", help="Serve requests without a key as the public audience."
+        ),
+    ] = False,
+    rate: Annotated[
+        float, typer.Option(help="Requests a second per key (bursts of twice that); 0: no limit.")
+    ] = 10.0,
+    queue: Annotated[
+        int, typer.Option(help="Questions that may wait for the model (503 beyond).", min=0)
+    ] = 4,
+    deadline: Annotated[
+        float, typer.Option(help="Seconds a request may take (504 beyond).", min=1)
+    ] = 60.0,
+    cors_origin: Annotated[
+        list[str] | None,
+        typer.Option(help="An origin whose pages may call the API (repeat; default: none)."),
+    ] = None,
+) -> None:
+    """Serve the HTTP API (/v1, OpenAPI at /docs) and the web page (/) over one index."""
+    import uvicorn
+
+    from tether.cli.app import open_workspace
+    from tether.server.api import ServeConfig, create_app
+    from tether.server.keys import KeyRing, load_keys
+
+    with user_errors():
+        path = find_index(index, demo)
+        open_workspace(index, demo).store.close()  # the demo index is built when missing
+        ring = (
+            load_keys(keys, allow_anonymous=True if allow_anonymous else None)
+            if keys is not None
+            else KeyRing(allow_anonymous=True)
+        )
+    config = ServeConfig(
+        rate=rate, burst=max(1, int(rate * 2)), model_waiting=queue, deadline_s=deadline,
+        cors_origins=tuple(cors_origin or ()),
+    )  # fmt: skip
+    who = "anonymous callers are public" if ring.allow_anonymous else "a key is needed"
+    err.print(
+        f"serving {shown(path)} on http://{shown(host)}:{port}/ ({len(ring.keys)} keys; {who})",
+        highlight=False,
+    )
+    app = create_app(path, ring, config=config)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=30)
+
+
+keys_app = typer.Typer(help="Keys for `tether serve`.", no_args_is_help=True)
+
+
+@keys_app.command("add")
+def add(
+    name: Annotated[str, typer.Argument(help="A name for the key (letters, digits, _ . -).")],
+    file: Annotated[Path, typer.Option("--file", help="The keys file (created when missing).")],
+    audience: Annotated[str, typer.Option(help="public or staff.")] = "public",
+) -> None:
+    """Add a new key to a keys file and print it (once: the file keeps only its digest)."""
+    from tether.server.keys import add_key
+
+    with user_errors():
+        key = add_key(file, name, audience)
+    typer.echo(key)
+    err.print(f"added {shown(name)} ({shown(audience)}) to {shown(file)}", highlight=False)

@@ -1,0 +1,402 @@
+"""The HTTP API of `tether serve`: `create_app` builds a FastAPI app over one index.
+
+Endpoints (OpenAPI at /openapi.json, browsable at /docs): POST /v1/ask (an AskResult, or
+server-sent events with `stream`), POST /v1/search, GET /v1/documents, GET
+/v1/documents/{doc_id}, GET /v1/chunks/{chunk_id}, POST /v1/check, GET /v1/whoami, GET
+/v1/flags (each flag in plain words), GET /healthz, GET /metrics (staff keys), and the web page at /.
+
+The audience comes from the key (`Authorization: Bearer KEY`, see `tether.server.keys`), never
+from the body: `view` may only narrow it. Every response computed for an audience carries it
+in the `Tether-Audience` header (an AskResult also in its `audience` field). A document or
+chunk the audience may not see is answered exactly as one that does not exist.
+
+What it cannot do: it holds no state but the index (several processes can serve one store);
+the web page and the API share one origin, CORS is off unless origins are given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.responses import FileResponse, PlainTextResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+
+from tether import schemas
+from tether._version import __version__
+from tether.app import CheckRequest as CheckOptions
+from tether.app import Models, SearchOptions, Workspace, as_of_value
+from tether.config import Settings, load_settings
+from tether.server.http import (
+    Guard,
+    Metrics,
+    Refused,
+    install_problems,
+    problem,
+    problem_responses,
+)
+from tether.server.keys import ANONYMOUS, ApiKey, KeyRing, RateLimiter
+from tether.server.requests import AskRequest, Caller, CheckRequest, Health, SearchRequest, View
+from tether.server.workers import Lane, wait
+from tether.types import Audience, Claim, Filters
+
+T = TypeVar("T")
+STATIC = files("tether.server") / "static"
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """How a server runs: `readers` searches at a time, `model_slots` answers at a time with
+    `model_waiting` more in line (503 beyond), `deadline_s` per request (504 beyond),
+    `max_body` bytes per request (413 beyond), `rate`/`burst` requests a second per key (429
+    beyond; 0: no limit), `cors_origins` allowed (none: CORS off)."""
+
+    readers: int = 4
+    model_slots: int = 1
+    model_waiting: int = 4
+    deadline_s: float = 60.0
+    max_body: int = 64 * 1024
+    rate: float = 10.0
+    burst: int = 20
+    cors_origins: tuple[str, ...] = ()
+
+
+class Server:
+    """What one app holds: the reader and model lanes, the keys, the rate limit, the metrics."""
+
+    def __init__(self, make: Callable[[], Workspace], keys: KeyRing, config: ServeConfig) -> None:
+        self.config = config
+        self.keys = keys
+        self.readers = Lane("reader", make, config.readers)
+        self.model = Lane("model", make, config.model_slots, config.model_waiting)
+        self.limiter = RateLimiter(config.rate, config.burst)
+        self.metrics = Metrics()
+
+    async def read(self, fn: Callable[[Workspace], T]) -> T:
+        """`fn(workspace)` on a reader thread, under the deadline."""
+        return await self.readers.run(fn, self.config.deadline_s)
+
+    def answer(self, fn: Callable[[Workspace], T]) -> Future[T]:
+        """Start `fn(workspace)` on the model's lane, or 503 when its line is full."""
+        try:
+            self.model.admit()
+        except Refused:
+            self.metrics.turned_away.labels("queue").inc()
+            raise
+        return self.model.submit(fn, admitted=True)
+
+    def observe(self, result: schemas.AskResult) -> None:
+        """Count a refusal, flagged claims, a provider error."""
+        if result.refused_by is not None:
+            self.metrics.refusals.labels(result.refused_by).inc()
+        self.metrics.flagged.inc(sum(not c.ok for c in result.checks))
+        if result.problem is not None and result.problem.kind == "provider_error":
+            self.metrics.provider_errors.inc()
+
+    def close(self) -> None:
+        self.readers.close()
+        self.model.close()
+
+
+def server_of(request: Request) -> Server:
+    server: Server = request.app.state.tether
+    return server
+
+
+BEARER = HTTPBearer(auto_error=False, description="A key from the server's keys file.")
+
+
+async def caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
+) -> ApiKey:
+    """The key of the request (or the anonymous public caller), after the rate limit."""
+    s = server_of(request)
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if credentials is not None:
+        key = s.keys.lookup(credentials.credentials)
+        if key is None:
+            raise Refused(401, "the key is not known", headers=challenge)
+    elif request.headers.get("authorization"):
+        raise Refused(401, "use `Authorization: Bearer KEY`", headers=challenge)
+    elif s.keys.allow_anonymous:
+        key = ANONYMOUS
+    else:
+        raise Refused(401, "a key is needed: `Authorization: Bearer KEY`", headers=challenge)
+    request.state.audience = key.audience
+    host = request.client.host if request.client else "?"
+    wait = s.limiter.take(key.name if key is not ANONYMOUS else f"anonymous@{host}")
+    if wait:
+        s.metrics.turned_away.labels("rate").inc()
+        raise Refused(429, "too many requests", headers={"Retry-After": str(math.ceil(wait))})
+    return key
+
+
+Key = Annotated[ApiKey, Depends(caller)]
+
+
+def audience_for(request: Request, key: ApiKey, view: View) -> Audience:
+    """The audience to compute for: the key's, or the public view a staff key asks for."""
+    if view == "staff" and key.audience != "staff":
+        raise Refused(403, "a public key cannot ask for the staff view")
+    audience: Audience = view or key.audience
+    request.state.audience = audience
+    return audience
+
+
+# ---- endpoints ----------------------------------------------------------------------------
+
+
+async def ask(body: AskRequest, request: Request, key: Key) -> Any:
+    """Answer a question with checked claims (an AskResult; with `stream`, server-sent events:
+    `retrieval`, `gate`, `answer`, `check` per claim, then `result` or `error`)."""
+    from tether.answering.pipeline import AskOptions
+
+    s = server_of(request)
+    options = AskOptions(
+        as_of=as_of_value(body.as_of), audience=audience_for(request, key, body.view),
+        language=body.language, method=body.method, k=body.k, mode=body.mode,
+        strict=body.strict, verify=body.verify,
+    )  # fmt: skip
+    if not body.stream:
+        result = await wait(
+            s.answer(lambda ws: _ask(ws, body.question, options)), s.config.deadline_s
+        )
+        s.observe(result)
+        return result
+    loop = asyncio.get_running_loop()
+    line: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+    def events(stage: str, partial: Any) -> None:
+        for item in _stage(stage, partial):
+            loop.call_soon_threadsafe(line.put_nowait, item)
+
+    future = s.answer(lambda ws: _ask(ws, body.question, options, events))
+    return StreamingResponse(_stream(s, future, line), media_type="text/event-stream")
+
+
+def _ask(ws: Workspace, question: str, options: Any, events: Any = None) -> schemas.AskResult:
+    return schemas.AskResult.from_ask_result(ws.ask(question, options, events=events))
+
+
+def _event(name: str, data: Any) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _stage(stage: str, partial: Any) -> list[tuple[str, Any]]:
+    """The events one stage of `ask` sends (wire shapes, as JSON data)."""
+    wire = schemas.AskResult.from_ask_result(partial).model_dump(mode="json")
+    if stage == "retrieval":
+        return [("retrieval", {"method": wire["method"], "hits": wire["hits"]})]
+    if stage == "gate":
+        return [("gate", wire["gate"])]
+    if stage == "answer":
+        keys = ("answer", "completion", "problem", "context")
+        return [("answer", {k: wire[k] for k in keys})]
+    return [("check", {"index": n, **c}) for n, c in enumerate(wire["checks"])]
+
+
+async def _stream(
+    s: Server, future: Future[schemas.AskResult], line: asyncio.Queue[tuple[str, Any]]
+) -> AsyncIterator[str]:
+    """The stage events as they come, then `result` (or `error`, a problem body)."""
+    done = asyncio.ensure_future(wait(future, s.config.deadline_s))
+    while True:
+        getting = asyncio.ensure_future(line.get())
+        await asyncio.wait({getting, done}, return_when=asyncio.FIRST_COMPLETED)
+        if getting.done():
+            yield _event(*getting.result())
+            continue
+        getting.cancel()
+        break
+    while not line.empty():
+        yield _event(*line.get_nowait())
+    try:
+        result = done.result()
+    except Exception as exc:
+        status, detail = _failure(exc)
+        yield _event("error", {"type": "about:blank", "status": status, "detail": detail})
+        return
+    s.observe(result)
+    yield _event("result", result.model_dump(mode="json"))
+
+
+def _failure(exc: Exception) -> tuple[int, str]:
+    from tether.errors import TetherError
+
+    if isinstance(exc, Refused):
+        return exc.status_code, str(exc.detail)
+    if isinstance(exc, TetherError):
+        return 400, str(exc)
+    return 500, "the server met an unexpected error (see its log)"
+
+
+async def search(body: SearchRequest, request: Request, key: Key) -> list[schemas.Hit]:
+    """The top passages for a query that the audience may see, in force on `as_of`."""
+    options = SearchOptions(
+        body.k, as_of_value(body.as_of), audience_for(request, key, body.view), body.method
+    )
+    hits = await server_of(request).read(lambda ws: ws.search(body.query, options))
+    return [schemas.Hit.from_hit(h) for h in hits]
+
+
+ViewQuery = Annotated[View, Query(description="At most the key's own audience.")]
+NOT_FOUND = "no {what} with {name} {value!r}"
+
+
+async def documents(request: Request, key: Key, view: ViewQuery = None) -> list[schemas.Document]:
+    """The document versions the audience may see."""
+    audience = audience_for(request, key, view)
+    docs = await server_of(request).read(lambda ws: ws.documents(audience))
+    return [schemas.Document.from_info(d) for d in docs]
+
+
+async def document(
+    doc_id: str, request: Request, key: Key, view: ViewQuery = None
+) -> list[schemas.Document]:
+    """The versions of one document (404 when the audience may see none: exactly as for a
+    doc_id that does not exist)."""
+    audience = audience_for(request, key, view)
+    docs = await server_of(request).read(lambda ws: ws.documents(audience))
+    found = [schemas.Document.from_info(d) for d in docs if d.meta.doc_id == doc_id]
+    if not found:
+        raise Refused(404, NOT_FOUND.format(what="document", name="doc_id", value=doc_id))
+    return found
+
+
+async def chunk(chunk_id: str, request: Request, key: Key, view: ViewQuery = None) -> schemas.Chunk:
+    """One passage by its chunk ID (404 when the audience may not see it: exactly as for an
+    ID that does not exist)."""
+    allows = Filters(audience=audience_for(request, key, view)).allows
+    found = await server_of(request).read(lambda ws: ws.store.get(chunk_id))
+    if found is None or not allows(found.meta):
+        raise Refused(404, NOT_FOUND.format(what="chunk", name="chunk_id", value=chunk_id))
+    return schemas.Chunk.from_chunk(found)
+
+
+async def check(body: CheckRequest, request: Request, key: Key) -> list[schemas.Check]:
+    """Check claims against the given passages, as `ask` checks a model's answer (a passage
+    the audience may not see counts as an unknown ID)."""
+    options = CheckOptions(
+        audience=audience_for(request, key, body.view), as_of=as_of_value(body.as_of),
+        language=body.language, question=body.question, judge=body.judge,
+    )  # fmt: skip
+    claims = [Claim(c.text, tuple(c.chunk_ids)) for c in body.claims]
+    found = await server_of(request).read(lambda ws: ws.check(claims, body.passage_ids, options))
+    return [schemas.Check.from_check(c) for c in found]
+
+
+async def whoami(request: Request, key: Key) -> Caller:
+    """The key's name and audience."""
+    return Caller(name=key.name, audience=key.audience)
+
+
+async def flag_words() -> dict[str, str]:
+    """Each flag kind in plain words, `{arg}` standing for the flag's argument (no key
+    needed: the same text for everyone)."""
+    from tether.verify.flags import CLUE_FLAGS, EXACT_FLAGS, SOURCE_FLAGS, describe
+
+    kinds = sorted(EXACT_FLAGS | CLUE_FLAGS | SOURCE_FLAGS)
+    return {kind: describe(f"{kind}:{{arg}}") for kind in kinds}
+
+
+async def healthz() -> Health:
+    """Whether the server is up (no key needed)."""
+    return Health(status="ok", version=__version__)
+
+
+async def metrics(request: Request, key: Key) -> PlainTextResponse:
+    """Prometheus metrics (staff keys only)."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    if key.audience != "staff":
+        raise Refused(403, "metrics are for staff keys")
+    body = generate_latest(server_of(request).metrics.registry)
+    return PlainTextResponse(body, media_type=CONTENT_TYPE_LATEST)
+
+
+async def page() -> FileResponse:
+    """The web page."""
+    return FileResponse(str(STATIC / "index.html"), media_type="text/html")
+
+
+# ---- the app ------------------------------------------------------------------------------
+
+
+def create_app(
+    index: Path | str | Settings | None = None,
+    keys: KeyRing | None = None,
+    *,
+    config: ServeConfig | None = None,
+    models: Models | None = None,
+    settings: Settings | None = None,
+) -> FastAPI:
+    """The app over `index` (a path, or Settings naming it; default: Settings' index),
+    accepting `keys` (default: none, anonymous callers allowed as the public audience).
+    Workspaces share `models` (the process's own by default) and are built per worker."""
+    if isinstance(index, Settings):
+        settings, index = index, None
+    chosen = settings if settings is not None else load_settings()
+    conf = config or ServeConfig()
+    ring = keys if keys is not None else KeyRing(allow_anonymous=True)
+
+    def make() -> Workspace:
+        return Workspace(chosen, index=index, models=models)
+
+    app = FastAPI(
+        title="tether", version=__version__,
+        description="Answers from a document collection with claims an agent can check.",
+        responses=problem_responses(400, 401, 413, 422, 429, 500),
+    )  # fmt: skip
+    app.state.tether = Server(make, ring, conf)
+    install_problems(app)
+    _routes(app)
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    if conf.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware, allow_origins=list(conf.cors_origins),
+            allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type"],
+            expose_headers=["Tether-Audience", "Retry-After"],
+        )  # fmt: skip
+    app.add_middleware(Guard, max_body=conf.max_body, metrics=app.state.tether.metrics)
+    app.router.add_event_handler("shutdown", app.state.tether.close)
+    return app
+
+
+def _routes(app: FastAPI) -> None:
+    busy = problem_responses(403, 503, 504)
+    gone = problem_responses(403, 404, 504)
+    stream: dict[int | str, dict[str, Any]] = {
+        200: {"content": {"text/event-stream": {}}, "description": "AskResult or events"}
+    }
+    add = app.add_api_route
+    add("/v1/ask", ask, methods=["POST"], response_model=schemas.AskResult,
+        responses={**busy, **stream})  # fmt: skip
+    add("/v1/search", search, methods=["POST"], response_model=list[schemas.Hit], responses=busy)
+    add("/v1/documents", documents, methods=["GET"], response_model=list[schemas.Document],
+        responses=busy)  # fmt: skip
+    add("/v1/documents/{doc_id}", document, methods=["GET"],
+        response_model=list[schemas.Document], responses=gone)  # fmt: skip
+    add("/v1/chunks/{chunk_id}", chunk, methods=["GET"], response_model=schemas.Chunk,
+        responses=gone)  # fmt: skip
+    add("/v1/check", check, methods=["POST"], response_model=list[schemas.Check], responses=busy)
+    add("/v1/whoami", whoami, methods=["GET"], response_model=Caller)
+    add("/v1/flags", flag_words, methods=["GET"], response_model=dict[str, str])
+    add("/healthz", healthz, methods=["GET"], response_model=Health)
+    add("/metrics", metrics, methods=["GET"], response_class=PlainTextResponse,
+        responses=problem_responses(403))  # fmt: skip
+    add("/", page, methods=["GET"], include_in_schema=False)
+
+
+__all__ = ["ServeConfig", "create_app", "problem"]

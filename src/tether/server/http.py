@@ -1,0 +1,173 @@
+"""The HTTP plumbing of `tether serve`: problem bodies (RFC 9457 style) for every error, the
+request size limit, the response's audience header and the Prometheus metrics.
+
+- `ProblemDetails`: the JSON body of every 4xx/5xx (`application/problem+json`): type, title,
+  status, detail. An unexpected exception is a 500 with a fixed sentence, never a traceback.
+- `Guard`: one ASGI middleware that refuses a body over the size limit (413, whether or not
+  the client sent a Content-Length), adds `Tether-Audience` to every response computed for an
+  audience, and counts requests and their latency per route.
+- `Metrics`: the counters and histograms of one app, in a registry of its own.
+
+What it cannot do: it never decides an audience (the key does, in `tether.server.api`), and the
+metrics are per process.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tether.errors import TetherError
+
+AUDIENCE_HEADER = "Tether-Audience"
+PROBLEM_TYPE = "application/problem+json"
+
+
+class ProblemDetails(BaseModel):
+    """An error, RFC 9457 style: `title` names the kind (the HTTP reason), `detail` says
+    what went wrong in one line."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+
+
+TITLES = {
+    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed", 413: "Content Too Large", 415: "Unsupported Media Type",
+    422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error",
+    503: "Service Unavailable", 504: "Gateway Timeout",
+}  # fmt: skip
+
+
+def problem(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """A problem response with this status and detail."""
+    body = ProblemDetails(title=TITLES.get(status, "Error"), status=status, detail=detail)
+    return JSONResponse(
+        body.model_dump(), status_code=status, headers=headers, media_type=PROBLEM_TYPE
+    )
+
+
+class Refused(HTTPException):
+    """An error the server answers with a problem body (and headers such as Retry-After)."""
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI `responses` entry for these problem statuses."""
+    return {
+        s: {"model": ProblemDetails, "content": {PROBLEM_TYPE: {}}, "description": TITLES[s]}
+        for s in statuses
+    }
+
+
+def _validation_detail(exc: RequestValidationError) -> str:
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    return f"{where}: {first.get('msg', 'invalid')}" if where else "the request is not valid"
+
+
+def install_problems(app: FastAPI) -> None:
+    """Every error the app can meet answered as a problem body."""
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        return problem(exc.status_code, str(exc.detail), dict(exc.headers or {}))
+
+    async def invalid(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return problem(422, _validation_detail(exc))
+
+    async def user_error(request: Request, exc: Exception) -> JSONResponse:
+        return problem(400, str(exc))
+
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        return problem(500, "the server met an unexpected error (see its log)")
+
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, invalid)
+    app.add_exception_handler(TetherError, user_error)
+    app.add_exception_handler(Exception, unexpected)
+
+
+class Metrics:
+    """What `/metrics` shows: requests and latency per route and status, refusals by who
+    refused, flagged claims, provider errors, requests turned away (rate limit, full queue)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "tether_requests", "HTTP requests", ["route", "method", "status"], registry=r
+        )
+        self.latency = Histogram(
+            "tether_request_seconds", "Request latency", ["route"], registry=r,
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )  # fmt: skip
+        self.refusals = Counter("tether_refusals", "Refused questions", ["by"], registry=r)
+        self.flagged = Counter("tether_flagged_claims", "Claims with a flag", registry=r)
+        self.provider_errors = Counter(
+            "tether_provider_errors", "Questions the provider failed", registry=r
+        )
+        self.turned_away = Counter(
+            "tether_turned_away", "Requests refused for load", ["reason"], registry=r
+        )
+
+
+class Guard:
+    """ASGI middleware: the body size limit, the audience header, request metrics."""
+
+    def __init__(self, app: Any, *, max_body: int, metrics: Metrics) -> None:
+        self.app = app
+        self.max_body = max_body
+        self.metrics = metrics
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = [500]
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            await problem(413, f"the request body is over {self.max_body} bytes")(
+                scope, receive, send
+            )
+            self._count(scope, 413, started)
+            return
+        seen = 0
+
+        async def limited() -> Any:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_body:
+                raise Refused(413, f"the request body is over {self.max_body} bytes")
+            return message
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+                audience = (scope.get("state") or {}).get("audience")
+                if audience:
+                    headers = list(message.get("headers", []))
+                    headers.append((AUDIENCE_HEADER.lower().encode(), audience.encode()))
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, limited, sending)
+        finally:
+            self._count(scope, status[0], started)
+
+    def _count(self, scope: Any, status: int, started: float) -> None:
+        route = getattr(scope.get("route"), "path", None) or "unmatched"
+        self.metrics.requests.labels(route, scope.get("method", ""), str(status)).inc()
+        self.metrics.latency.labels(route).observe(time.perf_counter() - started)

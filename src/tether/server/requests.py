@@ -1,0 +1,87 @@
+"""The bodies the HTTP API reads (what it answers is `tether.schemas`: AskResult, Hit,
+Document, Chunk, Check), and the two small answers of its own (`Health`, `Caller`).
+
+None of them carries an audience: the caller's key decides it. `view` only narrows it (a
+staff key may ask for the public view; a public key asking for the staff view is refused).
+
+What it cannot do: it parses and bounds, it never checks a doc_id or chunk ID exists.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.answering.gate import MAX_QUESTION_CHARS
+from tether.schemas import Claim
+
+Method = Literal["auto", "bm25", "dense", "hybrid", "rerank"]
+View = Literal["public", "staff"] | None
+AS_OF = Field(
+    "today",
+    max_length=16,
+    description="Only versions in force on this date: YYYY-MM-DD, today, or none (all).",
+)
+VIEW = Field(None, description="The audience view to compute for; at most the key's own (default).")
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AskRequest(_Body):
+    """A question (`POST /v1/ask`)."""
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    as_of: str = AS_OF
+    view: View = VIEW
+    language: Literal["en", "fr"] | None = Field(None, description="Detected when null.")
+    method: Method = "auto"
+    k: int = Field(5, ge=1, le=20, description="Passages retrieved.")
+    mode: Literal["json", "inline"] = "json"
+    strict: bool = Field(False, description="Drop the claims that fail an exact check.")
+    verify: bool = Field(True, description="Check each claim against its cited passages.")
+    stream: bool = Field(
+        False,
+        description="Server-sent events: retrieval, gate, answer, one `check` per claim,"
+        " then `result` (the AskResult) or `error` (a problem body).",
+    )
+
+
+class SearchRequest(_Body):
+    """A search (`POST /v1/search`)."""
+
+    query: str = Field(max_length=MAX_QUESTION_CHARS)
+    k: int = Field(5, ge=1, le=100)
+    as_of: str = AS_OF
+    view: View = VIEW
+    method: Method = "auto"
+
+
+class CheckRequest(_Body):
+    """Claims to check against passages (`POST /v1/check`), as `ask` checks an answer."""
+
+    claims: list[Claim] = Field(min_length=1, max_length=50)
+    passage_ids: list[str] = Field(
+        max_length=50, description="The chunk IDs the claims may cite (the context)."
+    )
+    question: str = Field("", max_length=MAX_QUESTION_CHARS)
+    as_of: str = AS_OF
+    language: Literal["en", "fr"] | None = None
+    view: View = VIEW
+    judge: bool = Field(True, description="Score entailment (when the index has vectors).")
+
+
+class Health(BaseModel):
+    """`GET /healthz`."""
+
+    status: Literal["ok"]
+    version: str
+
+
+class Caller(BaseModel):
+    """`GET /v1/whoami`: the key's name and the audience it sees."""
+
+    name: str
+    audience: Literal["public", "staff"]

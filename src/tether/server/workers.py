@@ -1,0 +1,107 @@
+"""How `tether serve` runs the engine's blocking work: lanes of worker threads, each thread
+with a Workspace of its own, and a bounded line in front of the model.
+
+- `Lane`: `size` threads (a thread pool that lives as long as the app); each thread builds
+  its own Workspace on first use (a Workspace, like its SQLite connection, serves the thread
+  that made it) over one shared `Models`, so readers run in parallel without sharing a
+  connection or a cache. Each Workspace sees a re-ingest on its next use (the store's
+  generation moves, its caches are rebuilt).
+- The model's lane has `slots` threads (answers at a time) and admits at most `waiting` more
+  requests; beyond that `admit` refuses at once (503 with Retry-After), so a burst cannot pile
+  up unbounded work.
+- `Lane.run` waits under a deadline (504 when it passes): work still in line is dropped,
+  work already running finishes in the background, its result dropped.
+
+What it cannot do: Python threads cannot be stopped, so a request past its deadline still
+holds its thread until the engine returns; the Workspaces' connections close with the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from tether.app import Workspace
+from tether.server.http import Refused
+
+T = TypeVar("T")
+
+
+class Lane:
+    """`size` worker threads, each with its own Workspace from `factory`; with `waiting`
+    set, at most `size + waiting` requests admitted at once."""
+
+    def __init__(
+        self, name: str, factory: Callable[[], Workspace], size: int, waiting: int | None = None
+    ) -> None:
+        self._factory = factory
+        self._local = threading.local()
+        self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"tether-{name}")
+        self.size = size
+        self.capacity = None if waiting is None else size + waiting
+        self._admitted = 0
+        self._lock = threading.Lock()
+        self._seconds = 1.0  # a running mean of how long one piece of work takes
+
+    def _workspace(self) -> Workspace:
+        ws: Workspace | None = getattr(self._local, "workspace", None)
+        if ws is None:
+            ws = self._local.workspace = self._factory()
+        return ws
+
+    def admit(self) -> None:
+        """Take a place in line, or `Refused` (503 with Retry-After) when it is full."""
+        with self._lock:
+            if self.capacity is not None and self._admitted >= self.capacity:
+                wait = math.ceil(self._seconds * self._admitted / self.size)
+                raise Refused(
+                    503,
+                    "the model is busy: too many questions are waiting",
+                    headers={"Retry-After": str(max(1, wait))},
+                )
+            self._admitted += 1
+
+    def _leave(self, future: Future[Any]) -> None:
+        with self._lock:
+            self._admitted -= 1
+
+    def _timed(self, fn: Callable[[Workspace], T]) -> T:
+        began = time.perf_counter()
+        try:
+            return fn(self._workspace())
+        finally:
+            spent = time.perf_counter() - began
+            with self._lock:
+                self._seconds = 0.8 * self._seconds + 0.2 * spent
+
+    def submit(self, fn: Callable[[Workspace], T], *, admitted: bool = False) -> Future[T]:
+        """Start `fn(workspace)` on one of this lane's threads (in line when all are busy).
+        With `admitted`, the place taken by `admit` is given back when the work ends."""
+        future = self._pool.submit(self._timed, fn)
+        if admitted:
+            future.add_done_callback(self._leave)
+        return future
+
+    async def run(self, fn: Callable[[Workspace], T], deadline: float) -> T:
+        """`fn(workspace)` on one of this lane's threads, awaited under `deadline`."""
+        return await wait(self.submit(fn), deadline)
+
+    def close(self) -> None:
+        """Stop taking work (running work finishes)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def wait(future: Future[T], deadline: float) -> T:
+    """The result of `future`; `Refused` 504 past `deadline` s (work still in line is
+    dropped; work already running finishes in the background)."""
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(future), deadline)
+    except TimeoutError:
+        future.cancel()
+        message = f"the request took longer than its deadline ({deadline:g} s)"
+        raise Refused(504, message) from None
