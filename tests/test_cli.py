@@ -254,11 +254,13 @@ def test_model_output_prints_literally(hostile_index: str, chat_server: ChatServ
         }),
         model=f"m{HOSTILE}",
     )  # fmt: skip
-    result = run("ask", "refund window", "--index", hostile_index, "--as-of", "none")
+    # staff: the flagged claim is shown, marked (a public reader is not shown it at all)
+    ask = ("ask", "refund window", "--index", hostile_index, "--as-of", "none")
+    result = run(*ask, "--audience", "staff")
     assert result.exit_code == 4, result.output  # answered, with a flagged claim (missing_id)
     assert_literal(result.output)
     assert f"Within 30 days {HOSTILE[:-5]}" in result.output
-    result = run("ask", "refund window", "--index", hostile_index, "--as-of", "none", "--json")
+    result = run(*ask, "--audience", "staff", "--json")
     assert result.exit_code == 4 and "\x1b" not in result.stdout
     assert json.loads(result.stdout)["answer"]["answer"] == f"Within 30 days {HOSTILE}"
 

@@ -87,15 +87,19 @@ def test_each_outcome_has_its_own_exit_status_and_json_status(
     index: str, monkeypatch: pytest.MonkeyPatch
 ):
     question = ("How long do returns take?", "--index", index, "--as-of", "none", "--json")
+    staff = ("--audience", "staff")
     cases = [
-        (_reply(True, "Items go back within 30 days of purchase."), 0, "answered", None),
-        (_reply(True, "Items go back within 45 days of purchase."), 4, "flagged", None),
-        (_reply(False, "The passages do not say."), 5, "refused", "model"),
-        (ProviderError("the server said 503"), 3, "no_answer", None),
-        ("not json at all", 3, "no_answer", None),
+        (_reply(True, "Items go back within 30 days of purchase."), 0, "answered", None, ()),
+        # a flagged claim: staff see it marked; it is withheld from the public (a refusal by
+        # the verifier when no checked claim remains)
+        (_reply(True, "Items go back within 45 days of purchase."), 4, "flagged", None, staff),
+        (_reply(True, "Items go back within 45 days of purchase."), 5, "refused", "verifier", ()),
+        (_reply(False, "The passages do not say."), 5, "refused", "model", ()),
+        (ProviderError("the server said 503"), 3, "no_answer", None, ()),
+        ("not json at all", 3, "no_answer", None, ()),
     ]
-    for reply, code, status, refused_by in cases:
-        done = _ask(monkeypatch, reply, *question)
+    for reply, code, status, refused_by, extra in cases:
+        done = _ask(monkeypatch, reply, *question, *extra)
         assert done.exit_code == code, (status, done.output)
         data = json.loads(done.stdout)
         assert (data["status"], data["refused_by"]) == (status, refused_by)
@@ -143,6 +147,9 @@ def test_status_of_every_kind_of_result():
     assert result(answer=answer, checks=(ok, removed)).status == "answered"
     refusal = Answer(False, "none", ())
     assert result(answer=refusal, checks=(removed,)).refused_by == "strict"
+    withheld = ClaimCheck(claim, flags=bad.flags, withheld=True)
+    assert result(answer=answer, checks=(ok, withheld)).status == "answered"  # not shown
+    assert result(answer=refusal, checks=(withheld,)).refused_by == "verifier"
     assert result(answer=refusal).refused_by == "model"
     assert result(problem=AnswerProblem("refused", "no")).refused_by == "model"
     for kind in ("provider_error", "cut", "not_json", "not_schema"):

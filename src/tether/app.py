@@ -20,6 +20,7 @@ folder: `ingest()` syncs when asked.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from tether.types import (
 if TYPE_CHECKING:
     from tether.answering.context import TokenCounter
     from tether.answering.pipeline import AskOptions, Events, VerifierParts
+    from tether.evaluation.calibration import SelfCalibration
     from tether.ingest.executor import Executor
     from tether.protocols import Embedder, Judge, Provider, Store
     from tether.providers.local import LocalModels
@@ -430,13 +432,17 @@ class Workspace:
         embedder = self.embedder() if embed else None
         run = self.ingest_executor(executor, embedder)
         try:
-            return sync(
+            report = sync(
                 store, Path(folder), chunker=chunker, embedder=embedder, rebuild=rebuild,
                 strict=strict, default_access=default_access, progress=progress,
                 follow_links=follow_links, executor=run,
             )  # fmt: skip
         finally:
             run.close()
+        changed = report.added or report.updated or report.removed
+        if report.committed and store.has_vectors() and (changed or not self.self_calibration()):
+            self.calibrate_self()
+        return report
 
     def ingest_executor(self, name: str | None, embedder: Embedder | None) -> Executor:
         """The executor of an ingest (`tether.ingest.executor`): `name` or the Settings'
@@ -453,6 +459,24 @@ class Workspace:
             name or self.settings.executor, factory,
             workers=self.settings.workers, ray_address=self.settings.ray_address,
         )  # fmt: skip
+
+    def calibrate_self(self) -> SelfCalibration:
+        """Fit the support gate's floors on the index itself and store them in it (ingest does
+        this after every change; `tether.evaluation.calibration.self_calibrate`)."""
+        from tether.evaluation.calibration import self_calibrate
+
+        store = self._store_for_writing()
+        found = self_calibrate(store, self.retriever(), self.profile)
+        store.set_meta(found.meta())
+        return found
+
+    def self_calibration(self) -> dict[str, Any] | None:
+        """The gate's self-calibration recorded in the index (what was fitted on what), or
+        None when ingest has not fitted one."""
+        from tether.answering.gate import SELF_CALIBRATION_KEY
+
+        raw = self.store.meta_value(SELF_CALIBRATION_KEY)
+        return json.loads(raw) if raw else None
 
     def set_gate_floors(self, floors: dict[str, float]) -> None:
         """Store calibrated gate floors in the index (reopening it for writing)."""
@@ -617,7 +641,10 @@ class Collection:
         """The top `k` passages for `query` that `audience` may see among the versions in
         force on `as_of` (today by default; None for every version); `method` is bm25, dense,
         hybrid, rerank or auto (rerank when the index has vectors, else bm25)."""
+        from tether.answering.gate import check_question
+
         options = SearchOptions(k, as_of_value(as_of), check_audience(audience), method)
+        check_question(query, "search query", empty_ok=True)  # before building the index
         self.store  # noqa: B018 (builds the index when missing)
         return self.workspace.search(query, options)
 
@@ -647,6 +674,7 @@ class Collection:
         context `budget` in tokens, `min_support` passages over the gate's `floor`, `mode`
         (json or inline citations), `closed_book`, `strict`, `verify`. A provider failure
         does not raise: it is `result.problem`."""
+        from tether.answering.gate import check_question
         from tether.answering.pipeline import AskOptions
 
         given = dict(
@@ -664,5 +692,6 @@ class Collection:
             raise TypeError("options must be an AskOptions (or pass its fields as keywords)")
         elif AskOptions(**given) != AskOptions(as_of=date.today()):  # type: ignore[arg-type]
             raise TypeError("pass either an AskOptions or keyword options, not both")
+        check_question(question)  # before building the index
         self.store  # noqa: B018 (builds the index when missing)
         return self.workspace.ask(question, options)

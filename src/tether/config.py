@@ -438,6 +438,15 @@ class Profile:
             {"bm25": 5.15, "dense": 0.826, "hybrid": 0.826, "rerank": 0.784}
         )
     )
+    # support gate calibrated at ingest against the index itself (`tether.evaluation.
+    # calibration.self_calibrate`): the floor of each method in `gate_self_methods` is the mean
+    # + `gate_offtopic_z` standard deviations of the best scores that the bundled off-topic
+    # questions reach on the index, capped at the `gate_generated_quantile` of the best scores
+    # of questions generated from the index's own passages. z chosen on the odd-numbered bundled
+    # questions (the even ones and Larkfield held out): bench/results/gate_carryover.md
+    gate_self_methods: tuple[str, ...] = ("rerank",)
+    gate_offtopic_z: float = 2.0
+    gate_generated_quantile: float = 0.05
     # hybrid: reciprocal-rank-fusion weights (bm25, dense) and the cosine gate on BM25
     # candidates (share of the dense top-50 cosine range a BM25 candidate must reach)
     rrf_weights: tuple[float, float] = (0.7, 1.0)

@@ -221,7 +221,8 @@ class Evidence(_Wire):
 
 class Check(_Wire):
     """One claim's check: its flags (``kind`` or ``kind:arg``; none means ok), the evidence
-    found, the judge's entailment score, and whether --strict removed it."""
+    found, the judge's entailment score, whether --strict removed it and whether it was
+    withheld from a public reader (what is shown: the claims with `withheld` false)."""
 
     claim: str
     chunk_ids: list[str]
@@ -229,6 +230,7 @@ class Check(_Wire):
     flags: list[str]
     entailment: float | None
     removed: bool
+    withheld: bool = False
     evidence: list[Evidence]
 
     @classmethod
@@ -236,7 +238,7 @@ class Check(_Wire):
         return cls(
             claim=ch.claim.text, chunk_ids=list(ch.claim.chunk_ids), ok=ch.ok,
             flags=[str(f) for f in ch.flags], entailment=ch.entailment, removed=ch.removed,
-            evidence=[Evidence(**_fields(e, Evidence)) for e in ch.evidence],
+            withheld=ch.withheld, evidence=[Evidence(**_fields(e, Evidence)) for e in ch.evidence],
         )  # fmt: skip
 
 
@@ -261,8 +263,10 @@ class AskResult(_Wire):
     # no_answer: the provider failed or its output was unusable (never a refusal)
     status: Literal["answered", "flagged", "refused", "no_answer"]
     refused: bool
-    refused_by: Literal["gate", "model", "strict"] | None
+    refused_by: Literal["gate", "model", "strict", "verifier"] | None
     why_refused: str | None
+    # what the reader was not shown and why (claims withheld from a public reader), or ""
+    notice: str = ""
     provider: str
     model: str
     provider_note: str
@@ -278,7 +282,7 @@ class AskResult(_Wire):
             answer=_answer(r.answer), problem=_optional(r.problem, Problem),
             checks=[Check.from_check(ch) for ch in r.checks], status=r.status,
             refused=r.refused, refused_by=r.refused_by, why_refused=_why_refused(r),
-            provider=r.provider,
+            notice=r.notice, provider=r.provider,
             model=r.completion.model if r.completion is not None else "",
             provider_note=r.provider_note, timings=dict(r.timings),
         )  # fmt: skip
@@ -325,6 +329,8 @@ def _why_refused(r: types.AskResult) -> str | None:
         return f"the provider refused: {r.problem.detail}"
     if r.refused_by == "strict":
         return "--strict removed every claim (each failed an exact check)"
+    if r.refused_by == "verifier":
+        return f"every claim was withheld from the public reader: {r.notice}"
     return "not answerable from the passages"
 
 

@@ -422,7 +422,7 @@ class Answer:
 
 
 AskStatus = Literal["answered", "flagged", "refused", "no_answer"]
-RefusedBy = Literal["gate", "model", "strict"]
+RefusedBy = Literal["gate", "model", "strict", "verifier"]
 AnswerProblemKind = Literal["cut", "refused", "not_json", "not_schema", "provider_error"]
 
 
@@ -485,6 +485,7 @@ class ClaimCheck:
     evidence: tuple[Evidence, ...] = ()
     entailment: float | None = None
     removed: bool = False  # --strict removed this claim
+    withheld: bool = False  # not shown to the public reader (`tether.verify.flags.withhold`)
 
     @property
     def ok(self) -> bool:
@@ -524,18 +525,20 @@ class AskResult:
     provider: str = ""
     provider_note: str = ""
     timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+    notice: str = ""  # what the reader was not shown and why ("2 claims withheld: ...")
 
     @property
     def status(self) -> AskStatus:
-        """answered (every claim passed its checks), flagged (an answer with a claim that did
-        not; a claim --strict removed counts as passed), refused (see `refused_by`), or
+        """answered (every claim shown passed its checks), flagged (an answer with a shown
+        claim that did not; a claim --strict removed or withheld from a public reader is not
+        shown, and `notice` says so), refused (see `refused_by`), or
         no_answer (the provider failed, or its output was unusable: cut, not JSON, not the
         answer schema)."""
         if self.refused_by is not None:
             return "refused"
         if self.answer is None:
             return "no_answer"
-        if any(not ch.ok and not ch.removed for ch in self.checks):
+        if any(not ch.ok and not ch.removed and not ch.withheld for ch in self.checks):
             return "flagged"
         return "answered"
 
@@ -544,14 +547,17 @@ class AskResult:
         """Who refused, when the answer is a refusal: the support gate (retrieval too weak, or
         nothing the audience may see matched: never told apart for a public asker, since
         blaming the audience would say that staff documents answer), the model (it said the passages do not answer, or its provider refused),
-        or strict (--strict removed every claim). None when an answer was given, and when
-        none could be produced (a provider error is never a refusal)."""
+        strict (--strict removed every claim), or the verifier (every claim was withheld from
+        a public reader, see `notice`). None when an answer was given, and when none could be
+        produced (a provider error is never a refusal)."""
         if self.gate is not None and not self.gate.passed:
             return "gate"
         if self.problem is not None:
             return "model" if self.problem.kind == "refused" else None
         if self.answer is None or self.answer.answerable:
             return None
+        if any(ch.withheld for ch in self.checks):
+            return "verifier"
         return "strict" if any(ch.removed for ch in self.checks) else "model"
 
     @property

@@ -3,9 +3,15 @@
 The gate passes when at least `min_support` retrieved passages clear the method's score floor.
 The support score of a hit is, by method: BM25 score (bm25), cosine similarity (dense), the
 dense cosine of a fused hit (hybrid: RRF scores carry no absolute meaning, and a hit found only
-by BM25 gets its BM25 score mapped below every floor), the reranker's score (rerank). Floors
-are calibrated on the bundled questions (`tether calibrate`, `tether.evaluation.calibration`)
-and stored in the index; `DEFAULT_FLOORS` are those values.
+by BM25 gets its BM25 score mapped below every floor), the reranker's score (rerank).
+
+The floor of a method (`floors_for`), first found wins: the one `tether calibrate` fitted on
+the user's questions and stored in the index; the one ingest fitted on the index itself for
+the asker's audience (`tether.evaluation.calibration.self_calibrate`: off-topic questions and
+questions generated from the passages that audience may see, so a public floor never depends
+on staff passages); the Profile's (`DEFAULT_FLOORS`, fitted on the bundled questions). The
+decision for a public asker rests on the hits of a public search and that public floor: it
+does not depend on whether staff passages match.
 
 What it cannot do: the gate judges retrieval strength, not whether the passages answer; a
 question phrased very differently from the documents can be refused although answerable
@@ -82,11 +88,23 @@ def explain(decision: Gate, filtered: str) -> Gate:
     return replace(decision, reason=f"{filtered} (nothing the filters allow matches)")
 
 
-def floors_for(store: Store, defaults: Mapping[str, float] = DEFAULT_FLOORS) -> dict[str, float]:
-    """The calibrated floors stored in the index, else `defaults` (the Profile's)."""
+SELF_CALIBRATION_KEY = "gate_self"  # the index meta row holding the self-calibration (JSON)
+
+
+def self_floor_key(method: str, audience: str) -> str:
+    """The index meta key of the floor ingest fitted for `method` and `audience`."""
+    return f"gate_self:{method}:{audience}"
+
+
+def floors_for(
+    store: Store, defaults: Mapping[str, float] = DEFAULT_FLOORS, audience: str = "public"
+) -> dict[str, float]:
+    """The floor per method for `audience` (see the module docstring for which wins)."""
     floors = dict(defaults)
     for method in floors:
         value = store.meta_value(f"gate_floor:{method}")
+        if value is None:
+            value = store.meta_value(self_floor_key(method, audience))
         if value is not None:
             floors[method] = float(value)
     return floors

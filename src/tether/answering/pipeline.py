@@ -56,7 +56,9 @@ class AskOptions:
     default), the answer `language` (detected when None), the retrieval `method` and `k`
     passages, the context `budget` in tokens, the support gate (`min_support` passages over
     `floor`, the index's calibrated floor when None), the answer `mode` (json or inline
-    citations), `closed_book` (no passages), `strict` (drop flagged claims) and `verify`."""
+    citations), `closed_book` (no passages), `strict` (drop flagged claims) and `verify`. A public
+    asker is never shown a claim that fails an exact, instruction, precedence or number check
+    (`tether.verify.flags.withhold`; the result's `notice` says what was withheld)."""
 
     as_of: date | None = None
     audience: Audience = "public"
@@ -134,9 +136,8 @@ def ask(
     method = retriever.resolve_method(o.method)
     hits = retriever.search(question, o.k, filters, method=method)
     timings["retrieve_s"] = time.perf_counter() - t
-    floor = (
-        o.floor if o.floor is not None else floors_for(store, profile.gate_floors).get(method, 0.0)
-    )
+    floors = floors_for(store, profile.gate_floors, o.audience)
+    floor = o.floor if o.floor is not None else floors.get(method, 0.0)
     decision = gate(hits, floor, o.min_support)
     if not decision.passed and not hits:  # nothing found: the filters may be why
         decision = explain(decision, filtered_out(store, question, filters))
@@ -179,8 +180,13 @@ def ask(
         answer = result.answer
         if o.strict:
             answer, checks = verify.apply_strict(answer, checks, language=language)
+        answer, checks, notice = verify.withhold(
+            answer, checks, audience=o.audience, language=language
+        )
         timings["verify_s"] = time.perf_counter() - t
-        result = replace(result, answer=answer, checks=tuple(checks), timings=timings)
+        result = replace(
+            result, answer=answer, checks=tuple(checks), timings=timings, notice=notice
+        )
         emit("checks", result)
     return result
 

@@ -213,8 +213,8 @@ EXIT_TABLE = (
     f" {EXIT_NO_ANSWER} no answer could be produced (the provider failed or its output was"
     " unusable);"
     f" {EXIT_FLAGGED} answered with flagged claims;"
-    f" {EXIT_REFUSED} refused (by the support gate, the model, or --strict"
-    " removing every claim);"
+    f" {EXIT_REFUSED} refused (by the support gate, the model, --strict"
+    " removing every claim, or the verifier withholding every claim from a public reader);"
     f" {EXIT_INTERRUPTED} interrupted."
 )
 EXIT_HELP = EXIT_TABLE

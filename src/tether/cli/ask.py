@@ -374,7 +374,8 @@ def print_passages(ctx: Context) -> None:
 
 
 def print_answer(result: AskResult) -> None:
-    """The answer, then each claim: its citations, verdict, flags explained and evidence."""
+    """The answer, the notice of what was withheld from a public reader (never the withheld
+    claims), then each claim shown: its citations, verdict, flags explained and evidence."""
     assert result.answer is not None
     label = (
         "[green]Answer[/green]"
@@ -382,6 +383,8 @@ def print_answer(result: AskResult) -> None:
         else "[yellow]Not answerable from the passages[/yellow]"
     )
     out.print(f"\n{label}: {shown(result.answer.answer)}", highlight=False)
+    if result.notice:  # claims withheld from a public reader: said, never printed
+        out.print(f"[yellow]Withheld:[/yellow] {shown(result.notice)}", highlight=False)
     checks = {id(ch.claim): ch for ch in result.checks}
     by_text = {ch.claim.text: ch for ch in result.checks}
     for i, claim in enumerate(result.answer.claims, 1):

@@ -1,27 +1,39 @@
 """`ExtractiveProvider`: answers without a language model, by quoting passage sentences.
 
-It picks 1–3 sentences from the given passages by word overlap with the question (EN+FR stop
-words, accent folding, the shared EN/FR stemmer, exact codes and numbers, passage rank) and
-cites each sentence's passage.
+It picks 1–3 sentences from the given passages and cites each sentence's passage. A sentence
+may be quoted when it shares enough of the question's words (EN+FR stop words, accent folding,
+the shared EN/FR stemmer, exact codes and numbers); among those, the sentences that answer
+come first: the question's words count by how rare they are among the passages' sentences
+(the product name that every sentence repeats counts little, the word that picks one sentence
+counts much), a sentence with a number or duration gains when the question asks how many,
+how long, how much or when, and a sentence that says no, only or must gains when the question
+asks yes or no; passage rank breaks ties.
+
+It never quotes a passage that holds text addressed to AI assistants (the detector of
+`tether.instructions`, the one the verifier's `instruction_in_source` check uses, which flags
+every claim citing such a passage): a supplier sheet's "note for AI assistants" is never
+an answer.
 
 What it cannot do: it never paraphrases, never combines facts and never reasons: it only
 finds sentences that share words with the question, so it can cite a sentence that mentions
 the right words without answering. It cites only passages it was given, and answers only
-`answer` / `closed_book` requests (not judge or rewrite prompts).
+`answer` / `closed_book` requests (not judge or rewrite prompts). A fact that shares its
+passage with an instruction to AI assistants is not quoted.
 
 It uses the one stemmer and sentence splitter of `tether.text` (`stem`, `sentences`, each
-line of a passage split on its own). Measured when it moved to them from its own: on the 181
-bundled questions the same 71 answers match their keys (27 answers quote other sentences; one
-became right, one wrong).
+line of a passage split on its own). Measured on the bundled questions:
+bench/results/extractive.md.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 
 from tether.errors import ProviderError
+from tether.instructions import find_instructions
 from tether.providers.base import join_notes, with_selection
 from tether.text import STOP_WORDS, detect_language, fold, refusal_sentence, sentences, stem
 from tether.types import Completion, ModelRequest
@@ -30,6 +42,27 @@ _WORD = re.compile(r"[a-z0-9]+")
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*[A-Za-z0-9]|\d")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'»)\]]*\s+(?=[\"'«(\[]?[A-Z0-9À-ÖØ-Þ])")
 _LIST_MARK = re.compile(r"^\s*(?:[#>]+|[-*+•]|\d+[.)])\s+")
+# Question-type cues (read on the folded question): how many / how long / when ... asks for a
+# quantity, can / is / does ... for yes or no.
+_ASKS_QUANTITY = re.compile(
+    r"\b(?:how (?:many|much|long|far|often|soon|late|early|old|big|heavy)|what (?:percentage|"
+    r"percent|price|fee|amount|time|date|day|hours?|size|weight|discount)|when|within how|"
+    r"combien|quand|jusqu'a quand|a quelle heure|quel(?:le)?s? (?:est|sont) (?:le|la|les) "
+    r"(?:delai|prix|montant|frais|duree|date|heures?|taille|poids|rabais))\b"
+)
+_ASKS_YES_NO = re.compile(
+    r"^\s*(?:can|could|do|does|did|is|are|will|would|may|must|should|has|have|est-ce|"
+    r"puis-je|peut-on|peut|peuvent|dois-je|faut-il|y a-t-il|ai-je|suis-je)\b"
+)
+_NUMBERISH = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|thirty|"
+    r"sixty|ninety|hundred|deux|trois|quatre|cinq|sept|huit|neuf|dix|douze|quinze|vingt|"
+    r"trente|soixante|cent)\b"
+)
+_POLAR = re.compile(
+    r"\b(?:no|not|cannot|never|only|must|may|can|does not|do not|ne|pas|jamais|seulement|"
+    r"uniquement|doit|peut|aucun|aucune)\b|n't"
+)
 
 
 def _terms(text: str) -> set[str]:
@@ -73,7 +106,8 @@ class ExtractiveProvider:
         return with_selection(self.selection, f"extractive answerer ({self.MODEL}, no model)")
 
     def score(self, question: str, sentence: str, rank: int) -> float:
-        """Share of the question's content words in the sentence, + codes, + passage rank."""
+        """Share of the question's content words in the sentence, + codes, + passage rank:
+        whether the sentence may be quoted at all (`min_score`)."""
         q_terms = _terms(question)
         if not q_terms:
             return 0.0
@@ -81,12 +115,34 @@ class ExtractiveProvider:
         overlap = len(q_terms & s_terms) / len(q_terms)
         if overlap == 0:
             return 0.0
+        return overlap + self._code_bonus(question, sentence) + 0.1 / (1 + rank)
+
+    @staticmethod
+    def _code_bonus(question: str, sentence: str) -> float:
         folded = fold(sentence)
-        codes = _codes(question)
         hits = sum(
-            1 for c in codes if re.search(rf"(?<![a-z0-9]){re.escape(fold(c))}(?![a-z0-9])", folded)
+            1
+            for c in _codes(question)
+            if re.search(rf"(?<![a-z0-9]){re.escape(fold(c))}(?![a-z0-9])", folded)
         )
-        return overlap + min(1.0, 0.5 * hits) + 0.1 / (1 + rank)
+        return min(1.0, 0.5 * hits)
+
+    def answers(self, question: str, sentence: str, rank: int, weight: dict[str, float]) -> float:
+        """How well the sentence answers: the question's words weighted by their rarity among
+        the passages' sentences (`weight`), + codes, + a number when the question asks for a
+        quantity, + no/only/must when it asks yes or no, + a little for passage rank."""
+        q_terms = _terms(question)
+        total = sum(weight.get(t, 1.0) for t in q_terms)
+        if not total:
+            return 0.0
+        matched = sum(weight.get(t, 1.0) for t in q_terms & _terms(sentence))
+        folded_q, folded_s = fold(question), fold(sentence)
+        cue = 0.0
+        if _ASKS_QUANTITY.search(folded_q) and _NUMBERISH.search(folded_s):
+            cue += 0.15
+        if _ASKS_YES_NO.search(folded_q) and _POLAR.search(folded_s):
+            cue += 0.1
+        return matched / total + self._code_bonus(question, sentence) + cue + 0.05 / (1 + rank)
 
     def complete(self, request: ModelRequest) -> Completion:
         started = time.perf_counter()
@@ -100,9 +156,11 @@ class ExtractiveProvider:
             raise ProviderError(
                 "the extractive answerer needs request.question (the user's question)"
             )
-        scored: list[tuple[float, int, int, str, str]] = []
+        candidates: list[tuple[int, int, str, str]] = []
         seen: set[str] = set()
         for rank, (chunk_id, text) in enumerate(request.passages):
+            if find_instructions(text):  # the verifier flags every claim citing it
+                continue
             for index, sentence in enumerate(split_sentences(text)):
                 if len(sentence.split()) < self._MIN_WORDS:
                     continue
@@ -110,14 +168,15 @@ class ExtractiveProvider:
                 if key in seen:
                     continue
                 seen.add(key)
-                value = self.score(question, sentence, rank)
-                if value >= self.min_score:
-                    scored.append((value, rank, index, chunk_id, sentence))
+                if self.score(question, sentence, rank) >= self.min_score:
+                    candidates.append((rank, index, chunk_id, sentence))
+        weight = _rarity(question, [c[3] for c in candidates])
+        scored = [(self.answers(question, c[3], c[0], weight), *c) for c in candidates]
         scored.sort(key=lambda s: (-s[0], s[1], s[2]))
         chosen: list[tuple[float, int, int, str, str]] = []
         passages: list[str] = []
         if scored:
-            floor = max(self.min_score, 0.6 * scored[0][0])
+            floor = 0.6 * scored[0][0]
             for item in scored:
                 if len(chosen) >= self.max_claims or item[0] < floor:
                     break
@@ -126,7 +185,7 @@ class ExtractiveProvider:
                         continue
                     passages.append(item[3])
                 chosen.append(item)
-        chosen.sort(key=lambda s: (s[1], s[2]))
+        chosen.sort(key=lambda s: (-s[0], s[1], s[2]))
         claims = [{"text": s[4], "chunk_ids": [s[3]]} for s in chosen]
         payload = {
             "answerable": bool(claims),
@@ -150,6 +209,13 @@ class ExtractiveProvider:
             latency_s=time.perf_counter() - started,
             note=join_notes(note, self.selection),
         )
+
+
+def _rarity(question: str, sentences_: list[str]) -> dict[str, float]:
+    """Each question word's weight: log(1 + n / sentences holding it), over `sentences_`."""
+    terms = [_terms(s) for s in sentences_]
+    n = max(1, len(terms))
+    return {t: math.log(1 + n / max(1, sum(t in ts for ts in terms))) for t in _terms(question)}
 
 
 def _inline(chosen: list[tuple[float, int, int, str, str]], question: str) -> str:

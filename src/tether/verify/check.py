@@ -179,6 +179,7 @@ from tether.verify.flags import (
     apply_strict,
     describe,
     flag_kind,
+    withhold,
 )
 from tether.verify.inline import InlineReport, check_inline, split_inline
 from tether.verify.instructions import find_instructions
@@ -235,6 +236,7 @@ __all__ = [
     "flag_kind",
     "numbers_in",
     "split_inline",
+    "withhold",
 ]
 
 DEFAULT_JUDGE_THRESHOLD = 0.5

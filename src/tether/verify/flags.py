@@ -1,7 +1,9 @@
 """What the checker's flags are and what to do with them: the flag families (`EXACT_FLAGS`,
 `CLUE_FLAGS`, `SOURCE_FLAGS`), `flag_kind`, `describe` (one line a person can read), the
-refusal sentences, and the strict policy (`apply_strict`: a claim failing an exact check is
-removed; no claim left makes the answer a refusal).
+refusal sentences, the strict policy (`apply_strict`: a claim failing an exact check is
+removed; no claim left makes the answer a refusal) and what a public reader is shown
+(`withhold`: a claim failing an exact, instruction, precedence or number check is withheld,
+with a notice saying what and why; staff see every claim marked).
 
 What it cannot do: `describe` knows the flags listed here; another string is returned as
 it is. The refusal sentences are English and French only (another language gets English).
@@ -22,9 +24,11 @@ __all__ = [
     "REFUSAL_SENTENCES",
     "REFUSAL_SENTENCE_FR",
     "SOURCE_FLAGS",
+    "WITHHELD_FOR_PUBLIC",
     "apply_strict",
     "describe",
     "flag_kind",
+    "withhold",
 ]
 
 REFUSAL_SENTENCE = REFUSAL_SENTENCES["en"]  # the sentences are defined once, in tether.text
@@ -63,19 +67,95 @@ def apply_strict(
     When a claim is removed, the answer text is rebuilt from the claims that remain (the old
     text may repeat what was removed). When no claim remains (or an answerable answer had no
     claim at all), the answer becomes a refusal in `language`."""
+    return _drop(answer, checks, EXACT_FLAGS, "removed", language)
+
+
+# What a public reader is not shown: a claim failing an exact check, resting on text addressed
+# to AI assistants or on a source ranked below another on the same point, or with a number its
+# passages do not hold (staff readers see these claims, marked with their flags).
+WITHHELD_FOR_PUBLIC: frozenset[str] = EXACT_FLAGS | {
+    "instruction_in_source",
+    "lower_precedence",
+    "number_not_found",
+    "number_in_other_column",
+}
+_WITHHELD_WHY: dict[str, dict[str, str]] = {
+    "en": {
+        "exact": "it cites a passage it may not cite",
+        "instruction_in_source": "it rests on text addressed to AI assistants",
+        "lower_precedence": "it rests on a source that a higher-ranked one overrides",
+        "number": "it states a number its passages do not hold",
+    },
+    "fr": {
+        "exact": "elle cite un passage qu'elle ne peut pas citer",
+        "instruction_in_source": "elle repose sur un texte adressé aux assistants d'IA",
+        "lower_precedence": "elle repose sur une source qu'une autre, de rang supérieur, remplace",
+        "number": "elle donne un nombre absent de ses passages",
+    },
+}
+
+
+def withhold(
+    answer: Answer, checks: list[ClaimCheck], *, audience: str, language: str = "en"
+) -> tuple[Answer, list[ClaimCheck], str]:
+    """What a reader of `audience` is shown: for the public, each claim with a flag of
+    `WITHHELD_FOR_PUBLIC` is withheld (`withheld=True`, flags kept; the answer text rebuilt from
+    the claims that remain, a refusal in `language` when none remains), and a notice (in
+    `language`, English or French) says how many were withheld and why; staff see every claim
+    (marked by its flags) and no notice."""
+    if audience == "staff":
+        return answer, checks, ""
+    shown, out = _drop(answer, checks, WITHHELD_FOR_PUBLIC, "withheld", language)
+    withheld = [ch for ch in out if ch.withheld]
+    if not withheld:
+        return shown, out, ""
+    why = _WITHHELD_WHY.get(language, _WITHHELD_WHY["en"])
+    reasons: list[str] = []
+    for ch in withheld:
+        for flag in ch.flags:
+            kind = flag_kind(flag)
+            key = (
+                "exact" if kind in EXACT_FLAGS
+                else "number" if kind.startswith("number_")
+                else kind
+            )  # fmt: skip
+            if key in why and why[key] not in reasons:
+                reasons.append(why[key])
+    n = len(withheld)
+    if language == "fr":
+        head = f"{n} affirmation{'s' if n > 1 else ''} retenue{'s' if n > 1 else ''}"
+        tail = "" if shown.answerable else " ; aucune affirmation vérifiée ne reste"
+        return (
+            shown,
+            out,
+            f"{head} (non affichée{'s' if n > 1 else ''}) : {'; '.join(reasons)}{tail}.",
+        )
+    head = f"{n} claim{'s' if n > 1 else ''} withheld"
+    tail = "" if shown.answerable else "; no checked claim remains"
+    return shown, out, f"{head}: {'; '.join(reasons)}{tail}."
+
+
+def _drop(
+    answer: Answer, checks: list[ClaimCheck], kinds: frozenset[str], mark: str, language: str
+) -> tuple[Answer, list[ClaimCheck]]:
+    """Mark (`mark`: removed or withheld) each claim with a flag of `kinds`; rebuild the answer
+    from the claims left, a refusal in `language` when none is left."""
     out: list[ClaimCheck] = []
     kept: list[Claim] = []
     for check in checks:
-        if any(flag_kind(f) in EXACT_FLAGS for f in check.flags):
-            out.append(replace(check, removed=True))
+        if any(flag_kind(f) in kinds for f in check.flags):
+            out.append(
+                replace(check, removed=True) if mark == "removed" else replace(check, withheld=True)
+            )
         else:
             out.append(check)
-            kept.append(check.claim)
-    removed = len(kept) < len(checks)
+            if not (check.removed or check.withheld):
+                kept.append(check.claim)
+    dropped = len(kept) < len(checks)
     if answer.answerable and not kept:
         refusal = REFUSAL_SENTENCES.get(language, REFUSAL_SENTENCE)
         return Answer(False, refusal, (), answer.mode), out
-    if removed:
+    if dropped:
         return replace(answer, answer=" ".join(c.text for c in kept), claims=tuple(kept)), out
     return answer, out
 
