@@ -20,6 +20,7 @@ folder: `ingest()` syncs when asked.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,10 +44,10 @@ from tether.types import (
 if TYPE_CHECKING:
     from tether.answering.context import TokenCounter
     from tether.answering.pipeline import AskOptions, VerifierParts
-    from tether.protocols import Embedder, Judge, Provider, Store
+    from tether.protocols import AuditLog, Embedder, Judge, Provider, Store
     from tether.providers.local import LocalModels
     from tether.retrieval.retriever import Retriever
-    from tether.types import AskResult
+    from tether.types import AskResult, AuditEntry, AuditQuery
 
 DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 
@@ -199,6 +200,7 @@ class Workspace:
         self._retriever_generation = -1
         self._verifier: VerifierParts | None = None
         self._verifier_generation = -1
+        self._audit_log: AuditLog | None = None
 
     # ---- the index ------------------------------------------------------------------------
 
@@ -234,7 +236,10 @@ class Workspace:
         return self._store
 
     def close(self) -> None:
-        """Close the index (a later use opens it again)."""
+        """Close the index and its audit (a later use opens them again)."""
+        if self._audit_log is not None:
+            self._audit_log.close()
+            self._audit_log = None
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -316,6 +321,11 @@ class Workspace:
         """A provider from Settings (or `name`/`model`), sharing this Workspace's models."""
         from tether.providers.factory import make_provider
 
+        if name == "recorded":  # the bundled recordings of the local model (eval --answers)
+            from tether.evaluation.questions import demo_recordings
+            from tether.providers.replay import ReplayProvider
+
+            return ReplayProvider(demo_recordings())
         return make_provider(self.settings, name=name, model=model, local_models=self.models.local)
 
     def use_provider(self, provider: Provider) -> None:
@@ -436,22 +446,92 @@ class Workspace:
             follow_links=follow_links,
         )
 
-    def set_gate_floors(self, floors: dict[str, float]) -> None:
-        """Store calibrated gate floors in the index (reopening it for writing)."""
-        self._store_for_writing().set_meta(
-            {f"gate_floor:{m}": repr(float(v)) for m, v in floors.items()}
-        )
+    def set_gate_floors(self, floors: dict[str, float], record: dict | None = None) -> None:
+        """Store calibrated gate floors in the index (reopening it for writing), with `record`
+        (which question set, when, the trade-off chosen) for `tether info`."""
+        import json
+
+        values = {f"gate_floor:{m}": repr(float(v)) for m, v in floors.items()}
+        if record is not None:
+            values["calibration"] = json.dumps(record, ensure_ascii=False)
+        self._store_for_writing().set_meta(values)
+
+    def record_eval(self, summary: dict[str, Any]) -> str | None:
+        """Keep an answer evaluation's summary with the index (`tether info` shows it);
+        None when written, else why not (an index that cannot be written here)."""
+        import json
+
+        try:
+            self._store_for_writing().set_meta({"last_eval:answers": json.dumps(summary)})
+        except (TetherError, OSError) as exc:
+            self.close()
+            return str(exc)
+        return None
+
+    def handoff(self, audience: Audience = "public") -> dict[str, Any]:
+        """What a person taking over the index needs (`tether.evaluation.handoff`), as
+        `audience` may see it."""
+        from tether.evaluation.handoff import handoff
+
+        return handoff(self.store, self.documents(check_audience(audience)), audience,
+                       self.profile)  # fmt: skip
+
+    # ---- the audit ------------------------------------------------------------------------
+
+    def record(self, result: AskResult, who: str | None = None) -> int | None:
+        """Write `result` to the index's audit (`tether.answering.audit`), applying the
+        retention setting; a failure (an ingest holding the lock, a read-only file) is
+        reported on stderr and never raised: the answer stands. The entry's id, or None."""
+        from tether.answering.audit import audit_entry
+        from tether.stores import open_audit_log
+
+        try:
+            if self._audit_log is None:
+                self._audit_log = open_audit_log(self.index, writable=True)
+            days = self.settings.audit_retention_days or None
+            return self._audit_log.record(audit_entry(result, who or _os_user()), days)
+        except (TetherError, OSError) as exc:
+            print(f"warning: the answer was not recorded in the audit: {exc}", file=sys.stderr)
+            return None
+
+    def audit_entries(self, query: AuditQuery) -> list[AuditEntry]:
+        """The audit entries `query` selects, as its reader may see them."""
+        return self._audit_reader().entries(query)
+
+    def audit_entry(self, entry_id: int, reader: Audience = "public") -> AuditEntry:
+        """One audit entry; a TetherError when there is none that `reader` may see."""
+        found = self._audit_reader().entry(entry_id, check_audience(reader))
+        if found is None:
+            raise TetherError(f"no audit entry {entry_id} (see `tether audit`)")
+        return found
+
+    def _audit_reader(self) -> AuditLog:
+        from tether.stores import open_audit_log
+
+        self.store  # noqa: B018 (the index's own checks: it exists, its schema is read)
+        if self._audit_log is None:
+            self._audit_log = open_audit_log(self.index)
+        return self._audit_log
 
     # ---- answering ------------------------------------------------------------------------
 
-    def ask(self, question: str, options: AskOptions | None = None) -> AskResult:
-        """Answer `question` with checked citations (see `tether.answering.pipeline.ask`)."""
+    def ask(
+        self,
+        question: str,
+        options: AskOptions | None = None,
+        *,
+        who: str | None = None,
+        audit: bool = True,
+    ) -> AskResult:
+        """Answer `question` with checked citations (see `tether.answering.pipeline.ask`) and
+        record it in the audit as asked by `who` (a key name; the OS user when None) unless
+        `audit` is False or the setting TETHER_AUDIT is off."""
         from tether.answering.gate import check_question
         from tether.answering.pipeline import AskOptions, ask
 
         check_question(question)  # before the retriever loads its embedder
         check_audience((options or AskOptions()).audience)
-        return ask(
+        result = ask(
             question,
             self.store,
             self.provider,
@@ -462,6 +542,19 @@ class Workspace:
             verifier=self.verifier(),
             profile=self.profile,
         )
+        if audit and self.settings.audit:
+            self.record(result, who)
+        return result
+
+
+def _os_user() -> str:
+    """Who asks when no key name is given: the OS user, else "unknown"."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"
 
 
 class Collection:
