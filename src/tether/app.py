@@ -279,6 +279,8 @@ class Workspace:
         may see (public by default), with the Profile's note when it is not calibrated and,
         on an index with vectors, the embedder in use and its window report."""
         data = self.store.info()
+        for key in ("calibration", "last_eval:answers"):  # the handoff shows them, per audience
+            data.pop(key, None)
         allowed: list[Chunk] | None = None
         if check_audience(audience) != "staff":
             data.pop("default_access", None)  # how unlabelled files are indexed: a staff matter

@@ -38,12 +38,13 @@ class SqliteAuditLog:
     """The audit table of the index at `path` (see the module docstring)."""
 
     def __init__(
-        self, path: Path | str, *, writable: bool = False, timeout: float = AUDIT_TIMEOUT
+        self, path: Path | str, *, writable: bool = False, timeout: float | None = None
     ) -> None:
         self.path = Path(path)
         self.writable = writable
+        wait = AUDIT_TIMEOUT if timeout is None else timeout
         self.db = connect(self.path, schema=SCHEMA, writable=writable, create=False,
-                          timeout=timeout)  # fmt: skip
+                          timeout=wait)  # fmt: skip
 
     def close(self) -> None:
         self.db.close()
@@ -127,9 +128,11 @@ def _where(query: AuditQuery) -> tuple[str, list[object]]:
     if query.flagged_only:
         clauses.append("flagged = 1")
     if query.flag:
-        clauses.append("(' ' || flags) LIKE ? ESCAPE '\\'")
+        # a flag kind (number_not_found) or a whole flag (number_not_found:7)
+        clauses.append("((' ' || flags || ' ') LIKE ? ESCAPE '\\'"
+                       " OR (' ' || flags || ' ') LIKE ? ESCAPE '\\')")  # fmt: skip
         kind = query.flag.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        args.append(f"% {kind}%")
+        args += [f"% {kind} %", f"% {kind}:%"]
     return " AND ".join(clauses), args
 
 
