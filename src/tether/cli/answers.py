@@ -45,17 +45,25 @@ def run_answers(
 ) -> AnswerEvalResult:
     """Ask every question through the Workspace (not audited) and score the answers."""
     from tether.answering.pipeline import AskOptions
-    from tether.evaluation.answer_eval import RECORDED_OPTIONS, run_answer_eval
+    from tether.evaluation.answer_eval import (
+        RECORDED_OPTIONS,
+        run_answer_eval,
+        with_recordings,
+    )
 
     chosen, label = answers_provider(ws, provider, model)
     ws.use_provider(chosen)
     options: dict[str, Any] = {"method": method, "k": k}
     if provider == "recorded":
         options = dict(RECORDED_OPTIONS)
+    if getattr(chosen, "name", "") == "replay":  # only the questions that were recorded
+        asked = with_recordings(qs, chosen.recorded_questions())
+        label += f" ({len(asked)} of {len(qs)} questions recorded)"
+        qs = asked
 
     def ask(q: Any) -> Any:
-        opts = AskOptions(as_of=q.as_of, audience=audience or q.audience, language=q.language,
-                          **options)  # fmt: skip
+        opts = AskOptions(as_of=q.as_of, audience=audience or q.audience,  # type: ignore[arg-type]
+                          language=q.language, **options)  # fmt: skip
         return ws.ask(q.question, opts, audit=False)
 
     with progress("{task.description}", quiet=quiet) as bar:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -31,6 +32,9 @@ from tether.cli.app import (
     table,
     user_errors,
 )
+
+if TYPE_CHECKING:
+    from tether.types import Audience, AuditEntry
 
 audit_app = typer.Typer(
     help="The answered questions recorded in the index: list (flagged first), show, export.",
@@ -53,18 +57,21 @@ CSV_FIELDS = (
 )  # fmt: skip
 
 
-def _entries(index, demo, audience, since, until, asked_by, flag, flagged, limit):  # type: ignore[no-untyped-def]
+def _entries(
+    index: Path | None, demo: bool, audience: str, since: str | None, until: str | None,
+    asked_by: str | None, flag: str | None, flagged: bool, limit: int,
+) -> list[AuditEntry]:  # fmt: skip
+    """The entries the options select, for the reader `audience`."""
     from tether.app import as_of_value
     from tether.types import AuditQuery
 
-    reader = audience_value(audience)
-    if asked_by is not None:
-        audience_value(asked_by)
+    reader = cast("Audience", audience_value(audience))
+    asker = cast("Audience", audience_value(asked_by)) if asked_by is not None else None
     with user_errors():
         dates = [as_of_value(d) for d in (since, until)]
         query = AuditQuery(
-            reader=reader, since=dates[0].isoformat() if dates[0] else None,  # type: ignore[arg-type]
-            until=dates[1].isoformat() if dates[1] else None, audience=asked_by,  # type: ignore[arg-type]
+            reader=reader, since=dates[0].isoformat() if dates[0] else None,
+            until=dates[1].isoformat() if dates[1] else None, audience=asker,
             flag=flag, flagged_only=flagged, limit=limit,
         )  # fmt: skip
         return open_workspace(index, demo).audit_entries(query)
@@ -116,9 +123,9 @@ def show(
     answer, each claim's checks, timings and cost."""
     from tether.schemas import AuditRecord
 
-    reader = audience_value(audience)
+    reader = cast("Audience", audience_value(audience))
     with user_errors():
-        record = AuditRecord.from_entry(open_workspace(index, demo).audit_entry(entry_id, reader))  # type: ignore[arg-type]
+        record = AuditRecord.from_entry(open_workspace(index, demo).audit_entry(entry_id, reader))
     if as_json:
         print_json(record)
         return

@@ -242,6 +242,12 @@ class AnswerEvalResult:
         }
 
 
+def with_recordings(questions: Sequence[Question], recorded: set[str]) -> list[Question]:
+    """The questions that have a recording (`recorded`: question texts, whitespace folded),
+    for an evaluation of a replay: the others would only be provider errors."""
+    return [q for q in questions if " ".join(q.question.split()) in recorded]
+
+
 def run_answer_eval(
     questions: Sequence[Question],
     ask: Callable[[Question], AskResult],

@@ -50,7 +50,7 @@ def handoff(
     if staff:
         collection["by_access"] = dict(Counter(d.meta.access for d in documents))
     floors = {
-        k.split(":", 1)[1]: float(v)
+        k.split(":", 1)[1]: float(str(v))
         for k, v in (store.info().items())
         if isinstance(k, str) and k.startswith("gate_floor:")
     }

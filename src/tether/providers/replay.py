@@ -105,6 +105,14 @@ class ReplayProvider:
             for m, d in sorted(days.items())
         ) or "no recordings"
 
+    def recorded_questions(self) -> set[str]:
+        """The questions (whitespace folded) that have a recorded answer."""
+        return {
+            " ".join(str(r.get("question") or "").split())
+            for r in self._load().values()
+            if r.get("purpose", "answer") == "answer"
+        }
+
     def _load(self) -> dict[str, dict]:
         if self._exact is None:
             exact: dict[str, dict] = {}
