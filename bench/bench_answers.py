@@ -75,6 +75,17 @@ def _table(title: str, result: AnswerEvalResult) -> list[str]:
     return [*lines, ""]
 
 
+def _recorded_latency() -> float:
+    """The median model time of the bundled recordings, as recorded."""
+    import json
+    import statistics
+
+    from tether.evaluation.questions import demo_recordings
+
+    lines = demo_recordings().read_text(encoding="utf-8").splitlines()
+    return statistics.median(json.loads(line)["completion"]["latency_s"] for line in lines if line)
+
+
 def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-answers-"))
     ws = Workspace(index=tmp / "demo.sqlite", provider=ExtractiveProvider(), create=True)
@@ -101,6 +112,9 @@ def main() -> None:
         "",
         *_table("Extractive answerer", extractive),
         *_table("Local model, recorded answers (replayed; the questions recorded)", recorded),
+        f"A replay's seconds are retrieval, gate and verifier only; the model's own time when"
+        f" it was recorded: median {_recorded_latency():.0f} s per answer (2 cores).",
+        "",
     ]
     if (LARKFIELD / "questions" / "questions.jsonl").is_file():
         folder = larkfield_collection(LARKFIELD, tmp / "larkfield")

@@ -182,3 +182,23 @@ def test_eval_answers_cli_json_report_and_the_summary_kept_for_info(demo_copy: P
 
 def test_question_dates_are_kept():
     assert QUESTIONS["Q001"].as_of == date(2026, 11, 30)
+
+
+def test_handoff_shows_the_calibration_and_hides_staff_figures_from_the_public(demo_copy: Path):
+    ws = Workspace(index=demo_copy)
+    record = {"questions": "mine.jsonl", "at": "2026-11-30T10:00:00Z",
+              "chosen": [{"method": "bm25", "floor": 5.0, "wrongly_refused": "3/158"}]}
+    ws.set_gate_floors({"bm25": 5.0}, record)
+    staff, public = ws.handoff("staff"), ws.handoff("public")
+    assert staff["calibration"]["floors"] == {"bm25": 5.0}
+    assert staff["calibration"]["questions"] == "mine.jsonl" and staff["calibration"]["chosen"]
+    assert public["calibration"]["questions"] == "mine.jsonl"
+    assert "chosen" not in public["calibration"]
+    assert staff["collection"]["by_access"]["staff"] > 0 and "by_access" not in public["collection"]
+    assert public["collection"]["documents"] < staff["collection"]["documents"]
+    assert public["models"]["embedder"].startswith("multilingual-e5-small")
+    assert "calibration" not in ws.info("public") and "calibration" not in ws.info("staff")
+    weak = {"at": "x", "staff_questions": False, "overall": {},
+            "weakest_kinds": [{"kind": "computed", "value": 0.0}, {"kind": "table", "value": 0.8}]}
+    ws.record_eval(weak)
+    assert ws.handoff("public")["weaknesses"] == ["computed: 0%"]

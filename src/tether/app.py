@@ -661,7 +661,8 @@ class Collection:
         default), `language` (detected from the question), `method`, `k` passages, the
         context `budget` in tokens, `min_support` passages over the gate's `floor`, `mode`
         (json or inline citations), `closed_book`, `strict`, `verify`. A provider failure
-        does not raise: it is `result.problem`."""
+        does not raise: it is `result.problem`. The question is recorded in the index's
+        audit as asked by the OS user (TETHER_AUDIT=false: it is not)."""
         from tether.answering.pipeline import AskOptions
 
         given = dict(
