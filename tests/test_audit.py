@@ -78,9 +78,11 @@ def test_ask_records_who_audience_passages_prompt_hash_model_and_checks(index: P
     assert [c["text"] for c in entry.claims] == [ch.claim.text for ch in result.checks]
     assert set(entry.timings) >= {"retrieve_s", "model_s"}
     assert ws.audit_entry(entry.id).question == entry.question
+    ws.ask("Delivery?", OPEN)  # after a read, this Workspace still records
+    assert len(ws.audit_entries(AuditQuery())) == 2
     # the Python API records too, as the OS user
     Collection(index.parent.parent, provider=ExtractiveProvider()).ask("Delivery time?", floor=0)
-    assert len(ws.audit_entries(AuditQuery())) == 2
+    assert len(ws.audit_entries(AuditQuery())) == 3
 
 
 def test_no_audit_when_turned_off(index: Path):

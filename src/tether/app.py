@@ -200,7 +200,7 @@ class Workspace:
         self._retriever_generation = -1
         self._verifier: VerifierParts | None = None
         self._verifier_generation = -1
-        self._audit_log: AuditLog | None = None
+        self._audit_logs: dict[bool, AuditLog] = {}  # by writable: a reader never records
 
     # ---- the index ------------------------------------------------------------------------
 
@@ -237,9 +237,8 @@ class Workspace:
 
     def close(self) -> None:
         """Close the index and its audit (a later use opens them again)."""
-        if self._audit_log is not None:
-            self._audit_log.close()
-            self._audit_log = None
+        while self._audit_logs:
+            self._audit_logs.popitem()[1].close()
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -485,13 +484,10 @@ class Workspace:
         retention setting; a failure (an ingest holding the lock, a read-only file) is
         reported on stderr and never raised: the answer stands. The entry's id, or None."""
         from tether.answering.audit import audit_entry
-        from tether.stores import open_audit_log
 
         try:
-            if self._audit_log is None:
-                self._audit_log = open_audit_log(self.index, writable=True)
             days = self.settings.audit_retention_days or None
-            return self._audit_log.record(audit_entry(result, who or _os_user()), days)
+            return self._audit(True).record(audit_entry(result, who or _os_user()), days)
         except (TetherError, OSError) as exc:
             print(f"warning: the answer was not recorded in the audit: {exc}", file=sys.stderr)
             return None
@@ -508,12 +504,16 @@ class Workspace:
         return found
 
     def _audit_reader(self) -> AuditLog:
+        self.store  # noqa: B018 (the index's own checks: it exists, its schema is read)
+        return self._audit(False)
+
+    def _audit(self, writable: bool) -> AuditLog:
+        """The audit of the index, opened on first use (its own connection)."""
         from tether.stores import open_audit_log
 
-        self.store  # noqa: B018 (the index's own checks: it exists, its schema is read)
-        if self._audit_log is None:
-            self._audit_log = open_audit_log(self.index)
-        return self._audit_log
+        if writable not in self._audit_logs:
+            self._audit_logs[writable] = open_audit_log(self.index, writable=writable)
+        return self._audit_logs[writable]
 
     # ---- answering ------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ IDs only); a staff passage relabelled public later does not re-open older staff 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +33,7 @@ from tether.types import AuditEntry, AuditQuery
 AUDIT_TIMEOUT = 2.0  # seconds a record waits for another writer's lock
 
 _COLUMNS = "id, at, who, audience, status, record"
+_FIELDS = frozenset(f.name for f in dataclasses.fields(AuditEntry)) - {"id"}
 
 
 class SqliteAuditLog:
@@ -138,7 +140,7 @@ def _where(query: AuditQuery) -> tuple[str, list[object]]:
 
 def _entry(row: tuple) -> AuditEntry:
     entry_id, _at, _who, _audience, _status, record = row
-    data = json.loads(record)
+    data = {k: v for k, v in json.loads(record).items() if k in _FIELDS}  # a later field: kept out
     data["passage_ids"] = tuple(data.get("passage_ids") or ())
     data["claims"] = tuple(data.get("claims") or ())
     return AuditEntry(id=int(entry_id), **data)
