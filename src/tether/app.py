@@ -21,6 +21,7 @@ folder: `ingest()` syncs when asked.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,10 +47,10 @@ if TYPE_CHECKING:
     from tether.answering.pipeline import AskOptions, Events, VerifierParts
     from tether.evaluation.calibration import SelfCalibration
     from tether.ingest.executor import Executor
-    from tether.protocols import Embedder, Judge, Provider, Store
+    from tether.protocols import AuditLog, Embedder, Judge, Provider, Store
     from tether.providers.local import LocalModels
     from tether.retrieval.retriever import Retriever
-    from tether.types import AskResult, Claim, ClaimCheck
+    from tether.types import AskResult, AuditEntry, AuditQuery, Claim, ClaimCheck
 
 DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 
@@ -202,6 +203,7 @@ class Workspace:
         self._retriever_generation = -1
         self._verifier: VerifierParts | None = None
         self._verifier_generation = -1
+        self._audit_logs: dict[bool, AuditLog] = {}  # by writable: a reader never records
 
     # ---- the index ------------------------------------------------------------------------
 
@@ -237,7 +239,9 @@ class Workspace:
         return self._store
 
     def close(self) -> None:
-        """Close the index (a later use opens it again)."""
+        """Close the index and its audit (a later use opens them again)."""
+        while self._audit_logs:
+            self._audit_logs.popitem()[1].close()
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -277,6 +281,8 @@ class Workspace:
         may see (public by default), with the Profile's note when it is not calibrated and,
         on an index with vectors, the embedder in use and its window report."""
         data = self.store.info()
+        for key in ("calibration", "last_eval:answers"):  # the handoff shows them, per audience
+            data.pop(key, None)
         allowed: list[Chunk] | None = None
         if check_audience(audience) != "staff":
             data.pop("default_access", None)  # how unlabelled files are indexed: a staff matter
@@ -319,6 +325,11 @@ class Workspace:
         """A provider from Settings (or `name`/`model`), sharing this Workspace's models."""
         from tether.providers.factory import make_provider
 
+        if name == "recorded":  # the bundled recordings of the local model (eval --answers)
+            from tether.evaluation.questions import demo_recordings
+            from tether.providers.replay import ReplayProvider
+
+            return ReplayProvider(demo_recordings())
         return make_provider(self.settings, name=name, model=model, local_models=self.models.local)
 
     def use_provider(self, provider: Provider) -> None:
@@ -478,25 +489,95 @@ class Workspace:
         raw = self.store.meta_value(SELF_CALIBRATION_KEY)
         return json.loads(raw) if raw else None
 
-    def set_gate_floors(self, floors: dict[str, float]) -> None:
-        """Store calibrated gate floors in the index (reopening it for writing)."""
-        self._store_for_writing().set_meta(
-            {f"gate_floor:{m}": repr(float(v)) for m, v in floors.items()}
-        )
+    def set_gate_floors(self, floors: dict[str, float], record: dict | None = None) -> None:
+        """Store calibrated gate floors in the index (reopening it for writing), with `record`
+        (which question set, when, the trade-off chosen) for `tether info`."""
+        import json
+
+        values = {f"gate_floor:{m}": repr(float(v)) for m, v in floors.items()}
+        if record is not None:
+            values["calibration"] = json.dumps(record, ensure_ascii=False)
+        self._store_for_writing().set_meta(values)
+
+    def record_eval(self, summary: dict[str, Any]) -> str | None:
+        """Keep an answer evaluation's summary with the index (`tether info` shows it);
+        None when written, else why not (an index that cannot be written here)."""
+        import json
+
+        try:
+            self._store_for_writing().set_meta({"last_eval:answers": json.dumps(summary)})
+        except (TetherError, OSError) as exc:
+            self.close()
+            return str(exc)
+        return None
+
+    def handoff(self, audience: Audience = "public") -> dict[str, Any]:
+        """What a person taking over the index needs (`tether.evaluation.handoff`), as
+        `audience` may see it."""
+        from tether.evaluation.handoff import handoff
+
+        return handoff(self.store, self.documents(check_audience(audience)), audience,
+                       self.profile)  # fmt: skip
+
+    # ---- the audit ------------------------------------------------------------------------
+
+    def record(self, result: AskResult, who: str | None = None) -> int | None:
+        """Write `result` to the index's audit (`tether.answering.audit`), applying the
+        retention setting; a failure (an ingest holding the lock, a read-only file) is
+        reported on stderr and never raised: the answer stands. The entry's id, or None."""
+        from tether.answering.audit import audit_entry
+
+        try:
+            days = self.settings.audit_retention_days or None
+            return self._audit(True).record(audit_entry(result, who or _os_user()), days)
+        except (TetherError, OSError) as exc:
+            print(f"warning: the answer was not recorded in the audit: {exc}", file=sys.stderr)
+            return None
+
+    def audit_entries(self, query: AuditQuery) -> list[AuditEntry]:
+        """The audit entries `query` selects, as its reader may see them."""
+        return self._audit_reader().entries(query)
+
+    def audit_entry(self, entry_id: int, reader: Audience = "public") -> AuditEntry:
+        """One audit entry; a TetherError when there is none that `reader` may see."""
+        found = self._audit_reader().entry(entry_id, check_audience(reader))
+        if found is None:
+            raise TetherError(f"no audit entry {entry_id} (see `tether audit`)")
+        return found
+
+    def _audit_reader(self) -> AuditLog:
+        self.store  # noqa: B018 (the index's own checks: it exists, its schema is read)
+        return self._audit(False)
+
+    def _audit(self, writable: bool) -> AuditLog:
+        """The audit of the index, opened on first use (its own connection)."""
+        from tether.stores import open_audit_log
+
+        if writable not in self._audit_logs:
+            self._audit_logs[writable] = open_audit_log(self.index, writable=writable)
+        return self._audit_logs[writable]
 
     # ---- answering ------------------------------------------------------------------------
 
     def ask(
-        self, question: str, options: AskOptions | None = None, *, events: Events | None = None
+        self,
+        question: str,
+        options: AskOptions | None = None,
+        *,
+        events: Events | None = None,
+        who: str | None = None,
+        audit: bool = True,
     ) -> AskResult:
-        """Answer `question` with checked citations (see `tether.answering.pipeline.ask`);
-        `events` hears each stage as it completes (`tether.answering.pipeline.Events`)."""
+        """Answer `question` with checked citations (see `tether.answering.pipeline.ask`) and
+        record it in the audit as asked by `who` (a key name; the OS user when None) unless
+        `audit` is False or the setting TETHER_AUDIT is off; `events` hears each stage as it
+        completes (`tether.answering.pipeline.Events`)."""
         from tether.answering.gate import check_question
         from tether.answering.pipeline import AskOptions, ask
 
         check_question(question)  # before the retriever loads its embedder
         check_audience((options or AskOptions()).audience)
-        return ask(
+        result = ask(
             question,
             self.store,
             self.provider,
@@ -508,6 +589,9 @@ class Workspace:
             profile=self.profile,
             events=events,
         )
+        if audit and self.settings.audit:
+            self.record(result, who)
+        return result
 
     def check(
         self,
@@ -566,6 +650,16 @@ class CheckRequest:
     language: str | None = None
     question: str = ""
     judge: bool = True
+
+
+def _os_user() -> str:
+    """Who asks when no key name is given: the OS user, else "unknown"."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"
 
 
 class Collection:
@@ -673,7 +767,8 @@ class Collection:
         default), `language` (detected from the question), `method`, `k` passages, the
         context `budget` in tokens, `min_support` passages over the gate's `floor`, `mode`
         (json or inline citations), `closed_book`, `strict`, `verify`. A provider failure
-        does not raise: it is `result.problem`."""
+        does not raise: it is `result.problem`. The question is recorded in the index's
+        audit as asked by the OS user (TETHER_AUDIT=false: it is not)."""
         from tether.answering.gate import check_question
         from tether.answering.pipeline import AskOptions
 

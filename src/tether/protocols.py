@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from tether.types import (
+    AuditEntry,
+    AuditQuery,
     ChangeSet,
     Chunk,
     Completion,
@@ -118,6 +120,23 @@ class Store(Protocol):
     def sentence_vector_hashes(self) -> dict[str, str | None]: ...
 
     def apply(self, changes: ChangeSet, progress: Progress | None = None) -> None: ...
+
+
+@runtime_checkable
+class AuditLog(Protocol):
+    """Where answered questions are recorded (`tether audit`), apart from `Store` so a
+    backend can offer one or not. `record` writes one entry and, with `retention_days`,
+    deletes the entries older than that many days, and returns the new entry's id; it must
+    not hold the index's write lock for long (it runs beside an answer). `entries` and `entry`
+    read for a reader: a public reader never gets an entry asked for staff (as if absent)."""
+
+    def record(self, entry: AuditEntry, retention_days: int | None = None) -> int: ...
+
+    def entries(self, query: AuditQuery) -> list[AuditEntry]: ...
+
+    def entry(self, entry_id: int, reader: str = "public") -> AuditEntry | None: ...
+
+    def close(self) -> None: ...
 
 
 @runtime_checkable

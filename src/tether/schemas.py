@@ -433,6 +433,7 @@ class IndexInfo(BaseModel):
     by_format: dict[str, int]
     documents_with_instructions: int = 0  # documents holding text addressed to AI assistants
     instruction_spans: int = 0
+    handoff: Handoff | None = None
 
 
 class GateRow(_Wire):
@@ -531,6 +532,88 @@ class RetrievalReport(_Wire):
         return cls.model_validate(result.to_dict())
 
 
+class AnswerRow(_Wire):
+    """One scored answer (`tether eval --answers`)."""
+
+    id: str
+    kind: str
+    language: str
+    audience: str
+    question: str
+    abstain: bool
+    status: str
+    refused_by: str | None
+    correct: bool  # of what the model said
+    correct_shown: bool  # of what the reader is shown
+    answer: str
+    keys: list[str]
+    must_not: list[str]
+    passages: list[str]
+    claims: int
+    flagged_claims: int
+    unsupported_claims: int
+    flags: list[str]
+    seconds: float
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    note: str = ""
+
+
+class AnswerReport(_Wire):
+    """`tether eval --answers`: answers scored against their keys; `summary` holds the
+    figures overall, by_kind and by_language (accuracy, accuracy_shown, abstention
+    precision and recall, flagged and unsupported claim rates, seconds, tokens, cost)."""
+
+    provider: str  # a replay says which model was recorded, and when
+    questions_file: str
+    index: str
+    options: dict[str, Any]
+    n_questions: int
+    n_scored: int
+    errors: list[Skipped]
+    summary: dict[str, Any]
+    weakest_kinds: list[dict[str, Any]]
+    rows: list[AnswerRow]
+
+
+class AuditRecord(_Wire):
+    """One answered question as the audit keeps it (`tether audit`)."""
+
+    id: int
+    at: str
+    who: str
+    audience: str
+    question: str
+    status: str
+    as_of: str | None
+    method: str
+    refused_by: str | None
+    passage_ids: list[str]
+    prompt_hash: str
+    provider: str
+    model: str
+    answer: str
+    claims: list[dict[str, Any]]
+    flags: list[str]
+    timings: dict[str, float]
+    cost_usd: float
+
+    @classmethod
+    def from_entry(cls, e: types.AuditEntry) -> AuditRecord:
+        return cls(flags=list(e.flags), **{**e.__dict__, "id": e.id or 0})
+
+
+class Handoff(_Wire):
+    """What a person taking over an index needs (`tether info`), as the audience may see it."""
+
+    collection: dict[str, Any]
+    models: dict[str, Any]
+    calibration: dict[str, Any]
+    last_eval: dict[str, Any] | None
+    weaknesses: list[str]
+
+
 class FileProblem(_Wire):
     """A file that could not be ingested, and why."""
 
@@ -578,6 +661,8 @@ MODELS: dict[str, type[BaseModel]] = {
     "verifier-report": VerifierReport,
     "retrieval-report": RetrievalReport,
     "ingest-report": IngestReport,
+    "answer-report": AnswerReport,
+    "audit-record": AuditRecord,
 }
 """Every wire model by the name `tether schema NAME` takes."""
 

@@ -565,3 +565,49 @@ class AskResult:
         """True when the answer is a refusal (`refused_by` says whose); False when an answer
         was given and when none could be produced (status no_answer)."""
         return self.refused_by is not None
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One answered question as the audit keeps it (`tether.protocols.AuditLog`): when, who
+    (a key name such as "cli", or an OS user) and for which audience, the filters and method,
+    the passages given to the model, the prompt's hash, provider and model, the answer with
+    each claim's checks, timings and cost. `id` is given by the log when it is written."""
+
+    at: str  # UTC, ISO 8601 (YYYY-MM-DDTHH:MM:SSZ)
+    who: str
+    audience: Audience
+    question: str
+    status: str  # answered, flagged, refused, no_answer
+    as_of: str | None = None
+    method: str = ""
+    refused_by: str | None = None
+    passage_ids: tuple[str, ...] = ()
+    prompt_hash: str = ""
+    provider: str = ""
+    model: str = ""
+    answer: str = ""
+    claims: tuple[dict, ...] = ()  # {"text", "chunk_ids", "flags", "entailment", "removed"}
+    timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+    cost_usd: float = 0.0
+    id: int | None = None
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """Every flag of every claim, sorted, once each."""
+        return tuple(sorted({str(f) for c in self.claims for f in c.get("flags", ())}))
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """Which audit entries to list: by reader (a public reader never sees an entry asked
+    for staff), date range (ISO dates, inclusive), asker's audience, a flag kind, flagged
+    only; flagged entries first, then newest first; at most `limit` (0: all)."""
+
+    reader: Audience = "public"
+    since: str | None = None
+    until: str | None = None
+    audience: Audience | None = None
+    flag: str | None = None
+    flagged_only: bool = False
+    limit: int = 50

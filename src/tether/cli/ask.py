@@ -138,7 +138,7 @@ def demo(
         described = shown(chosen.describe())  # type: ignore[attr-defined]
         out.print(f"\n[bold]ask[/bold] (answering with {described}):", highlight=False)
         with working("answering…"):
-            result = ws.ask(text, opts)
+            result = ws.ask(text, opts, who="cli")
         print_result(result, "", ws.profile.note)
         out.print(
             f'\nNext: tether ask "your question" --demo · tether questions · tether eval'
@@ -253,7 +253,7 @@ def ask(
             chosen = ws.make_provider(provider, model)
         ws.use_provider(chosen)
         with working("answering…"):
-            result = ws.ask(text, opts)
+            result = ws.ask(text, opts, who="cli")
     if as_json:
         from tether.schemas import AskResult as WireAskResult
 
@@ -312,7 +312,8 @@ def chat(
             history.append(line)
             try:
                 text, opts, _ = ask_options(line, as_of, audience, method, 5, demo=on_demo)
-                print_result(ws.ask(text, opts), getattr(chosen, "note", ""), ws.profile.note)
+                result = ws.ask(text, opts, who="cli")
+                print_result(result, getattr(chosen, "note", ""), ws.profile.note)
             except TetherError as exc:
                 error_line(str(exc))
 

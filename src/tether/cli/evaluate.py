@@ -142,7 +142,8 @@ def calibrate(
                 store, retriever, qs, methods, max_wrongly_refused=max_wrongly_refused,
                 progress=lambda done, total: bar.update(task, completed=done),
             )  # fmt: skip
-        ws.set_gate_floors(cal.floors)
+        ws.set_gate_floors(cal.floors, calibration_record(cal, questions_file, len(qs),
+                                                          max_wrongly_refused))  # fmt: skip
     for warning in cal.warnings:
         err.print(f"[yellow]warning:[/yellow] {shown(warning)}", highlight=False)
     if as_json:
@@ -164,6 +165,24 @@ def calibrate(
     out.print(
         f"stored in {shown(ws.index)}: " + ", ".join(f"{m} {f:.4g}" for m, f in cal.floors.items())
     )
+
+
+def calibration_record(cal: Any, questions: Path | None, n: int, share: float) -> dict:
+    """What `tether info` shows of a calibration: the question set, when, the share of
+    answerable questions the gate may refuse, and the trade-off chosen per method."""
+    import time
+
+    return {
+        "questions": str(questions or "bundled"),
+        "n_questions": n,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "max_wrongly_refused": share,
+        "chosen": [
+            {"method": r.method, "floor": r.floor, "wrongly_refused": f"{r.wrongly_refused}/{r.answerable}",
+             "let_through": f"{r.let_through}/{r.must_refuse}"}
+            for r in cal.chosen
+        ],
+    }  # fmt: skip
 
 
 def eval_command(
@@ -211,11 +230,24 @@ def eval_command(
     judge: Annotated[
         str, typer.Option(help="With --verifier: none, embedding, or llm (the local model).")
     ] = "embedding",
+    answers: Annotated[
+        bool,
+        typer.Option(
+            "--answers",
+            help="Score answers instead: ask each question with --provider (recorded: the"
+            " bundled recordings of the local model) and check it against its keys.",
+        ),
+    ] = False,
 ) -> None:
     """Measure retrieval on a question set: hit@k, recall@k, precision@k, MRR, nDCG@k per
-    method, overall, per kind and per language; failing questions say where the passage ranked."""
+    method, overall, per kind and per language; failing questions say where the passage ranked.
+    With --answers, score the answers: accuracy, abstention, flagged claims, time and cost."""
     if verifier:
         eval_verifier(index, judge, as_json)
+        return
+    if answers:
+        eval_answers(questions_file, collection, index, methods, k, audience, provider, model,
+                     as_json, report)  # fmt: skip
         return
     chosen = checked_methods(methods)
     if audience is not None:
@@ -242,6 +274,44 @@ def eval_command(
     if qs and not result.n_scored:  # zeros would read as a measurement: say why instead
         reasons = "; ".join(f"{i}: {why}" for i, why in result.skipped[:3])
         error_line(f"no question could be scored on this index ({reasons})")
+        raise typer.Exit(1)
+
+
+def eval_answers(
+    questions_file: Path | None, collection: Path | None, index: Path | None, methods: str,
+    k: int, audience: str | None, provider: str | None, model: str | None, as_json: bool,
+    report: Path | None,
+) -> None:  # fmt: skip
+    """`eval --answers` (see `tether.cli.answers`)."""
+    from tether.cli.answers import (
+        answers_json,
+        check_answer_method,
+        finish_answers,
+        print_answers,
+        run_answers,
+    )
+    from tether.evaluation.questions import load_questions
+
+    if audience is not None:
+        audience_value(audience)
+    with user_errors():
+        method = check_answer_method(methods)
+        qs = load_questions(questions_file)
+        ws = eval_workspace(collection, index, questions_file is not None)
+        result = run_answers(
+            ws, qs, questions_file=str(questions_file or "bundled"), provider=provider,
+            model=model, method=method, k=k, audience=audience, quiet=as_json,
+        )  # fmt: skip
+        finish_answers(ws, result, report)
+    if as_json:
+        answers_json(result)
+    else:
+        print_answers(result)
+        if report is not None:
+            out.print(f"report: {report}", highlight=False)
+    if qs and not result.rows:
+        reasons = "; ".join(f"{i}: {why}" for i, why in result.errors[:3])
+        error_line(f"no answer could be scored ({reasons})")
         raise typer.Exit(1)
 
 

@@ -188,11 +188,14 @@ def info(
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """What the index holds (counted for the audience), how it was built, and which embedder
-    this machine would use."""
+    """What the index holds (counted for the audience), how it was built, which embedder this
+    machine would use, and the handoff: collection, models, calibration, the last answer
+    evaluation and the weaknesses it found (as the audience may see them)."""
     who = audience_value(audience)
     with user_errors():
-        data = open_workspace(index, demo).info(who)  # type: ignore[arg-type]
+        ws = open_workspace(index, demo)
+        data = ws.info(who)  # type: ignore[arg-type]
+        data["handoff"] = ws.handoff(who)  # type: ignore[arg-type]
     if as_json:
         from tether.schemas import IndexInfo
 
@@ -203,7 +206,27 @@ def info(
     listed = Table(title="index", show_header=False)
     listed.add_column("key", style="bold")
     listed.add_column("value")
+    handoff = data.pop("handoff")
     for key, value in data.items():
         text = json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
+        listed.add_row(shown(key), shown(text))
+    out.print(listed)
+    print_handoff(handoff)
+
+
+def print_handoff(handoff: dict) -> None:
+    """The handoff section of `tether info`: one row per part."""
+    from rich.table import Table
+
+    listed = Table(title="handoff", show_header=False)
+    listed.add_column("part", style="bold")
+    listed.add_column("value")
+    for key, value in handoff.items():
+        if key == "weaknesses":
+            text = "; ".join(value) or "none found (or no evaluation stored)"
+        elif value is None:
+            text = "none stored (run `tether eval --answers`)"
+        else:
+            text = json.dumps(value, ensure_ascii=False)
         listed.add_row(shown(key), shown(text))
     out.print(listed)

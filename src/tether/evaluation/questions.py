@@ -46,6 +46,11 @@ def demo_questions() -> Path:
     return Path(str(resources.files("tether.demo") / "questions.jsonl"))
 
 
+def demo_recordings() -> Path:
+    """The bundled recordings of the local model's answers to bundled questions."""
+    return Path(str(resources.files("tether.demo") / "recordings" / "local-qwen.jsonl"))
+
+
 def load_questions(path: Path | str | None = None) -> list[Question]:
     """Read a question set; the bundled one when `path` is None. Bad lines are clear errors."""
     path = Path(path) if path is not None else demo_questions()

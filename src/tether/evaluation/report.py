@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import io
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -51,6 +52,13 @@ def _chart(result: EvalResult, metric: str) -> str:
         frameon=False,
     )
     ax.grid(axis="y", alpha=0.3)
+    return figure_png(fig)
+
+
+def figure_png(fig: Any) -> str:
+    """A matplotlib figure as a base64 PNG (the figure is closed)."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -58,7 +66,7 @@ def _chart(result: EvalResult, metric: str) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _environment(k: int) -> jinja2.Environment:
+def environment(k: int = 5) -> jinja2.Environment:
     """The template environment: the package's `templates/` folder, autoescape always on,
     and the `metric_name` filter ("Recall@k" read as "Recall@5" for k = 5)."""
     env = jinja2.Environment(
@@ -74,7 +82,7 @@ def _environment(k: int) -> jinja2.Environment:
 def render_report(result: EvalResult) -> str:
     """The report page as HTML text (see `write_report`); every value from the result is
     escaped by the template engine."""
-    env = _environment(result.k)
+    env = environment(result.k)
     failures = [(method, r) for method in result.methods for r in result.failures(method)]
     return env.get_template(TEMPLATE).render(
         result=result,

@@ -93,6 +93,26 @@ class ReplayProvider:
         )
         return with_selection(self.selection, f"replay of {self.path} (mode {self.mode}{inner})")
 
+    def recorded(self) -> str:
+        """What the file holds, for a label: "MODEL recorded DATE" per model and day (the
+        span of days when there are several), or "no recordings"."""
+        days: dict[str, set[str]] = {}
+        for record in self._load().values():
+            model = str(record.get("model") or record["completion"].get("model") or "?")
+            days.setdefault(model, set()).add(str(record.get("recorded_at") or "?"))
+        return "; ".join(
+            f"{m} recorded {min(d)}" + (f" to {max(d)}" if len(d) > 1 else "")
+            for m, d in sorted(days.items())
+        ) or "no recordings"
+
+    def recorded_questions(self) -> set[str]:
+        """The questions (whitespace folded) that have a recorded answer."""
+        return {
+            " ".join(str(r.get("question") or "").split())
+            for r in self._load().values()
+            if r.get("purpose", "answer") == "answer"
+        }
+
     def _load(self) -> dict[str, dict]:
         if self._exact is None:
             exact: dict[str, dict] = {}

@@ -3,7 +3,8 @@ implements `tether.protocols.Store` (reads, filtered lexical and dense search, `
 change set, generations) and passes the contract tests in tests/contract/.
 
 - `sqlite`: the embedded default, one SQLite file (writing in `sqlite_write`);
-- `dense`: cosine search over the vectors (brute force or a faiss HNSW graph).
+- `dense`: cosine search over the vectors (brute force or a faiss HNSW graph);
+- `sqlite_audit`: the audit of answered questions (`open_audit_log`), a table in the index.
 
 Read commands open the index read-only (`open_store(location)`); only writers (ingest,
 calibration) pass `writable=True` or `must_exist=False`.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tether.errors import TetherError
-from tether.protocols import Store
+from tether.protocols import AuditLog, Store
 
 
 def open_store(
@@ -50,3 +51,13 @@ def open_store(
         writable=writable or not must_exist,
         lock_timeout=LOCK_TIMEOUT if lock_timeout is None else lock_timeout,
     )
+
+
+def open_audit_log(location: Path | str, *, writable: bool = False) -> AuditLog:
+    """The audit of the index at `location` (which must exist): read-only to list, `writable`
+    to record (its own connection, with a short wait for the write lock)."""
+    if "://" in str(location):
+        raise TetherError(f"{str(location).split('://')[0]}:// stores have no audit yet")
+    from tether.stores.sqlite_audit import SqliteAuditLog
+
+    return SqliteAuditLog(location, writable=writable)

@@ -9,7 +9,8 @@ BM25 and, when the index was built with an embedder, one vector per chunk (and p
   transaction and bumps the generation, so a crash, a kill or an exception mid-apply leaves
   the index as it was; `set_meta` records values such as the gate floors the same way;
 - schema: an index of an older schema is migrated when opened to be written (`create=True`,
-  as ingest does) and refused with what to run when opened to be read; a newer one is refused;
+  as ingest does) and, opened to be read, served as it is from `READS_FROM` on (schema 3 only
+  adds the audit table) and refused with what to run when older; a newer one is refused;
 - instructions: `documents()` lists with each document the spans addressed to AI assistants
   that ingest recorded (`InstructionSpan`); `info()` counts them;
 - search: `search_lexical`/`lexical_ranking` rank with BM25 over heading, text and codes;
@@ -76,7 +77,8 @@ from tether.types import (
     Progress,
 )
 
-SCHEMA_VERSION = 2  # 2: the instructions table
+SCHEMA_VERSION = 3  # 2: the instructions table; 3: the audit table
+READS_FROM = 2  # the oldest schema a reader serves as it is (3 only adds the audit table)
 DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 
 
@@ -130,7 +132,9 @@ class SqliteStore:
             self._generation = self._stored_generation()
             self._data_version = self.db.execute("PRAGMA data_version").fetchone()[0]
         if version is not None and version != str(SCHEMA_VERSION):
-            self._upgrade(version)
+            readable = version.isdigit() and READS_FROM <= int(version) < SCHEMA_VERSION
+            if self.writable or not readable:
+                self._upgrade(version)
 
     def _upgrade(self, version: str) -> None:
         """An index of another schema: an older one opened to be written is migrated in one

@@ -17,6 +17,14 @@ from tether.types import DocMeta, Filters
 CACHED_FILTERS = 32  # filter masks and allowed-ID sets kept per generation
 BATCH = 500  # IDs per IN (...) clause
 
+AUDIT_TABLE = (
+    "CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY, at TEXT NOT NULL,"
+    " who TEXT NOT NULL, audience TEXT NOT NULL, status TEXT NOT NULL, flagged INTEGER NOT NULL,"
+    " flags TEXT NOT NULL, record TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS audit_by_time ON audit (at)",
+)
+"""The audit of answered questions (`tether.stores.sqlite_audit`), added in schema 3."""
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
@@ -52,7 +60,7 @@ CREATE TABLE IF NOT EXISTS instructions (
   chunk_id TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
   PRIMARY KEY (chunk_id, start)
 );
-"""
+""" + "".join(statement + ";\n" for statement in AUDIT_TABLE)
 
 
 def fts_query(query: str) -> str:

@@ -173,7 +173,8 @@ def check_upgrade(path: Path, version: int, current: int, *, writer: bool) -> No
 def migrate(db: sqlite3.Connection, version: int) -> None:
     """Bring an index of schema `version` to this one (the caller holds the transaction):
     1 → 2 records the instruction spans of every chunk (`tether.instructions`), as ingest
-    now does (the table itself is created with the schema)."""
+    now does (the table itself is created with the schema); 2 → 3 adds the audit table, which
+    the schema creates (nothing to copy)."""
     if version < 2:
         from tether.instructions import find_instructions  # its confusables table: 40 ms
 

@@ -1,0 +1,56 @@
+"""`audit_entry`: what the audit keeps of one answered question (`tether.types.AuditEntry`,
+written by a `tether.protocols.AuditLog`), built from its `AskResult`.
+
+It keeps the question, the filters, the method, the IDs of the passages given to the model
+(not their text), the request's hash (the exact key a recording of it would have, so the
+same prompt can be found again), provider and model, the answer with each claim's checks,
+timings and cost.
+
+What it cannot do: it writes nothing (the Workspace records the entry); an answer refused
+before the model has no prompt hash and no model.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tether.providers.replay import request_key
+from tether.types import AskResult, AuditEntry
+
+
+def audit_entry(result: AskResult, who: str, at: float | None = None) -> AuditEntry:
+    """The audit entry of `result`, asked by `who` (a key name, an OS user) at `at` (epoch
+    seconds; now when None)."""
+    comp = result.completion
+    answer = result.answer
+    claims = tuple(
+        {
+            "text": ch.claim.text,
+            "chunk_ids": list(ch.claim.chunk_ids),
+            "flags": [str(f) for f in ch.flags],
+            "entailment": ch.entailment,
+            "removed": ch.removed,
+        }
+        for ch in result.checks
+    )
+    if answer is not None and not result.checks:  # not verified: the claims without checks
+        claims = tuple({"text": c.text, "chunk_ids": list(c.chunk_ids), "flags": []}
+                       for c in answer.claims)  # fmt: skip
+    return AuditEntry(
+        at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)),
+        who=who,
+        audience=result.audience,
+        question=result.question,
+        status=result.status,
+        as_of=result.as_of.isoformat() if result.as_of else None,
+        method=result.method,
+        refused_by=result.refused_by,
+        passage_ids=tuple(result.context.chunk_ids) if result.context else (),
+        prompt_hash=request_key(result.request) if result.request is not None else "",
+        provider=result.provider,
+        model=comp.model if comp else "",
+        answer=answer.answer if answer is not None else "",
+        claims=claims,
+        timings={k: round(v, 4) for k, v in result.timings.items()},
+        cost_usd=comp.cost_usd if comp else 0.0,
+    )

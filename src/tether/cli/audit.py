@@ -1,0 +1,174 @@
+"""`tether audit`: the answered questions the index recorded (`Workspace.record`): list and
+filter them (flagged first, by date, by the asker's audience, by flag), `show ID` in full,
+`export --format jsonl|csv`.
+
+The reader's `--audience` is public by default: a public reader never sees an entry asked
+for staff (those answers may quote staff passages); `--audience staff` sees every entry.
+
+What it cannot do: it reads the audit of one index; it changes nothing in it (retention is
+applied when an entry is written, TETHER_AUDIT_RETENTION_DAYS).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, cast
+
+import typer
+
+from tether.cli.app import (
+    AudienceOpt,
+    DemoOpt,
+    IndexOpt,
+    JsonOpt,
+    audience_value,
+    open_workspace,
+    out,
+    print_json,
+    shown,
+    table,
+    user_errors,
+)
+
+if TYPE_CHECKING:
+    from tether.types import Audience, AuditEntry
+
+audit_app = typer.Typer(
+    help="The answered questions recorded in the index: list (flagged first), show, export.",
+    no_args_is_help=False,
+    invoke_without_command=True,
+)
+
+SinceOpt = Annotated[str | None, typer.Option(help="From this date (YYYY-MM-DD) on.")]
+UntilOpt = Annotated[str | None, typer.Option(help="Up to this date (YYYY-MM-DD).")]
+AskerOpt = Annotated[
+    str | None, typer.Option("--asked-by", help="Only questions asked for public or staff.")
+]
+FlagOpt = Annotated[str | None, typer.Option(help="Only answers with this flag kind.")]
+FlaggedOpt = Annotated[bool, typer.Option("--flagged", help="Only answers with a flag.")]
+LimitOpt = Annotated[int, typer.Option(help="At most this many (0: all).", min=0)]
+
+CSV_FIELDS = (
+    "id", "at", "who", "audience", "as_of", "method", "status", "refused_by", "provider",
+    "model", "question", "answer", "flags", "passage_ids", "prompt_hash", "cost_usd",
+)  # fmt: skip
+
+
+def _entries(
+    index: Path | None, demo: bool, audience: str, since: str | None, until: str | None,
+    asked_by: str | None, flag: str | None, flagged: bool, limit: int,
+) -> list[AuditEntry]:  # fmt: skip
+    """The entries the options select, for the reader `audience`."""
+    from tether.app import as_of_value
+    from tether.types import AuditQuery
+
+    reader = cast("Audience", audience_value(audience))
+    asker = cast("Audience", audience_value(asked_by)) if asked_by is not None else None
+    with user_errors():
+        dates = [as_of_value(d) for d in (since, until)]
+        query = AuditQuery(
+            reader=reader, since=dates[0].isoformat() if dates[0] else None,
+            until=dates[1].isoformat() if dates[1] else None, audience=asker,
+            flag=flag, flagged_only=flagged, limit=limit,
+        )  # fmt: skip
+        return open_workspace(index, demo).audit_entries(query)
+
+
+@audit_app.callback()
+def audit(
+    ctx: typer.Context,
+    audience: AudienceOpt = "public",
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    asked_by: AskerOpt = None,
+    flag: FlagOpt = None,
+    flagged: FlaggedOpt = False,
+    limit: LimitOpt = 50,
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the recorded answers: flagged first, then newest first."""
+    if ctx.invoked_subcommand is not None:
+        return
+    entries = _entries(index, demo, audience, since, until, asked_by, flag, flagged, limit)
+    if as_json:
+        from tether.schemas import AuditRecord
+
+        print_json([AuditRecord.from_entry(e) for e in entries])
+        return
+    listed = table(
+        f"audit ({len(entries)} shown)", ("id", "at", "who", "audience", "status", "flags", "question")
+    )
+    for e in entries:
+        listed.add_row(
+            str(e.id), e.at, shown(e.who, one_line=True), e.audience, e.status,
+            shown(", ".join(e.flags) or "—", one_line=True), shown(e.question, one_line=True),
+        )  # fmt: skip
+    out.print(listed)
+
+
+@audit_app.command()
+def show(
+    entry_id: Annotated[int, typer.Argument(metavar="ID", help="The entry's id.")],
+    audience: AudienceOpt = "public",
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """One recorded answer in full: who, when, filters, passages, prompt hash, model, the
+    answer, each claim's checks, timings and cost."""
+    from tether.schemas import AuditRecord
+
+    reader = cast("Audience", audience_value(audience))
+    with user_errors():
+        record = AuditRecord.from_entry(open_workspace(index, demo).audit_entry(entry_id, reader))
+    if as_json:
+        print_json(record)
+        return
+    data = record.model_dump()
+    for key in ("id", "at", "who", "audience", "as_of", "method", "status", "refused_by",
+                "provider", "model", "prompt_hash", "cost_usd", "question", "answer"):  # fmt: skip
+        out.print(f"[bold]{key}[/bold]: {shown(data[key])}", highlight=False)
+    out.print(f"[bold]passages[/bold]: {shown(', '.join(record.passage_ids) or 'none')}",
+              highlight=False)  # fmt: skip
+    for n, claim in enumerate(record.claims, 1):
+        flags = ", ".join(claim.get("flags") or ()) or "ok"
+        out.print(f"  claim {n}: {shown(claim.get('text', ''))} [{shown(flags)}]", highlight=False)
+    timings = ", ".join(f"{k} {v:.3f}" for k, v in record.timings.items())
+    out.print(f"[bold]timings (s)[/bold]: {timings or 'none'}", highlight=False)
+
+
+@audit_app.command("export")
+def export(
+    fmt: Annotated[str, typer.Option("--format", help="jsonl or csv.")] = "jsonl",
+    audience: AudienceOpt = "public",
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    asked_by: AskerOpt = None,
+    flag: FlagOpt = None,
+    flagged: FlaggedOpt = False,
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+) -> None:
+    """Every selected entry, as JSON Lines (one AuditRecord a line) or CSV, on stdout."""
+    if fmt not in ("jsonl", "csv"):
+        raise typer.BadParameter(f"{fmt!r} is not jsonl or csv", param_hint="--format")
+    from tether.schemas import AuditRecord
+
+    entries = _entries(index, demo, audience, since, until, asked_by, flag, flagged, 0)
+    records = [AuditRecord.from_entry(e).model_dump(mode="json") for e in entries]
+    if fmt == "jsonl":
+        for r in records:
+            typer.echo(json.dumps(r, ensure_ascii=False))
+        return
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    for r in records:
+        writer.writerow({**r, "flags": " ".join(r["flags"]),
+                         "passage_ids": " ".join(r["passage_ids"])})  # fmt: skip
+    typer.echo(buf.getvalue(), nl=False)
