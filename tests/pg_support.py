@@ -1,0 +1,52 @@
+"""The PostgreSQL server the tests use: `TETHER_TEST_PG_URL` (scripts/ci/postgres.sh prints
+one). Without it the PostgreSQL tests skip with the reason, except in CI (`CI=true`), where
+they fail: there the server must run."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+VARIABLE = "TETHER_TEST_PG_URL"
+
+
+def pg_url() -> str:
+    """The test server's URL; skips the test (fails it in CI) when none is set."""
+    url = os.environ.get(VARIABLE, "").strip()
+    if not url:
+        reason = f"{VARIABLE} is not set (start a server with scripts/ci/postgres.sh start)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{reason}; in CI the PostgreSQL tests must run", pytrace=False)
+        pytest.skip(reason)
+    return url
+
+
+def fresh_collection() -> str:
+    """The URL of a collection no other test uses."""
+    url = pg_url()
+    joiner = "&" if "?" in url else "?"
+    return f"{url}{joiner}collection=test-{uuid.uuid4().hex[:12]}"
+
+
+def drop_collection(location: str) -> None:
+    """Remove a test's collection (and its rows) from the test database."""
+    import psycopg
+
+    from tether.stores.postgres_db import parse_url
+    from tether.stores.postgres_write import hnsw_index_name
+
+    conninfo, name, _ = parse_url(location)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('tether_collections')").fetchone() == (None,):
+            return
+        row = conn.execute("SELECT id FROM tether_collections WHERE name = %s", (name,)).fetchone()
+        if row is None:
+            return
+        with conn.transaction():
+            conn.execute(f"DROP INDEX IF EXISTS {hnsw_index_name(row[0])}")
+            for table in ("tether_sentence_embeddings", "tether_instructions", "tether_postings",
+                          "tether_chunks"):  # fmt: skip
+                conn.execute(f"DELETE FROM {table} WHERE collection_id = %s", (row[0],))
+            conn.execute("DELETE FROM tether_collections WHERE id = %s", (row[0],))
