@@ -50,3 +50,38 @@ def drop_collection(location: str) -> None:
                           "tether_chunks"):  # fmt: skip
                 conn.execute(f"DELETE FROM {table} WHERE collection_id = %s", (row[0],))
             conn.execute("DELETE FROM tether_collections WHERE id = %s", (row[0],))
+
+
+class StoredVectors:
+    """An embedder that serves the passage vectors another store already holds (chunk and
+    sentence vectors, found by the text they were computed from), so a second store of the
+    same collection gets the same vectors without running the model again."""
+
+    def __init__(self, store, like) -> None:
+        import numpy as np
+
+        from tether.text import embed_text, sentence_text
+
+        self.name, self.version, self.dim = like.name, like.version, like.dim
+        self.like = like
+        self.known: dict[str, np.ndarray] = {}
+        chunks = store.chunks()
+        vectors = store.vectors_of(c.chunk_id for c in chunks)
+        sentences = store.sentence_vectors(c.chunk_id for c in chunks)
+        for c in chunks:
+            if c.chunk_id in vectors:
+                self.known[embed_text(c)] = vectors[c.chunk_id]
+            spans, matrix = sentences.get(c.chunk_id, ([], None))
+            for (a, b), row in zip(spans, matrix if matrix is not None else [], strict=True):
+                self.known[sentence_text(c, a, b)] = row
+
+    def embed_passages(self, texts):
+        import numpy as np
+
+        missing = [t for t in texts if t not in self.known]
+        if missing:
+            self.known.update(zip(missing, self.like.embed_passages(missing), strict=True))
+        return np.stack([self.known[t] for t in texts]) if texts else np.zeros((0, self.dim))
+
+    def embed_queries(self, texts):
+        return self.like.embed_queries(texts)
