@@ -35,7 +35,6 @@ def drop_collection(location: str) -> None:
     import psycopg
 
     from tether.stores.postgres_db import parse_url
-    from tether.stores.postgres_write import hnsw_index_name
 
     conninfo, name, _ = parse_url(location)
     with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -45,7 +44,11 @@ def drop_collection(location: str) -> None:
         if row is None:
             return
         with conn.transaction():
-            conn.execute(f"DROP INDEX IF EXISTS {hnsw_index_name(row[0])}")
+            for (index,) in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE indexname LIKE %s",
+                (f"tether\\_chunks\\_hnsw\\_{row[0]}\\_%",),
+            ).fetchall():
+                conn.execute(f"DROP INDEX IF EXISTS {index}")
             for table in ("tether_sentence_embeddings", "tether_instructions", "tether_postings",
                           "tether_chunks"):  # fmt: skip
                 conn.execute(f"DELETE FROM {table} WHERE collection_id = %s", (row[0],))

@@ -42,7 +42,7 @@ from tether.config import DEFAULT_LOCK_TIMEOUT
 from tether.errors import TetherError
 from tether.stores.dense import ANN_THRESHOLD
 from tether.stores.lexical import query_parts, tokenize
-from tether.stores.postgres_db import clear_errors, connect, ensure_schema, parse_url
+from tether.stores.postgres_db import SCHEMA_LOCK, clear_errors, connect, ensure_schema, parse_url
 from tether.stores.postgres_sql import (
     CHUNK_COLS,
     META_COLS,
@@ -52,7 +52,12 @@ from tether.stores.postgres_sql import (
     filter_sql,
     row_meta,
 )
-from tether.stores.postgres_write import set_meta_rows, write_changes
+from tether.stores.postgres_write import (
+    hnsw_predicate,
+    needs_new_index,
+    set_meta_rows,
+    write_changes,
+)
 from tether.stores.sqlite_sql import version_key
 from tether.types import (
     ChangeSet,
@@ -184,7 +189,6 @@ class PostgresStore:
                 self.db.execute(
                     "SELECT pg_advisory_xact_lock(hashtext('tether:' || %s))", (self.collection,)
                 )
-                self.db.execute("SET LOCAL lock_timeout = 0")
                 yield self.db
                 row = self.db.execute(
                     "UPDATE tether_collections SET generation = generation + 1 WHERE id = %s"
@@ -199,9 +203,15 @@ class PostgresStore:
         self._cache = _Caches()
 
     def generation(self) -> int:
-        """The collection's write counter: it moves with every committed apply or set_meta."""
-        with self._reading():
+        """The collection's write counter: it moves with every committed apply or set_meta
+        (one query outside a read; the caches are dropped when it moved)."""
+        if self._depth:
             return self._generation
+        with clear_errors(self.location):
+            generation = self._stored_generation()
+        if generation != self._generation:
+            self._generation, self._cache = generation, _Caches()
+        return self._generation
 
     # ---- writing ---------------------------------------------------------------------------
 
@@ -210,7 +220,11 @@ class PostgresStore:
         step = progress or _quiet
         total = len(changes.files) + len(changes.removed)
         with self._writing() as db:
-            write_changes(db, self.cid, changes, step)
+            index = needs_new_index(db, self.cid, changes)
+            if index:  # DDL on the shared table: one collection at a time (no deadlock)
+                db.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            db.execute("SET LOCAL lock_timeout = 0")
+            write_changes(db, self.cid, changes, step, index=index)
             set_meta_rows(
                 db,
                 self.cid,
@@ -221,6 +235,7 @@ class PostgresStore:
     def set_meta(self, values: Mapping[str, str]) -> None:
         """Record values in the collection's meta (one transaction; the generation moves)."""
         with self._writing() as db:
+            db.execute("SET LOCAL lock_timeout = 0")
             set_meta_rows(db, self.cid, {k: str(v) for k, v in values.items()})
 
     def set_gate_floors(self, floors: dict[str, float]) -> None:
@@ -538,7 +553,8 @@ class PostgresStore:
                 distance = f"c.embedding::vector({dim}) <=> %(q)s::vector({dim})"
                 sql = (
                     f"WITH nn AS MATERIALIZED (SELECT c.chunk_id, c.seq, {distance} AS d"
-                    f" FROM tether_chunks c WHERE {where} ORDER BY d LIMIT %(k)s)"
+                    f" FROM tether_chunks c WHERE {where} AND {hnsw_predicate(self.cid, dim)}"
+                    " ORDER BY d LIMIT %(k)s)"
                     " SELECT chunk_id, 1 - d FROM nn ORDER BY d, seq"
                 )
             else:  # exact: `+ 0` keeps the planner off the HNSW index

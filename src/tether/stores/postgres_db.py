@@ -31,7 +31,7 @@ from tether.errors import TetherError
 
 DEFAULT_COLLECTION = "default"
 SCHEMES = ("postgresql", "postgres")
-_MIGRATION_LOCK = 0x7E7E_0001  # advisory lock key held while migrating
+SCHEMA_LOCK = 0x7E7E_0001  # advisory lock held while migrating or building an HNSW index
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
@@ -120,7 +120,7 @@ def ensure_schema(conn: psycopg.Connection, location: str, *, writable: bool) ->
             return current
         _refuse(current, latest, location, writable)
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             current = schema_version(conn)  # another process may have migrated meanwhile
             _refuse(current, latest, location, writable)
             conn.execute(

@@ -4,9 +4,11 @@ The same tables and order as the SQLite store (`stores.sqlite_write`): files, do
 chunks (each with its vector, kept across a rewrite of its file when its ID stays), the
 lexical postings (tokenised by FTS5's tokenizer, `stores.lexical`), sentence vectors and
 instruction spans; removing a source removes its rows everywhere (the postings and spans
-follow their chunk by foreign key). Rows are loaded with COPY. At the end the collection's
-lexical statistics (N, total tokens) are recomputed and its HNSW index is made to match the
-vectors' dimension.
+go with their chunk). Rows are loaded with COPY, every file's at once, after every replaced
+source was removed. At the end the collection's
+lexical statistics (N, total tokens) are recomputed and, when the vectors have a new
+dimension, an HNSW index of that dimension is built (and the old one dropped) under a
+database-wide advisory lock, so two collections' first ingests never deadlock on the DDL.
 
 What it cannot do: it neither begins nor commits (the store does both, after taking the
 collection's advisory lock); it trusts the change set (the planner refused duplicates).
@@ -14,7 +16,7 @@ collection's advisory lock); it trusts the change set (the planner refused dupli
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,11 +29,17 @@ CHUNK_ROW = (
     "collection_id, chunk_id, doc_id, version, ordinal, heading_path, anchor, page, start,"
     ' "end", lead, text, access, effective_from, effective_to, lex_len, embedding, vector_hash'
 )
-_DATA_TABLES = ("tether_sentence_embeddings", "tether_chunks", "tether_documents", "tether_files")
+_DATA_TABLES = (
+    "tether_postings", "tether_instructions", "tether_sentence_embeddings", "tether_chunks",
+    "tether_documents", "tether_files",
+)  # fmt: skip
 
 
-def write_changes(db: psycopg.Connection, cid: int, changes: ChangeSet, step: Progress) -> None:
-    """Write `changes` into collection `cid` (the caller holds the transaction)."""
+def write_changes(
+    db: psycopg.Connection, cid: int, changes: ChangeSet, step: Progress, *, index: bool = False
+) -> None:
+    """Write `changes` into collection `cid` (the caller holds the transaction, and with
+    `index` the schema lock: see `needs_new_index`)."""
     total = len(changes.files) + len(changes.removed)
     if changes.rebuild:
         for table in _DATA_TABLES:
@@ -39,11 +47,11 @@ def write_changes(db: psycopg.Connection, cid: int, changes: ChangeSet, step: Pr
     kept: dict[str, tuple[Any, str]] = {}
     for source in changes.removed:
         kept.update(delete_source(db, cid, source))
-    pending = {v.chunk_id: (v.vector, v.text_hash) for v in changes.vectors}
     for i, change in enumerate(changes.files):
         step("write", i, total)
         kept.update(delete_source(db, cid, change.file.source))
-        insert(db, cid, change, changes.chunker, pending, kept)
+    pending = {v.chunk_id: (v.vector, v.text_hash) for v in changes.vectors}
+    insert(db, cid, changes.files, changes.chunker, pending, kept)
     for state in changes.touched:
         db.execute(
             "UPDATE tether_files SET size = %s, mtime_ns = %s WHERE collection_id = %s"
@@ -58,7 +66,7 @@ def write_changes(db: psycopg.Connection, cid: int, changes: ChangeSet, step: Pr
         )
     _write_sentences(db, cid, changes)
     set_meta_rows(db, cid, dict(changes.meta))
-    _finish(db, cid)
+    _finish(db, cid, index)
 
 
 def _write_sentences(db: psycopg.Connection, cid: int, changes: ChangeSet) -> None:
@@ -86,14 +94,27 @@ def _write_sentences(db: psycopg.Connection, cid: int, changes: ChangeSet) -> No
     )
 
 
-def _finish(db: psycopg.Connection, cid: int) -> None:
-    """The collection's lexical statistics, and its HNSW index on the vectors' dimension."""
+def needs_new_index(db: psycopg.Connection, cid: int, changes: ChangeSet) -> bool:
+    """Whether applying `changes` builds an HNSW index (its vectors have a dimension the
+    collection has no index for): the caller then takes the schema lock first."""
+    if not changes.vectors:
+        return False
+    dim = len(changes.vectors[0].vector)
+    row = db.execute("SELECT hnsw_dim FROM tether_collections WHERE id = %s", (cid,)).fetchone()
+    return not row or row[0] != dim
+
+
+def _finish(db: psycopg.Connection, cid: int, index: bool) -> None:
+    """The collection's lexical statistics; with `index` (the caller holds the schema lock),
+    the HNSW index of the vectors' dimension is built and an index of another one dropped."""
     db.execute(
         "UPDATE tether_collections SET lex_rows = s.n, lex_tokens = s.t FROM (SELECT count(*)"
         " AS n, coalesce(sum(lex_len), 0) AS t FROM tether_chunks WHERE collection_id = %s) s"
         " WHERE id = %s",
         (cid, cid),
     )
+    if not index:
+        return
     row = db.execute(
         "SELECT vector_dims(embedding) FROM tether_chunks WHERE collection_id = %s"
         " AND embedding IS NOT NULL LIMIT 1",
@@ -101,20 +122,29 @@ def _finish(db: psycopg.Connection, cid: int) -> None:
     ).fetchone()
     dim = int(row[0]) if row else None
     current = db.execute("SELECT hnsw_dim FROM tether_collections WHERE id = %s", (cid,)).fetchone()
-    if current and current[0] == dim:
+    old = current[0] if current else None
+    if old == dim:
         return
-    db.execute(f"DROP INDEX IF EXISTS {hnsw_index_name(cid)}")
     if dim is not None:
         db.execute(
-            f"CREATE INDEX {hnsw_index_name(cid)} ON tether_chunks USING hnsw"
-            f" ((embedding::vector({dim})) vector_cosine_ops) WHERE collection_id = {int(cid)}"
+            f"CREATE INDEX IF NOT EXISTS {hnsw_index_name(cid, dim)} ON tether_chunks USING hnsw"
+            f" ((embedding::vector({dim})) vector_cosine_ops)"
+            f" WHERE {hnsw_predicate(cid, dim)}"
         )
+    if old is not None:
+        db.execute(f"DROP INDEX IF EXISTS {hnsw_index_name(cid, old)}")
     db.execute("UPDATE tether_collections SET hnsw_dim = %s WHERE id = %s", (dim, cid))
 
 
-def hnsw_index_name(cid: int) -> str:
-    """The name of a collection's HNSW index (a partial index over its rows)."""
-    return f"tether_chunks_hnsw_{int(cid)}"
+def hnsw_index_name(cid: int, dim: int) -> str:
+    """The name of a collection's HNSW index over its vectors of `dim` dimensions."""
+    return f"tether_chunks_hnsw_{int(cid)}_{int(dim)}"
+
+
+def hnsw_predicate(cid: int, dim: int) -> str:
+    """The rows of that partial index (a search repeats it so the planner can use it); rows
+    of another dimension are outside it, so a change of embedder never breaks an insert."""
+    return f"collection_id = {int(cid)} AND vector_dims(embedding) = {int(dim)}"
 
 
 def set_meta_rows(db: psycopg.Connection, cid: int, values: dict[str, str]) -> None:
@@ -143,6 +173,11 @@ def delete_source(db: psycopg.Connection, cid: int, source: str) -> dict[str, tu
         " RETURNING chunk_id, embedding, vector_hash",
         (cid, *row),
     ).fetchall()
+    ids = [r[0] for r in gone]
+    for table in ("tether_postings", "tether_instructions"):
+        db.execute(
+            f"DELETE FROM {table} WHERE collection_id = %s AND chunk_id = ANY(%s)", (cid, ids)
+        )
     db.execute(
         "DELETE FROM tether_documents WHERE collection_id = %s AND doc_id = %s AND version = %s",
         (cid, *row),
@@ -153,47 +188,53 @@ def delete_source(db: psycopg.Connection, cid: int, source: str) -> dict[str, tu
 def insert(
     db: psycopg.Connection,
     cid: int,
-    change: FileChange,
+    files: Sequence[FileChange],
     chunker: str,
     pending: dict[str, tuple[Any, str]],
     kept: dict[str, tuple[Any, str]],
 ) -> None:
-    """Write one file's document, chunks (with their vectors: new ones from `pending`, else
-    kept ones), postings, instruction spans and file state."""
-    m = change.document.meta
-    db.execute(
-        "INSERT INTO tether_documents (collection_id, doc_id, version, source, title, doc_type,"
-        " access, language, effective_from, effective_to, owner, format, content_hash, text,"
-        " chunker) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        (
-            cid, m.doc_id, m.version, m.source, m.title, m.doc_type, m.access, m.language,
-            m.effective_from, m.effective_to, m.owner, m.format, change.document.content_hash,
-            change.document.text, chunker,
-        ),
-    )  # fmt: skip
-    tokens = tokenize([lexical_columns(m, c) for c in change.chunks])
+    """Write the files' documents, chunks (with their vectors: new ones from `pending`, else
+    kept ones), postings, instruction spans and file states (one COPY per table)."""
+    with db.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO tether_documents (collection_id, doc_id, version, source, title,"
+            " doc_type, access, language, effective_from, effective_to, owner, format,"
+            " content_hash, text, chunker) VALUES"
+            " (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [_document_row(cid, f, chunker) for f in files],
+        )
+    chunks = [(f.document.meta, c) for f in files for c in f.chunks]
+    tokens = tokenize([lexical_columns(m, c) for m, c in chunks])
     with db.cursor().copy(f"COPY tether_chunks ({CHUNK_ROW}) FROM STDIN") as copy:
-        for c, columns in zip(change.chunks, tokens, strict=True):
+        for (m, c), columns in zip(chunks, tokens, strict=True):
             vector, vhash = pending.pop(c.chunk_id, None) or kept.get(c.chunk_id) or (None, None)
             copy.write_row(_chunk_row(cid, m, c, sum(len(t) for t in columns), vector, vhash))
     with db.cursor().copy(
         "COPY tether_postings (collection_id, term, chunk_id, col, tf, pos) FROM STDIN"
     ) as copy:
-        for c, columns in zip(change.chunks, tokens, strict=True):
+        for (_, c), columns in zip(chunks, tokens, strict=True):
             for row in postings(cid, c.chunk_id, columns):
                 copy.write_row(row)
     with db.cursor() as cur:
         cur.executemany(
             'INSERT INTO tether_instructions (collection_id, chunk_id, start, "end")'
             " VALUES (%s, %s, %s, %s)",
-            [(cid, i.chunk_id, i.start, i.end) for i in change.instructions],
+            [(cid, i.chunk_id, i.start, i.end) for f in files for i in f.instructions],
         )
-    f = change.file
-    db.execute(
-        "INSERT INTO tether_files (collection_id, source, fingerprint, size, mtime_ns, doc_id,"
-        " version) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-        (cid, f.source, f.fingerprint, f.size, f.mtime_ns, f.doc_id, f.version),
-    )
+        cur.executemany(
+            "INSERT INTO tether_files (collection_id, source, fingerprint, size, mtime_ns,"
+            " doc_id, version) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [(cid, s.source, s.fingerprint, s.size, s.mtime_ns, s.doc_id, s.version)
+             for s in (f.file for f in files)],
+        )  # fmt: skip
+
+
+def _document_row(cid: int, change: FileChange, chunker: str) -> tuple[Any, ...]:
+    m, d = change.document.meta, change.document
+    return (
+        cid, m.doc_id, m.version, m.source, m.title, m.doc_type, m.access, m.language,
+        m.effective_from, m.effective_to, m.owner, m.format, d.content_hash, d.text, chunker,
+    )  # fmt: skip
 
 
 def _chunk_row(

@@ -58,10 +58,8 @@ CREATE INDEX tether_chunks_by_doc ON tether_chunks (collection_id, doc_id, versi
 CREATE TABLE tether_postings (
   collection_id integer NOT NULL, term text NOT NULL, chunk_id text NOT NULL,
   col smallint NOT NULL, tf integer NOT NULL, pos integer[] NOT NULL,
-  PRIMARY KEY (collection_id, term, chunk_id, col),
-  FOREIGN KEY (collection_id, chunk_id)
-    REFERENCES tether_chunks (collection_id, chunk_id) ON DELETE CASCADE
-);
+  PRIMARY KEY (collection_id, term, chunk_id, col)
+);  -- no foreign key: a check per posting would slow loads; removed with their chunk
 CREATE INDEX tether_postings_by_chunk ON tether_postings (collection_id, chunk_id);
 
 CREATE TABLE tether_sentence_embeddings (
@@ -74,7 +72,5 @@ CREATE TABLE tether_sentence_embeddings (
 CREATE TABLE tether_instructions (
   collection_id integer NOT NULL, chunk_id text NOT NULL,
   start integer NOT NULL, "end" integer NOT NULL,
-  PRIMARY KEY (collection_id, chunk_id, start),
-  FOREIGN KEY (collection_id, chunk_id)
-    REFERENCES tether_chunks (collection_id, chunk_id) ON DELETE CASCADE
+  PRIMARY KEY (collection_id, chunk_id, start)
 );
