@@ -58,7 +58,7 @@ from tether.stores.postgres_write import (
     set_meta_rows,
     write_changes,
 )
-from tether.stores.sqlite_sql import version_key
+from tether.stores.rows import bm25_hits, document_infos, spans_by_document, version_key
 from tether.types import (
     ChangeSet,
     Chunk,
@@ -365,23 +365,17 @@ class PostgresStore:
             }
             metas = self._meta_map()
             spans = self._instruction_spans()
-        return [
-            DocumentInfo(metas[key], counts.get(key, 0), hashes[key], tuple(spans.get(key, ())))
-            for key in sorted(metas, key=lambda k: (k[0], version_key(k[1])))
-        ]
+        return document_infos(metas, counts, hashes, spans)
 
     def _instruction_spans(self) -> dict[tuple[str, str], list[InstructionSpan]]:
-        found: dict[tuple[str, str], list[InstructionSpan]] = {}
-        for cid, doc_id, version, start, end, text in self.db.execute(
-            'SELECT i.chunk_id, c.doc_id, c.version, i.start, i."end", c.text FROM'
-            " tether_instructions i JOIN tether_chunks c USING (collection_id, chunk_id)"
-            " WHERE i.collection_id = %s ORDER BY c.doc_id, c.version, c.ordinal, i.start",
-            (self.cid,),
-        ):
-            found.setdefault((doc_id, version), []).append(
-                InstructionSpan(cid, start, end, text[start:end])
+        return spans_by_document(
+            self.db.execute(
+                'SELECT i.chunk_id, c.doc_id, c.version, i.start, i."end", c.text FROM'
+                " tether_instructions i JOIN tether_chunks c USING (collection_id, chunk_id)"
+                " WHERE i.collection_id = %s ORDER BY c.doc_id, c.version, c.ordinal, i.start",
+                (self.cid,),
             )
-        return found
+        )
 
     def versions(self, doc_id: str) -> list[DocMeta]:
         with self._reading():
@@ -453,10 +447,7 @@ class PostgresStore:
         with self._reading():
             ranked = self.lexical_ranking(query, k, filters)
             chunks = self.get_many(cid for cid, _ in ranked)
-        return [
-            Hit(chunk=chunks[cid], score=score, rank=n + 1, method="bm25")
-            for n, (cid, score) in enumerate(ranked)
-        ]
+        return bm25_hits(ranked, chunks)
 
     def lexical_ranking(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
         """The ranking of `search_lexical` as (chunk_id, score) pairs."""

@@ -95,8 +95,6 @@ def row_meta(r: Sequence) -> DocMeta:
     )
 
 
-def version_key(version: str) -> tuple[int, str]:
-    return (int(version), "") if version.isdigit() else (10**9, version)
 
 
 def batches(ids: list[str]) -> Iterator[list[str]]:
