@@ -40,7 +40,7 @@ import psycopg
 from tether._version import __version__
 from tether.config import DEFAULT_LOCK_TIMEOUT
 from tether.errors import TetherError
-from tether.stores.dense import ANN_THRESHOLD
+from tether.stores.dense import ANN_THRESHOLD, HNSW_EF_SEARCH
 from tether.stores.lexical import query_parts, tokenize
 from tether.stores.postgres_db import SCHEMA_LOCK, clear_errors, connect, ensure_schema, parse_url
 from tether.stores.postgres_sql import (
@@ -71,7 +71,7 @@ from tether.types import (
     Progress,
 )
 
-EF_SEARCH = 100  # hnsw.ef_search (raised to k when k is larger)
+EF_SEARCH = HNSW_EF_SEARCH  # hnsw.ef_search, as the SQLite store's faiss graph (raised to k)
 
 
 @dataclass

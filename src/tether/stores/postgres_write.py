@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from tether.stores.dense import HNSW_EF_CONSTRUCTION, HNSW_M
 from tether.stores.lexical import lexical_columns, tokenize
 from tether.types import ChangeSet, Chunk, DocMeta, FileChange, Progress
 
@@ -129,6 +130,7 @@ def _finish(db: psycopg.Connection, cid: int, index: bool) -> None:
         db.execute(
             f"CREATE INDEX IF NOT EXISTS {hnsw_index_name(cid, dim)} ON tether_chunks USING hnsw"
             f" ((embedding::vector({dim})) vector_cosine_ops)"
+            f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
             f" WHERE {hnsw_predicate(cid, dim)}"
         )
     if old is not None:
