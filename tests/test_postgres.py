@@ -197,7 +197,17 @@ def test_the_store_option_and_variable_select_the_postgres_store(
     assert wrong.exit_code == 1 and "TETHER_STORE" in wrong.output
 
 
-def test_a_password_is_never_shown_and_a_bad_server_is_one_line():
+def test_a_password_is_never_shown_and_a_bad_server_is_one_line(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from tether.config import describe_settings
+
+    monkeypatch.setenv("TETHER_STORE", "postgresql://me:s3cret@db.example/tether")
+    rows = {r.variable: r.value for r in describe_settings()}
+    assert rows["TETHER_STORE"] == "postgresql://me:****@db.example/tether"
+    monkeypatch.setenv("TETHER_STORE", "mysql://me:s3cret@db.example/tether")
+    done = runner.invoke(app, ["search", "x"])
+    assert done.exit_code == 1 and "TETHER_STORE" in done.output and "s3cret" not in done.output
     _, name, shown = parse_url("postgresql://me:s3cret@127.0.0.1:1/db?sslmode=disable")
     assert name == "default" and "s3cret" not in shown and "me@127.0.0.1:1" in shown
     with pytest.raises(TetherError, match="cannot connect to PostgreSQL") as caught:
@@ -205,3 +215,15 @@ def test_a_password_is_never_shown_and_a_bad_server_is_one_line():
     assert "s3cret" not in str(caught.value)
     with pytest.raises(TetherError, match="not a valid name"):
         parse_url("postgresql://h/db?collection=a;drop")
+
+
+def test_without_a_server_the_postgres_tests_skip_but_fail_in_ci(monkeypatch: pytest.MonkeyPatch):
+    from pg_support import VARIABLE
+
+    monkeypatch.delenv(VARIABLE, raising=False)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="in CI the PostgreSQL tests must run"):
+        pg_url()
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception, match=f"{VARIABLE} is not set"):
+        pg_url()
