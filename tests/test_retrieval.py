@@ -44,8 +44,10 @@ def _found(hits: list[Hit], q) -> bool:
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_every_method_applies_as_of_before_ranking(retriever: Retriever, method: str):
-    """Returns policy v3 is in force in June 2026, v4 from September: each date sees one."""
+def test_every_method_applies_as_of_before_ranking(each_demo_store, method: str):
+    """Returns policy v3 is in force in June 2026, v4 from September: each date sees one (in
+    each store)."""
+    retriever = retriever_for(each_demo_store)
     query = "How many days do I have to return an item? return window"
     for day, version in ((date(2026, 6, 1), "3"), (date(2026, 11, 30), "4")):
         filters = Filters(as_of=day, audience="public")
@@ -58,14 +60,13 @@ def test_every_method_applies_as_of_before_ranking(retriever: Retriever, method:
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_public_audience_never_sees_a_staff_chunk(
-    demo_store: SqliteStore, retriever: Retriever, method: str
-):
-    staff_docs = [d for d in demo_store.documents() if d.meta.access == "staff"]
+def test_public_audience_never_sees_a_staff_chunk(each_demo_store, method: str):
+    retriever = retriever_for(each_demo_store)
+    staff_docs = [d for d in each_demo_store.documents() if d.meta.access == "staff"]
     assert staff_docs
     for doc in staff_docs:
         # the staff document's own title and first chunk: the query most likely to surface it
-        first = demo_store.chunks(doc.meta.doc_id, doc.meta.version)[0]
+        first = each_demo_store.chunks(doc.meta.doc_id, doc.meta.version)[0]
         for query in (doc.meta.title, first.text[:300]):
             public = retriever.search(query, 50, Filters(audience="public"), method=method)
             assert all(h.chunk.meta.access == "public" for h in public), (method, query)
@@ -73,9 +74,10 @@ def test_public_audience_never_sees_a_staff_chunk(
         assert any(h.chunk.doc_id == doc.meta.doc_id for h in staff), (method, doc.meta.doc_id)
 
 
-def test_dense_mask_is_applied_before_the_top_k(retriever: Retriever):
+def test_dense_mask_is_applied_before_the_top_k(each_demo_store):
     """With a filter that leaves few chunks, dense still returns k of them (not k minus the
     refused ones), because the mask is applied before the top k is taken."""
+    retriever = retriever_for(each_demo_store)
     hits = retriever.search("fraud check", 5, Filters(as_of=TODAY, audience="public"), "dense")
     assert len(hits) == 5 and all(h.chunk.meta.access == "public" for h in hits)
 
@@ -83,7 +85,8 @@ def test_dense_mask_is_applied_before_the_top_k(retriever: Retriever):
 # ---- what each method finds ---------------------------------------------------------------------
 
 
-def test_code_only_questions_are_found_by_bm25_and_hybrid(retriever: Retriever):
+def test_code_only_questions_are_found_by_bm25_and_hybrid(each_demo_store):
+    retriever = retriever_for(each_demo_store)
     code_only = [
         q for q in load_questions() if q.question.strip() in codes(q.question) and q.relevant
     ]

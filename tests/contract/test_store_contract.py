@@ -1,8 +1,9 @@
 """The Store contract: what every index backend must do, whatever it is built on.
 
-Each test runs once per entry of `FACTORIES` (only SQLite now, plus SQLite with the HNSW graph
-forced so the approximate path is held to the same rules; a PostgreSQL store plugs in by
-adding its factory). Collections are small Markdown folders written by the tests; vectors come
+Each test runs once per entry of `FACTORIES`: SQLite, SQLite with the HNSW graph forced (so
+the approximate path is held to the same rules), and PostgreSQL (a fresh collection per test
+on the server of `TETHER_TEST_PG_URL`; skipped with the reason when none is set, failed in
+CI), also with its HNSW index forced. Collections are small Markdown folders written by the tests; vectors come
 from `BagOfWords`, a tiny deterministic embedder behind the `Embedder` protocol (the feature
 under test is the store, not the model).
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pg_support import drop_collection, fresh_collection
 
 from tether.errors import TetherError
 from tether.ingest.sync import sync
@@ -43,11 +45,44 @@ class Factory:
     name: str
     location: Callable[[Path], str]
     open: Callable[[str], Store]
+    fingerprint: Callable[[str], str] = lambda loc: hashlib.sha256(
+        Path(loc).read_bytes()
+    ).hexdigest()  # changes when anything is written at the location
+    drop: Callable[[str], None] | None = None  # removes what a test left at the location
 
 
 def _sqlite_hnsw(location: str) -> Store:
     pytest.importorskip("faiss")
     return SqliteStore(location, ann="hnsw")
+
+
+def _postgres_hnsw(location: str) -> Store:
+    from tether.stores.postgres import PostgresStore
+
+    return PostgresStore(location, ann="hnsw")
+
+
+def _pg_fingerprint(location: str) -> str:
+    """What a write to the collection would change: its generation and the row versions
+    (xmin) of its rows."""
+    import psycopg
+
+    from tether.stores.postgres_db import parse_url
+
+    conninfo, name, _ = parse_url(location)
+    with psycopg.connect(conninfo) as conn:
+        row = conn.execute(
+            "SELECT c.generation, (SELECT string_agg(x.xmin::text, ',' ORDER BY x.chunk_id)"
+            " FROM tether_chunks x WHERE x.collection_id = c.id),"
+            " (SELECT string_agg(m.xmin::text || m.key, ',' ORDER BY m.key) FROM tether_meta m"
+            " WHERE m.collection_id = c.id) FROM tether_collections c WHERE c.name = %s",
+            (name,),
+        ).fetchone()
+    return repr(row)
+
+
+def _pg_location(tmp: Path) -> str:
+    return fresh_collection()
 
 
 FACTORIES = [
@@ -57,6 +92,14 @@ FACTORIES = [
         lambda loc: open_store(loc, must_exist=False),
     ),
     Factory("sqlite-hnsw", lambda tmp: str(tmp / "index.sqlite"), _sqlite_hnsw),
+    Factory(
+        "postgres",
+        _pg_location,
+        lambda loc: open_store(loc, must_exist=False),
+        _pg_fingerprint,
+        drop_collection,
+    ),
+    Factory("postgres-hnsw", _pg_location, _postgres_hnsw, _pg_fingerprint, drop_collection),
 ]
 
 
@@ -66,8 +109,11 @@ def factory(request: pytest.FixtureRequest) -> Factory:
 
 
 @pytest.fixture
-def location(factory: Factory, tmp_path: Path) -> str:
-    return factory.location(tmp_path)
+def location(factory: Factory, tmp_path: Path):
+    found = factory.location(tmp_path)
+    yield found
+    if factory.drop is not None:
+        factory.drop(found)
 
 
 @pytest.fixture
@@ -181,10 +227,10 @@ def state(store: Store) -> dict[str, Any]:
 # ---- the contract -----------------------------------------------------------------------------
 
 
-def test_the_store_implements_the_protocol(store: Store, location: str):
+def test_the_store_implements_the_protocol(store: Store, location: str, tmp_path: Path):
     assert isinstance(store, Store)
     assert isinstance(EMBEDDER, Embedder)
-    assert isinstance(SqliteStore(Path(location).with_name("other.sqlite")), Store)
+    assert isinstance(SqliteStore(tmp_path / "other.sqlite"), Store)
     assert Path(location).name in store.location
 
 
@@ -444,20 +490,20 @@ def test_concurrent_readers_see_consistent_generations_while_one_writer_applies(
 
 
 def test_a_reader_opened_read_only_follows_the_writer_and_never_writes(
-    store: Store, location: str, collection: Path
+    factory: Factory, store: Store, location: str, collection: Path
 ):
     """`open_store(location)` opens for reading: the reader sees each new generation, every
     write through it is refused with one clear error, and its reads leave the file as it was."""
     ingest(store, collection)
     reader = open_store(location)
     assert state(reader) == state(store)
-    before = hashlib.sha256(Path(location).read_bytes()).hexdigest()
+    before = factory.fingerprint(location)
     reader.search_lexical("walrus tusk", 3, PUBLIC)
     reader.search_dense(query_vector("walrus tusk"), 3, PUBLIC)
     reader.documents(), reader.info(), reader.chunks(), reader.file_states()
     with pytest.raises(TetherError, match="opened for reading"):
         reader.set_meta({"gate_floor:test": "0.5"})
-    assert hashlib.sha256(Path(location).read_bytes()).hexdigest() == before
+    assert factory.fingerprint(location) == before
     (collection / "walrus.md").write_text(md("walrus", "# Walrus\n\nWalrus tusk walrus tusk."))
     ingest(store, collection)
     assert reader.generation() == store.generation() and state(reader) == state(store)

@@ -236,6 +236,22 @@ IndexOpt = Annotated[
         envvar="TETHER_INDEX",
     ),
 ]
+def store_value(value: str | None) -> str | None:
+    """--store: a postgresql:// URL (else a usage error, exit 2)."""
+    if value is not None and not value.lower().startswith(("postgresql://", "postgres://")):
+        raise typer.BadParameter("not a postgresql:// URL (postgresql://user@host/db)")
+    return value
+
+
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="A PostgreSQL store instead of the index file:"
+        " postgresql://user@host/db?collection=NAME (also TETHER_STORE; wins over --index).",
+        callback=store_value,
+    ),
+]
 DemoOpt = Annotated[
     bool,
     typer.Option(
@@ -325,10 +341,21 @@ def find_index(index: Path | None, demo: bool = False) -> Path:
     )
 
 
-def open_workspace(index: Path | None, demo: bool = False) -> Workspace:
-    """The Workspace over the index to read (the demo one is ingested first when missing)."""
+def server_store(store: str | None) -> str | None:
+    """--store, else TETHER_STORE (from the environment or the settings file), else None."""
+    from tether.config import load_settings
+
+    return store or load_settings().store
+
+
+def open_workspace(index: Path | None, demo: bool = False, store: str | None = None) -> Workspace:
+    """The Workspace over the index to read (the demo one is ingested first when missing):
+    the server store of --store (or TETHER_STORE) when one is given."""
     from tether.app import Workspace
 
+    store = None if demo else server_store(store)
+    if store:
+        return Workspace(store=store)
     path = find_index(index, demo)
     if demo and not path.exists():
         from tether.cli.ingest import ingest_demo

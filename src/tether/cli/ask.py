@@ -24,6 +24,7 @@ from tether.cli.app import (
     ModelOpt,
     ProviderOpt,
     QuestionsOpt,
+    StoreOpt,
     as_of_date,
     ask_exit_code,
     audience_value,
@@ -33,6 +34,7 @@ from tether.cli.app import (
     open_workspace,
     out,
     print_json,
+    server_store,
     shown,
     table,
     user_errors,
@@ -100,7 +102,7 @@ def on_demo_index(index: Path | None, demo: bool, question: str = "") -> bool:
         return True
     if index is not None:
         return index.resolve() == DEMO_INDEX.resolve()
-    if not QID.match(question.strip()):
+    if not QID.match(question.strip()) or server_store(None):
         return False
     try:
         find_index(None)
@@ -238,6 +240,7 @@ def ask(
         bool, typer.Option(help="Remove claims that fail an exact check; refuse when none is left.")
     ] = False,
     index: IndexOpt = None,
+    store: StoreOpt = None,
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -248,7 +251,7 @@ def ask(
             **({} if budget is None else {"budget": budget}),
             closed_book=closed_book, mode="inline" if inline else "json", strict=strict,
         )  # fmt: skip
-        ws = open_workspace(index, demo or (index is None and on_demo))
+        ws = open_workspace(index, demo or (index is None and store is None and on_demo), store)
         with working("loading the model…"):
             chosen = ws.make_provider(provider, model)
         ws.use_provider(chosen)
@@ -286,13 +289,14 @@ def chat(
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     index: IndexOpt = None,
+    store: StoreOpt = None,
     demo: DemoOpt = False,
 ) -> None:
     """Ask questions one after another (type `quit` to leave, `history` to list them)."""
     history: list[str] = []
     with user_errors():
         on_demo = on_demo_index(index, demo)
-        ws = open_workspace(index, demo)
+        ws = open_workspace(index, demo, store)
         chosen = ws.make_provider(provider, model)
         ws.use_provider(chosen)
         out.print("Ask a question (quit to leave, history to list your questions).")

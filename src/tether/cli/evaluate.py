@@ -17,6 +17,7 @@ from tether.cli.app import (
     IndexOpt,
     JsonOpt,
     QuestionsOpt,
+    StoreOpt,
     audience_value,
     err,
     error_line,
@@ -38,9 +39,9 @@ def use_demo(index: Path | None, own_questions: bool) -> bool:
     """Whether `eval`/`calibrate` read the demo index: never with --index or when an index is
     found here or above (TETHER_INDEX included); else only for the bundled questions (a
     question set of the user's own needs the user's index: an error says how to build one)."""
-    from tether.cli.app import find_index
+    from tether.cli.app import find_index, server_store
 
-    if index is not None:
+    if index is not None or server_store(None):
         return False
     try:
         find_index(None)
@@ -54,7 +55,9 @@ def use_demo(index: Path | None, own_questions: bool) -> bool:
     return False
 
 
-def eval_verifier(index: Path | None, judge_name: str, as_json: bool) -> None:
+def eval_verifier(
+    index: Path | None, judge_name: str, as_json: bool, store: str | None = None
+) -> None:
     """`eval --verifier`: the citation checker on the bundled labelled claims."""
     from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
     from tether.verify.judges import EmbeddingJudge, LLMJudge
@@ -62,8 +65,7 @@ def eval_verifier(index: Path | None, judge_name: str, as_json: bool) -> None:
     with user_errors():
         if judge_name not in ("none", "embedding", "llm"):
             raise TetherError(f"unknown judge {judge_name!r}: none, embedding or llm")
-        ws = open_workspace(index, demo=index is None)
-        store = ws.store
+        ws = open_workspace(index, index is None and store is None, store)
         embedder = ws.query_embedder()
         judge = {
             "none": None,
@@ -74,7 +76,7 @@ def eval_verifier(index: Path | None, judge_name: str, as_json: bool) -> None:
         with progress("checking claims") as bar:
             task = bar.add_task("claims", total=len(items))
             result = run_verifier_eval(
-                store, items, judge=judge, embedder=embedder,
+                ws.store, items, judge=judge, embedder=embedder,
                 progress=lambda done, total: bar.update(task, completed=done),
             )  # fmt: skip
     from tether.schemas import VerifierReport
@@ -117,6 +119,7 @@ def print_verifier(report: Any) -> None:
 
 def calibrate(
     index: IndexOpt = None,
+    store: StoreOpt = None,
     demo: DemoOpt = False,
     questions_file: Annotated[
         Path | None, typer.Option("--questions", help="Question set; default: the bundled one.")
@@ -131,15 +134,15 @@ def calibrate(
     from tether.evaluation.questions import load_questions
 
     with user_errors():
-        ws = open_workspace(index, demo or use_demo(index, questions_file is not None))
-        store = ws.store
+        demo = demo or (store is None and use_demo(index, questions_file is not None))
+        ws = open_workspace(index, demo, store)
         qs = load_questions(questions_file)
         retriever = ws.retriever()
         methods = ("bm25", "dense", "hybrid", "rerank") if retriever.embedder else ("bm25",)
         with progress("calibrating") as bar:
             task = bar.add_task("gate", total=len(qs) * len(methods))
             cal = calibrate_gate(
-                store, retriever, qs, methods, max_wrongly_refused=max_wrongly_refused,
+                ws.store, retriever, qs, methods, max_wrongly_refused=max_wrongly_refused,
                 progress=lambda done, total: bar.update(task, completed=done),
             )  # fmt: skip
         ws.set_gate_floors(cal.floors, calibration_record(cal, questions_file, len(qs),
@@ -219,6 +222,7 @@ def eval_command(
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model for --rewrite.")] = None,
     index: IndexOpt = None,
+    store: StoreOpt = None,
     verifier: Annotated[
         bool,
         typer.Option(
@@ -243,7 +247,7 @@ def eval_command(
     method, overall, per kind and per language; failing questions say where the passage ranked.
     With --answers, score the answers: accuracy, abstention, flagged claims, time and cost."""
     if verifier:
-        eval_verifier(index, judge, as_json)
+        eval_verifier(index, judge, as_json, store)
         return
     if answers:
         eval_answers(questions_file, collection, index, methods, k, audience, provider, model,
@@ -257,7 +261,7 @@ def eval_command(
 
     with user_errors():
         qs = load_questions(questions_file)
-        ws = eval_workspace(collection, index, questions_file is not None)
+        ws = eval_workspace(collection, index, questions_file is not None, store)
         retriever = eval_retriever(ws, chosen, rewrite, provider, model)
         result = run_eval(ws.store, retriever, qs, str(questions_file or "bundled"), chosen, k,
                           audience, as_json)  # fmt: skip
@@ -328,18 +332,22 @@ def checked_methods(methods: str) -> list[str]:
     return chosen
 
 
-def eval_workspace(collection: Path | None, index: Path | None, own_questions: bool) -> Workspace:
-    """--collection ingested into --index (else a temporary index), else the index to read."""
+def eval_workspace(
+    collection: Path | None, index: Path | None, own_questions: bool, store: str | None = None
+) -> Workspace:
+    """--collection ingested into --store or --index (else a temporary index), else the
+    index to read."""
     import tempfile
 
     from tether.cli.ingest import ingest_for_eval
 
     if collection is None:
-        return open_workspace(index, demo=use_demo(index, own_questions))
+        demo = store is None and use_demo(index, own_questions)
+        return open_workspace(index, demo, store)
     if not collection.is_dir():
         raise TetherError(f"no such folder: {collection}")
     path = index or Path(tempfile.mkdtemp(prefix="tether-eval-")) / "index.sqlite"
-    return ingest_for_eval(path, collection)
+    return ingest_for_eval(path, collection, store)
 
 
 def eval_retriever(

@@ -15,6 +15,7 @@ import typer
 from tether.cli.app import (
     IndexOpt,
     JsonOpt,
+    StoreOpt,
     err,
     out,
     print_json,
@@ -94,7 +95,7 @@ def print_unsupported(report: SyncReport) -> None:
     )
 
 
-def print_report(report: SyncReport, index: Path) -> None:
+def print_report(report: SyncReport, index: Path | str) -> None:
     from rich.table import Table
 
     table = Table(title=f"ingest → {shown(index, one_line=True)}", show_header=True)
@@ -155,16 +156,17 @@ def print_access_note(report: SyncReport) -> None:
         err.print(f"[{colour}]note[/{colour}]  {note}", highlight=False)
 
 
-def writable_index(path: Path, **settings: Any) -> Workspace:
-    """A Workspace over the index at `path` to write into (created when missing); `settings`
-    that are not None replace the loaded Settings' values (executor, workers, ray_address)."""
+def writable_index(path: Path, store: str | None = None, **settings: Any) -> Workspace:
+    """A Workspace over the index at `path` (or the server `store`, or TETHER_STORE) to write
+    into (created when missing); `settings` that are not None replace the loaded Settings'
+    values (executor, workers, ray_address)."""
     from dataclasses import replace
 
     from tether.app import Workspace
     from tether.config import load_settings
 
     given = {k: v for k, v in settings.items() if v is not None}
-    return Workspace(replace(load_settings(), **given), index=path, create=True)
+    return Workspace(replace(load_settings(), **given), index=path, create=True, store=store)
 
 
 def ingest(
@@ -172,6 +174,7 @@ def ingest(
         Path, typer.Argument(help="The collection folder (read recursively).")
     ] = Path("."),
     index: IndexOpt = None,
+    store: StoreOpt = None,
     chunker: Annotated[
         str, typer.Option(help="structure (one chunk per section), fixed, or overlap.")
     ] = "structure",
@@ -248,18 +251,21 @@ def ingest(
         if not folder.is_dir():
             raise TetherError(f"no such folder: {folder}")
         path = index or folder / DEFAULT_INDEX
-        ws = writable_index(path, executor=executor, workers=workers, ray_address=ray_address)
+        ws = writable_index(
+            path, store, executor=executor, workers=workers, ray_address=ray_address
+        )
         config = ChunkerConfig(chunker, max_words, overlap_words)  # type: ignore[arg-type]
         report = run_sync(ws, folder, config, rebuild, strict, embed, follow_links, default_access)
+        where = ws.store.location  # a server store's URL without its password
         ws.close()
         if as_json:
             from tether.schemas import IngestReport
 
-            print_json(IngestReport.from_report(report, str(path)))
+            print_json(IngestReport.from_report(report, where))
         elif verbosity().quiet:
             print_problems(report)
         else:
-            print_report(report, path)
+            print_report(report, where)
         if report.problems and strict:
             raise typer.Exit(1)
 
@@ -277,10 +283,11 @@ def ingest_demo(path: Path, quiet: bool = True) -> SyncReport:
     return report
 
 
-def ingest_for_eval(path: Path, folder: Path) -> Workspace:
-    """`eval --collection`: ingest `folder` into `path` (problems are printed, not fatal)."""
+def ingest_for_eval(path: Path, folder: Path, store: str | None = None) -> Workspace:
+    """`eval --collection`: ingest `folder` into `path` (or the server `store`; problems are
+    printed, not fatal)."""
     from tether.types import ChunkerConfig
 
-    ws = writable_index(path)
+    ws = writable_index(path, store)
     print_problems(run_sync(ws, folder, ChunkerConfig(), False, False, True))
     return ws

@@ -18,6 +18,7 @@ from tether.cli.app import (
     DemoOpt,
     IndexOpt,
     JsonOpt,
+    StoreOpt,
     as_of_date,
     audience_value,
     err,
@@ -42,13 +43,14 @@ RULE_NOTE = " · standing rule: which source wins when sources of different stan
 def documents(
     audience: AudienceOpt = "public",
     index: IndexOpt = None,
+    store: StoreOpt = None,
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List the documents the audience may see (metadata and chunk counts)."""
     who = audience_value(audience)
     with user_errors():
-        docs = open_workspace(index, demo).documents(who)  # type: ignore[arg-type]
+        docs = open_workspace(index, demo, store).documents(who)  # type: ignore[arg-type]
     if as_json:
         from tether.schemas import Document
 
@@ -94,13 +96,14 @@ def chunks(
     version: Annotated[str | None, typer.Option(help="Only this version.")] = None,
     audience: AudienceOpt = "public",
     index: IndexOpt = None,
+    store: StoreOpt = None,
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Show the chunks of one document (one the audience may see)."""
     who = audience_value(audience)
     with user_errors():
-        found = open_workspace(index, demo).chunks(doc_id, version, who)  # type: ignore[arg-type]
+        found = open_workspace(index, demo, store).chunks(doc_id, version, who)  # type: ignore[arg-type]
     if as_json:
         from tether.schemas import Chunk
 
@@ -131,6 +134,7 @@ def search(
         ),
     ] = "auto",
     index: IndexOpt = None,
+    store: StoreOpt = None,
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -139,7 +143,7 @@ def search(
 
     filters = Filters(as_of=as_of_date(as_of), audience=audience_value(audience))  # type: ignore[arg-type]
     with user_errors():
-        ws = open_workspace(index, demo)
+        ws = open_workspace(index, demo, store)
         with working("searching…"):
             hits = run_search(ws, query, k, filters, method)
         why = "" if hits else ws.filtered_out(query, filters)
@@ -185,6 +189,7 @@ def print_hits(hits: list[Hit], filters: Filters) -> None:
 def info(
     audience: AudienceOpt = "public",
     index: IndexOpt = None,
+    store: StoreOpt = None,
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -193,7 +198,7 @@ def info(
     evaluation and the weaknesses it found (as the audience may see them)."""
     who = audience_value(audience)
     with user_errors():
-        ws = open_workspace(index, demo)
+        ws = open_workspace(index, demo, store)
         data = ws.info(who)  # type: ignore[arg-type]
         data["handoff"] = ws.handoff(who)  # type: ignore[arg-type]
     if as_json:

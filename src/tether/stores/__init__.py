@@ -4,19 +4,24 @@ change set, generations) and passes the contract tests in tests/contract/.
 
 - `sqlite`: the embedded default, one SQLite file (writing in `sqlite_write`);
 - `dense`: cosine search over the vectors (brute force or a faiss HNSW graph);
-- `sqlite_audit`: the audit of answered questions (`open_audit_log`), a table in the index.
+- `sqlite_audit`: the audit of answered questions (`open_audit_log`), a table in the index;
+- `postgres`: a collection in a PostgreSQL database with pgvector, for a location
+  `postgresql://user@host/db?collection=NAME` (connection, migrations and errors in
+  `postgres_db`, SQL in `postgres_sql`, writing in `postgres_write`); `lexical` holds what
+  both stores' BM25 rankings share (query phrases, FTS5's tokenizer).
 
 Read commands open the index read-only (`open_store(location)`); only writers (ingest,
 calibration) pass `writable=True` or `must_exist=False`.
 
-What it cannot do: only SQLite files for now (a PostgreSQL URL is refused); importing this
-package loads no backend until `open_store` is called.
+What it cannot do: other URL schemes are refused; importing this package loads no backend
+until `open_store` is called.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from tether.config import DEFAULT_LOCK_TIMEOUT as LOCK_TIMEOUT
 from tether.errors import TetherError
 from tether.protocols import AuditLog, Store
 
@@ -29,7 +34,8 @@ def open_store(
     lock_timeout: float | None = None,
     replace_damaged: bool = False,
 ) -> Store:
-    """Open the index at `location` (a file path).
+    """Open the index at `location`: a file path, or a `postgresql://` URL (one collection
+    of a PostgreSQL database: `?collection=NAME`, default "default").
 
     It is opened read-only (nothing can be created or written in it) unless `writable`, or
     unless `must_exist` is False, in which case a missing index is created (and the store can
@@ -39,9 +45,23 @@ def open_store(
     (or an index of another schema version) aside and starts a new index in its place."""
     text = str(location)
     if "://" in text:
-        raise TetherError(f"{text.split('://')[0]}:// stores are not supported yet; pass a file")
+        from tether.stores.postgres_db import is_postgres
+
+        if not is_postgres(text):
+            raise TetherError(
+                f"{text.split('://')[0]}:// stores are not supported: pass a file or a"
+                " postgresql:// URL"
+            )
+        from tether.stores.postgres import PostgresStore
+
+        return PostgresStore(
+            text,
+            create=not must_exist,
+            writable=writable or not must_exist,
+            lock_timeout=LOCK_TIMEOUT if lock_timeout is None else lock_timeout,
+        )
     from tether.stores.sqlite import SCHEMA_VERSION, SqliteStore
-    from tether.stores.sqlite_open import LOCK_TIMEOUT, set_aside_for_rebuild
+    from tether.stores.sqlite_open import set_aside_for_rebuild
 
     if replace_damaged:
         set_aside_for_rebuild(Path(location), str(SCHEMA_VERSION))

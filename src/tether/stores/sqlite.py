@@ -48,6 +48,7 @@ import numpy as np
 from tether._version import __version__
 from tether.errors import TetherError
 from tether.stores.dense import ANN_THRESHOLD, DenseIndex, hnsw_cache_path, remove_hnsw_caches
+from tether.stores.rows import bm25_hits, document_infos, spans_by_document
 from tether.stores.sqlite_open import LOCK_TIMEOUT, clear_errors, connect, meta_int
 from tether.stores.sqlite_sql import (
     SCHEMA,
@@ -56,7 +57,6 @@ from tether.stores.sqlite_sql import (
     fts_query,
     remember,
     row_meta,
-    version_key,
 )
 from tether.stores.sqlite_write import (
     check_upgrade,
@@ -369,22 +369,17 @@ class SqliteStore:
             }
             metas = self._meta_map()
             spans = self._instruction_spans()
-        return [
-            DocumentInfo(metas[key], counts.get(key, 0), hashes[key], tuple(spans.get(key, ())))
-            for key in sorted(metas, key=lambda k: (k[0], version_key(k[1])))
-        ]
+        return document_infos(metas, counts, hashes, spans)
 
     def _instruction_spans(self) -> dict[tuple[str, str], list[InstructionSpan]]:
         """The instruction spans ingest recorded, by document version, in reading order."""
-        found: dict[tuple[str, str], list[InstructionSpan]] = {}
-        for cid, doc_id, version, start, end, text in self.db.execute(
-            'SELECT i.chunk_id, c.doc_id, c.version, i.start, i."end", c.text FROM instructions i'
-            " JOIN chunks c USING (chunk_id) ORDER BY c.doc_id, c.version, c.ordinal, i.start"
-        ):
-            found.setdefault((doc_id, version), []).append(
-                InstructionSpan(cid, start, end, text[start:end])
+        return spans_by_document(
+            self.db.execute(
+                'SELECT i.chunk_id, c.doc_id, c.version, i.start, i."end", c.text FROM'
+                " instructions i JOIN chunks c USING (chunk_id)"
+                " ORDER BY c.doc_id, c.version, c.ordinal, i.start"
             )
-        return found
+        )
 
     def versions(self, doc_id: str) -> list[DocMeta]:
         with self._reading():
@@ -503,10 +498,7 @@ class SqliteStore:
 
         with self._reading():
             ranked = self._bm25(query, k, allowed)
-        return [
-            Hit(chunk=chunks[cid], score=score, rank=n + 1, method="bm25")
-            for n, (cid, score) in enumerate(ranked)
-        ]
+        return bm25_hits(ranked, chunks)
 
     def lexical_ranking(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
         """The ranking of `search_lexical` as (chunk_id, score) pairs, without building

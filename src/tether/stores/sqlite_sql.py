@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from datetime import date
 from typing import Any
 
-from tether.text import codes, collapse_code, content_words, fold
+from tether.stores.lexical import query_parts
 from tether.types import DocMeta, Filters
 
 CACHED_FILTERS = 32  # filter masks and allowed-ID sets kept per generation
@@ -68,31 +68,10 @@ def fts_query(query: str) -> str:
 
     A code (PW-2200-07) becomes the exact phrase "pw 2200 07" or its collapsed form in the
     codes column; words are quoted so FTS5 syntax in a query is never interpreted."""
-    parts: list[str] = []
-    in_codes: set[str] = set()
-    for code in codes(query):
-        tokens = fts_tokens(fold(code))
-        in_codes.update(tokens)
-        parts.append(f'("{" ".join(tokens)}" OR codes : "{collapse_code(code)}")')
-    for word in dict.fromkeys(content_words(query)):
-        if word not in in_codes:  # a code matches as a whole, not by its pieces
-            parts.append(f'"{word}"')
-    return " OR ".join(parts)
-
-
-def fts_tokens(text: str) -> list[str]:
-    """The tokens FTS5's unicode61 tokenizer makes of a folded code."""
-    out: list[str] = []
-    token = ""
-    for ch in text:
-        if ch.isalnum():
-            token += ch
-        elif token:
-            out.append(token)
-            token = ""
-    if token:
-        out.append(token)
-    return out
+    return " OR ".join(
+        f'("{p.phrase}" OR codes : "{p.code}")' if p.code else f'"{p.phrase}"'
+        for p in query_parts(query)
+    )
 
 
 def filter_sql(filters: Filters) -> tuple[str, list[str]]:
@@ -124,8 +103,6 @@ def row_meta(r: Sequence) -> DocMeta:
     )
 
 
-def version_key(version: str) -> tuple[int, str]:
-    return (int(version), "") if version.isdigit() else (10**9, version)
 
 
 def batches(ids: list[str]) -> Iterator[list[str]]:

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from tether.errors import TetherError
-from tether.text import codes, collapse_code
+from tether.stores.lexical import lexical_columns
 from tether.types import ChangeSet, FileChange, Progress
 
 _DATA_TABLES = (
@@ -138,8 +138,7 @@ def insert(db: sqlite3.Connection, change: FileChange, chunker: str) -> None:
                 c.start, c.end, c.lead, c.text,
             ),
         )  # fmt: skip
-        heading = " ".join([m.title, *c.heading_path])
-        code_col = " ".join(collapse_code(x) for x in codes(c.text + " " + heading))
+        heading, _, code_col = lexical_columns(m, c)
         db.execute(
             "INSERT INTO chunks_fts (heading, text, codes, chunk_id) VALUES (?, ?, ?, ?)",
             (heading, c.text, code_col, c.chunk_id),
