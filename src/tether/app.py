@@ -116,6 +116,13 @@ def retriever_for(
         profile = index_profile(store)
     kwargs.setdefault("rrf_weights", profile.rrf_weights)
     kwargs.setdefault("lexical_gate", profile.lexical_gate)
+    kwargs.setdefault("adaptive", profile.adaptive_fusion)
+    kwargs.setdefault("lexical_rerank_weights", profile.rerank_lexical_weights)
+    if kwargs["adaptive"] and "lexical_prior" not in kwargs:
+        from tether.retrieval.calibrate import load_calibration
+
+        calibration = load_calibration(store)
+        kwargs["lexical_prior"] = calibration["lexical_prior"] if calibration else None
     kwargs.setdefault("same_point_cosine", profile.same_point_cosine)
     kwargs.setdefault("rerank_weights", profile.rerank_weights)
     return Retriever(store, embedder, **kwargs)
@@ -424,7 +431,7 @@ class Workspace:
         from tether.ingest.sync import sync
 
         store = self._store_for_writing(rebuild=rebuild)
-        return sync(
+        report = sync(
             store,
             Path(folder),
             chunker=chunker,
@@ -435,6 +442,23 @@ class Workspace:
             progress=progress,
             follow_links=follow_links,
         )
+        if embed and store.has_vectors():
+            from tether.retrieval.calibrate import load_calibration
+
+            if report.chunks_written or report.removed or load_calibration(store) is None:
+                self.calibrate_fusion()
+        return report
+
+    def calibrate_fusion(self) -> dict[str, Any]:
+        """Measure the collection's BM25 share of the fusion on pseudo-questions made from
+        its own public headings and sentences, and store it in the index
+        (`tether.retrieval.calibrate`); the retriever uses it from then on."""
+        from tether.retrieval.calibrate import calibrate_fusion
+
+        prior = retriever_for(self.store, dense=False, adaptive=False).lexical_prior
+        found = calibrate_fusion(self.store, self.retriever(), prior)
+        self._retriever = None  # built with the old prior
+        return found
 
     def set_gate_floors(self, floors: dict[str, float]) -> None:
         """Store calibrated gate floors in the index (reopening it for writing)."""
