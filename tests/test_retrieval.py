@@ -159,7 +159,9 @@ def test_default_hybrid_gates_bm25_by_cosine_then_fuses_with_weights(
     demo_store: SqliteStore, retriever: Retriever, query: str
 ):
     """Recomputed by hand: BM25 candidates under top - 0.4 x (top - 50th) of the dense
-    cosines take no part; the rest are fused with BM25 weighted 0.7."""
+    cosines take no part; the rest are fused with BM25 weighted 0.7. (The fixed fusion, the
+    Profile's values with `adaptive=False`; the adaptive default is in test_fusion.py.)"""
+    retriever = retriever_for(demo_store, adaptive=False)
     assert retriever.lexical_gate == 0.4 and retriever.rrf_weights == (0.7, 1.0)
     bm25 = retriever.search(query, 50, PUBLIC, "bm25")
     dense = retriever.search(query, 50, PUBLIC, "dense")

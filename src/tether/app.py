@@ -120,6 +120,13 @@ def retriever_for(
         profile = index_profile(store)
     kwargs.setdefault("rrf_weights", profile.rrf_weights)
     kwargs.setdefault("lexical_gate", profile.lexical_gate)
+    kwargs.setdefault("adaptive", profile.adaptive_fusion)
+    kwargs.setdefault("lexical_rerank_weights", profile.rerank_lexical_weights)
+    if kwargs["adaptive"] and "lexical_prior" not in kwargs:
+        from tether.retrieval.calibrate import load_calibration
+
+        calibration = load_calibration(store)
+        kwargs["lexical_prior"] = calibration["lexical_prior"] if calibration else None
     kwargs.setdefault("same_point_cosine", profile.same_point_cosine)
     kwargs.setdefault("rerank_weights", profile.rerank_weights)
     return Retriever(store, embedder, **kwargs)
@@ -458,10 +465,26 @@ class Workspace:
             )  # fmt: skip
         finally:
             run.close()
+        if embed and store.has_vectors():
+            from tether.retrieval.calibrate import load_calibration
+
+            if report.chunks_written or report.removed or load_calibration(store) is None:
+                self.calibrate_fusion()
         changed = report.added or report.updated or report.removed
         if report.committed and store.has_vectors() and (changed or not self.self_calibration()):
             self.calibrate_self()
         return report
+
+    def calibrate_fusion(self) -> dict[str, Any]:
+        """Measure the collection's BM25 share of the fusion on pseudo-questions made from
+        its own public headings and sentences, and store it in the index
+        (`tether.retrieval.calibrate`); the retriever uses it from then on."""
+        from tether.retrieval.calibrate import calibrate_fusion
+
+        prior = retriever_for(self.store, dense=False, adaptive=False).lexical_prior
+        found = calibrate_fusion(self.store, self.retriever(), prior)
+        self._retriever = None  # built with the old prior
+        return found
 
     def ingest_executor(self, name: str | None, embedder: Embedder | None) -> Executor:
         """The executor of an ingest (`tether.ingest.executor`): `name` or the Settings'

@@ -483,6 +483,22 @@ class Profile:
     # candidates (share of the dense top-50 cosine range a BM25 candidate must reach)
     rrf_weights: tuple[float, float] = (0.7, 1.0)
     lexical_gate: float = 0.4
+    # adaptive fusion (tether.retrieval.query): the BM25 share follows the query's shape and
+    # the collection's calibrated prior; no candidate of either list is dropped before the
+    # reranker sees it. The shifts were set on bench/corpora/python, checked on PostgreSQL
+    # and Larkfield (bench/results/real_corpora.md). False: the fixed weights and gate above.
+    adaptive_fusion: bool = True
+    # adaptive rerank: the lexical features' weights at a BM25 share of 0.5 (scaled by twice
+    # the query's share; replaces their fixed weights above); set on bench/corpora/python
+    rerank_lexical_weights: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({"bm25": 2.0, "coverage": 1.0, "heading": 1.0})
+    )
+    # what the fusion values were fitted on (a collection's own calibration, stored in its
+    # index as meta `fusion_calibration`, names its own pseudo-questions)
+    fusion_fitted_on: str = (
+        "rrf_weights and lexical_gate: bundled Harbor & Pine questions; query-shape shifts:"
+        " the Python 3.11 manual questions (bench/corpora/python)"
+    )
     # rerank: feature weights of the sentence reranker (random search on the bundled set)
     rerank_weights: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType(

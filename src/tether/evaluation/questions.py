@@ -134,8 +134,8 @@ def matches(chunk: Chunk, rel: Relevant) -> bool:
     if rel.version is not None and chunk.version != rel.version:
         return False
     if rel.section is not None or rel.anchor is not None:
-        by_section = rel.section is not None and _norm(rel.section) in {
-            _norm(h) for h in chunk.heading_path
+        by_section = rel.section is not None and _heading(rel.section) in {
+            _heading(h) for h in chunk.heading_path
         }
         by_anchor = rel.anchor is not None and chunk.anchor == rel.anchor
         if not (by_section or by_anchor):
@@ -145,6 +145,12 @@ def matches(chunk: Chunk, rel: Relevant) -> bool:
 
 def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+def _heading(text: str) -> str:
+    """A heading as a section label names it: a trailing permalink sign (the pilcrow that
+    Sphinx and other generators append to every heading) is not part of its text."""
+    return _norm(text).rstrip("\u00b6").rstrip()
 
 
 def passage_label(rel: Relevant) -> str:

@@ -50,6 +50,7 @@ from tether.types import Hit, Message, ModelRequest
 # The weights are an embedder's tuned values: they live in its Profile (tether.config).
 DEFAULT_WEIGHTS: Mapping[str, float] = DEFAULT_PROFILE.rerank_weights
 BM25_HALF = 5.0  # the BM25 score that maps to 0.5
+LEXICAL_NEUTRAL = 0.5  # adaptive: the BM25 share at which the lexical weights count as listed
 MIN_LANGUAGE_CHUNKS = 3  # fewer chunks in a language: centre it on the mean of all chunks
 
 
@@ -83,8 +84,15 @@ class SentenceReranker:
         store: Store,
         query_vector: Callable[[str], np.ndarray] | Embedder,
         weights: Mapping[str, float] | None = None,
+        *,
+        lexical_share: Callable[[str], float] | None = None,
+        lexical_weights: Mapping[str, float] | None = None,
     ) -> None:
         self.store = store
+        self.lexical_share = lexical_share
+        self.lexical_weights = dict(
+            DEFAULT_PROFILE.rerank_lexical_weights if lexical_weights is None else lexical_weights
+        )
         if callable(query_vector):
             self._qvec = query_vector
         else:
@@ -142,16 +150,33 @@ class SentenceReranker:
             )
         return out
 
-    def score(self, feats: Mapping[str, float]) -> float:
-        total = sum(self.weights.values()) or 1.0
-        return sum(w * feats.get(name, 0.0) for name, w in self.weights.items()) / total
+    def weights_for(self, query: str) -> dict[str, float]:
+        """The feature weights for `query`: fixed, or (with `lexical_share`) the lexical
+        features' weights raised by `lexical_weights` x the query's BM25 share /
+        `LEXICAL_NEUTRAL`: identifier queries lean on the words, paraphrase less; a share of
+        0 (the retriever gives it for a question in another language than the collection)
+        keeps the fixed weights."""
+        if self.lexical_share is None:
+            return self.weights
+        scale = self.lexical_share(query) / LEXICAL_NEUTRAL
+        return {
+            **self.weights,
+            **{n: self.weights.get(n, 0.0) + w * scale for n, w in self.lexical_weights.items()},
+        }
+
+    def score(self, feats: Mapping[str, float], weights: Mapping[str, float] | None = None) -> float:
+        weights = self.weights if weights is None else weights
+        total = sum(weights.values()) or 1.0
+        return sum(w * feats.get(name, 0.0) for name, w in weights.items()) / total
 
     def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
         if not hits:
             return []
         feats = self.features(query, hits)
+        weights = self.weights_for(query)
         scored = [
-            (self.score(f), i, h, f) for i, (h, f) in enumerate(zip(hits, feats, strict=True))
+            (self.score(f, weights), i, h, f)
+            for i, (h, f) in enumerate(zip(hits, feats, strict=True))
         ]
         scored.sort(key=lambda t: (-t[0], t[1]))
         return [

@@ -16,8 +16,22 @@ see) BEFORE ranking, so a passage the filters refuse can never take a place in t
   answer is in English, no longer pushes the dense result down. `lexical_gate=None` fuses
   the plain lists. (Measured in bench/results/retrieval.md; the share and the weight were
   chosen on the bundled questions and checked on Larkfield.)
+  That is the fixed fusion (`adaptive=False`). The Profile's default is adaptive
+  (`adaptive=True`, set by `tether.app.retriever_for`): the BM25 share is the collection's
+  `lexical_prior` (measured at ingest on pseudo-questions from its own headings and
+  sentences, `tether.retrieval.calibrate`; else the fixed weights' share) moved by the
+  query's shape (`tether.retrieval.query`: identifiers and quoted phrases +0.45, paraphrased
+  questions -0.1, a question in another language than the collection -0.3); a BM25 candidate
+  under the cosine gate is never dropped: it keeps `gate_factor` (0.5) of its weight, none
+  for a question in another language or in a collection written in several languages (the
+  case the gate is for), and identifier queries are not gated at all. Compared with the
+  fixed fusion and plain RRF on real manuals in bench/results/real_corpora.md.
 - rerank: the hybrid top 20 reordered by a `Reranker` (the default, `SentenceReranker`, runs
-  in milliseconds; see `tether.retrieval.rerank`); hits past 20 keep their hybrid order. Two steps
+  in milliseconds; see `tether.retrieval.rerank`); hits past 20 keep their hybrid order.
+  Adaptive: the top `keep_each` (5) of the BM25 and of the dense list join the reordered head
+  wherever the fusion put them, and the sentence reranker's lexical features weigh more as
+  the query's BM25 share grows (none extra for another language, or a non-identifier
+  question in a collection of several languages). Two steps
   follow, both on by default (`per_document=None`, `rule_types=()` turn them off):
   - at most `per_document` (3) chunks of one document in the top 10, so that one long
     document (a supplier sheet in five chunks) cannot fill the list; the rest move down;
@@ -44,7 +58,7 @@ rewriter costs one model call per query.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -54,6 +68,7 @@ import numpy as np
 from tether.config import DEFAULT_PROFILE
 from tether.errors import TetherError
 from tether.protocols import Embedder, Provider, Reranker, Store
+from tether.retrieval.query import QueryShape, query_shape
 from tether.standing import TYPE_ALIASES, source_rank
 from tether.text import fold
 from tether.types import Chunk, Filters, Hit, Message, ModelRequest
@@ -70,6 +85,9 @@ PER_DOCUMENT = 3  # rerank: most chunks of one document in the top DIVERSITY_WIN
 DIVERSITY_WINDOW = 10
 RULE_TYPES: tuple[str, ...] = ("governance",)  # doc types whose passages are standing rules
 RULES_WINDOW = 5  # rerank: the top places a standing rule is checked for and put into
+KEEP_EACH = 5  # rerank: the top of each list (bm25, dense) that always reaches the reranker
+SECOND_LANGUAGE = 0.1  # share of chunks that makes a collection multilingual (adaptive)
+GATE_FACTOR = 0.5  # adaptive hybrid: the weight share a BM25 candidate under the cosine gate keeps
 
 
 def check_method(method: str) -> str:
@@ -128,6 +146,11 @@ class Retriever:
         rule_types: Sequence[str] = RULE_TYPES,
         same_point_cosine: float = SAME_POINT_COSINE,
         rerank_weights: Mapping[str, float] | None = None,
+        adaptive: bool = False,
+        lexical_prior: float | None = None,
+        keep_each: int = KEEP_EACH,
+        gate_factor: float = GATE_FACTOR,
+        lexical_rerank_weights: Mapping[str, float] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -139,7 +162,15 @@ class Retriever:
         self.per_document = per_document
         self.rule_types = tuple(t.lower() for t in rule_types)
         self.same_point_cosine = same_point_cosine
+        self.adaptive = adaptive
+        w_bm25, w_dense = rrf_weights
+        self.lexical_prior = (
+            lexical_prior if lexical_prior is not None else w_bm25 / ((w_bm25 + w_dense) or 1.0)
+        )
+        self.keep_each = keep_each
+        self.gate_factor = gate_factor
         self._rules: tuple[int, list[Chunk]] | None = None
+        self._language: tuple[int, tuple[str | None, bool]] | None = None
         self._query_vectors: _LRU = _LRU(512)
         self._masks: _LRU = _LRU(32)
         if embedder is not None:
@@ -147,7 +178,13 @@ class Retriever:
         if reranker is None and embedder is not None:
             from tether.retrieval.rerank import SentenceReranker
 
-            reranker = SentenceReranker(store, self.query_vector, weights=rerank_weights)
+            reranker = SentenceReranker(
+                store,
+                self.query_vector,
+                weights=rerank_weights,
+                lexical_share=self._rerank_share if adaptive else None,
+                lexical_weights=lexical_rerank_weights,
+            )
         self.reranker = reranker
 
     @property
@@ -227,17 +264,80 @@ class Retriever:
             if cid in chunks  # removed by a write committed since the ranking
         ]
 
-    def _hybrid(self, query: str, k: int, filters: Filters) -> list[Hit]:
-        depth = max(self.candidates, k)
+    def fusion_weights(self, query: str) -> tuple[tuple[float, float], bool]:
+        """(bm25, dense) fusion weights for `query`, and whether the cosine gate applies.
+
+        Fixed (`rrf_weights`, gate on) unless `adaptive`: then the BM25 share is the
+        collection's `lexical_prior` moved by the query's shape (`query_shape`), the dense
+        weight stays 1, and a query of identifiers or quoted phrases is not gated (its
+        exact words are the point, whatever their cosine)."""
+        if not self.adaptive:
+            return self.rrf_weights, True
+        share = self.lexical_share(query)
+        return (share / (1.0 - share), 1.0), self._shape(query).kind != "identifier"
+
+    def lexical_share(self, query: str) -> float:
+        """The BM25 share of the fusion for `query`: the collection's prior moved by the
+        query's shape, within 0.05..0.95 (the adaptive reranker scales its lexical features
+        by it too)."""
+        return min(0.95, max(0.05, self.lexical_prior + self._shape(query).lexical_shift))
+
+    def _rerank_share(self, query: str) -> float:
+        """The share the adaptive reranker scales its lexical features by: the fusion's, but
+        none where shared words are likely to point at the wrong passage: a question in
+        another language than the collection, or any question but one of identifiers in a
+        collection written in several languages."""
+        kind = self._shape(query).kind
+        if kind == "cross-language" or (self._languages()[1] and kind != "identifier"):
+            return 0.0
+        return self.lexical_share(query)
+
+    def _gate_factor(self, query: str) -> float:
+        """What a BM25 candidate under the cosine gate keeps of its weight: `gate_factor`,
+        or none (the fixed gate) for a question in another language than the collection or
+        in a collection written in several languages: the gate exists for those."""
+        cross = self._shape(query).kind == "cross-language"
+        return 0.0 if cross or self._languages()[1] else self.gate_factor
+
+    def _shape(self, query: str) -> QueryShape:
+        return query_shape(query, self._languages()[0])
+
+    def _languages(self) -> tuple[str | None, bool]:
+        """(the language of most chunks, whether a second language holds at least
+        `SECOND_LANGUAGE` of them), cached while the index's generation stays."""
+        generation = self.store.generation()
+        if self._language is None or self._language[0] != generation:
+            counts = Counter(c.meta.language for c in self.store.chunks() if c.meta.language)
+            ranked = counts.most_common(2)
+            total = sum(counts.values()) or 1
+            several = len(ranked) > 1 and ranked[1][1] / total >= SECOND_LANGUAGE
+            self._language = (generation, (ranked[0][0] if ranked else None, several))
+        return self._language[1]
+
+    def _hybrid(
+        self, query: str, k: int, filters: Filters, depth: int | None = None
+    ) -> list[Hit]:
+        """The top k of the fusion of the BM25 and dense top `depth` (default: the larger of
+        `candidates` and k)."""
+        depth = depth or max(self.candidates, k)
         lexical = self.store.lexical_ranking(query, depth, filters)
         dense = self._dense_ranked(query, depth, filters)
+        weights, gated = self.fusion_weights(query)
         fusing = [cid for cid, _ in lexical]
-        if self.lexical_gate is not None and dense:
+        below: list[str] = []
+        if self.lexical_gate is not None and dense and gated:
             top, low = dense[0][1], dense[-1][1]
             floor = top - self.lexical_gate * (top - low)
             lexical_cos = self._cosines(query, fusing)
+            below = [cid for cid in fusing if lexical_cos[cid] < floor]
             fusing = [cid for cid in fusing if lexical_cos[cid] >= floor]
-        fused = rrf_scores([fusing, [cid for cid, _ in dense]], weights=self.rrf_weights)
+        fused = rrf_scores([fusing, [cid for cid, _ in dense]], weights=weights)
+        if self.adaptive:  # a BM25 candidate under the gate counts less, it is never dropped
+            rank_of = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
+            factor = self._gate_factor(query)
+            for cid in below:
+                damped = factor * weights[0] / (RRF_K + rank_of[cid])
+                fused[cid] = fused.get(cid, 0.0) + damped
         bm25 = {cid: (s, i) for i, (cid, s) in enumerate(lexical, start=1)}
         dense_rank = {cid: (s, i) for i, (cid, s) in enumerate(dense, start=1)}
         order = sorted(
@@ -264,8 +364,12 @@ class Retriever:
     def _rerank(self, query: str, k: int, filters: Filters) -> list[Hit]:
         if self.reranker is None:
             raise TetherError("no reranker configured")
-        candidates = self._hybrid(query, max(k, self.rerank_depth), filters)
-        head, tail = candidates[: self.rerank_depth], candidates[self.rerank_depth :]
+        if self.adaptive:  # every fused candidate, so that each list's top reaches the reranker
+            depth = max(self.candidates, k)
+            candidates = self._hybrid(query, 2 * depth, filters, depth)
+        else:
+            candidates = self._hybrid(query, max(k, self.rerank_depth), filters)
+        head, tail = self._rerank_head(candidates)
         reranked = self.reranker.rerank(query, head, len(head))
         if len(reranked) < len(head):  # a reranker that cut the list: keep the rest in order
             seen = {h.chunk.chunk_id for h in reranked}
@@ -281,6 +385,21 @@ class Retriever:
         if self.rule_types:
             out = self._with_rule(out, filters)
         return [replace(h, rank=i) for i, h in enumerate(out[:k], start=1)]
+
+    def _rerank_head(self, candidates: list[Hit]) -> tuple[list[Hit], list[Hit]]:
+        """(what the reranker reorders, the rest in hybrid order): the hybrid top
+        `rerank_depth`, plus (adaptive) the top `keep_each` of the BM25 and of the dense list
+        wherever the fusion put them."""
+        if not self.adaptive:
+            return candidates[: self.rerank_depth], candidates[self.rerank_depth :]
+        head: list[Hit] = []
+        tail: list[Hit] = []
+        for i, h in enumerate(candidates):
+            top_of_a_list = any(
+                h.signals.get(name, 10**9) <= self.keep_each for name in ("bm25_rank", "dense_rank")
+            )
+            (head if i < self.rerank_depth or top_of_a_list else tail).append(h)
+        return head, tail
 
     def _with_rule(self, hits: list[Hit], filters: Filters) -> list[Hit]:
         """Put the standing rule that governs the sources in the top places at 5th place."""

@@ -1,0 +1,107 @@
+"""What a query looks like, for fusion: identifiers and quoted phrases lean lexical, plain
+questions lean dense.
+
+`query_shape(query)` is a small deterministic classifier (regular expressions, no model):
+- identifiers: a word with an inner underscore (`work_mem`), a dotted name (`json.dumps`,
+  `os.path`), a call (`lru_cache()`), a leading underscore (`_replace`), inner capitals
+  (`NamedTemporaryFile`, `JSONDecodeError`), a command-line option (`--clean`), a code
+  (`PW-2200-07`, through `tether.text.codes`), a word of three or more capitals (`VACUUM
+  FULL`, `ON CONFLICT`) unless a long query is all capitals (shouting, not SQL);
+- quoted phrases ("...", `...`): the user wants those words;
+- a question (a question word first, or a question mark) of five or more words with no
+  identifier is `natural`: paraphrase is where the embedder helps most;
+- a short query (up to four words) with neither is `keyword`;
+- a query in another language than most of the collection (when the caller says which),
+  without identifiers, is `cross-language`: shared words then mostly point at passages in
+  the query's language, not at the answer.
+Its `lexical_shift` moves the share of BM25 in the fusion (`Retriever` adds it to the
+collection's lexical prior): +0.45 identifier or quoted, +0.1 keyword, -0.1 natural, 0 mixed
+(a question that names an identifier), -0.3 cross-language. The shifts were set on the Python development corpus
+(bench/corpora/python) and checked on PostgreSQL and Larkfield (bench/results/real_corpora.md).
+
+What it cannot do: it reads surface form only; a paraphrased question that happens to name an
+identifier counts as `mixed`, a product name in capitals counts as an identifier, and it knows
+nothing of the collection (the calibration in `tether.retrieval.calibrate` does that part).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tether.text import codes, detect_language
+
+_QUOTED = re.compile(r"\"[^\"]{2,}\"|“[^”]{2,}”|`[^`]{2,}`")
+_TOKEN = re.compile(r"(?<![\w.-])(--?)?([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(\(\)?)?")
+_CAPS_WORD = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
+_QUESTION_WORDS = frozenset(
+    "how what why which when where who can could does do did is are should would will "
+    "comment quel quelle quels quelles pourquoi quand où est".split()
+)
+_WORD = re.compile(r"[\w'-]+")
+
+IDENTIFIER_SHIFT = 0.45
+KEYWORD_SHIFT = 0.1
+NATURAL_SHIFT = -0.1
+CROSS_LANGUAGE_SHIFT = -0.3
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    """A query's kind (identifier, keyword, natural, mixed), the identifiers and quoted
+    phrases found, and how far it moves the BM25 share of the fusion."""
+
+    kind: str
+    identifiers: tuple[str, ...]
+    quoted: tuple[str, ...]
+    lexical_shift: float
+
+
+def identifiers(query: str) -> list[str]:
+    """The identifier-like tokens of a query, in order (see the module docstring)."""
+    found: dict[str, None] = {}
+    for m in _TOKEN.finditer(query):
+        option, word, call = m.group(1), m.group(2), m.group(3)
+        if (
+            option
+            or call
+            or "." in word
+            or "_" in word.strip("_")
+            or word.startswith("_")
+            or _mixed_case(word)
+        ):
+            found.setdefault((option or "") + word, None)
+    for code in codes(query):
+        found.setdefault(code, None)
+    words = _WORD.findall(query)
+    if not query.isupper() or len(words) <= 4:
+        for word in _CAPS_WORD.findall(query):
+            found.setdefault(word, None)
+    return list(found)
+
+
+def _mixed_case(word: str) -> bool:
+    """Inner capitals with lower case around them: ExitStack, JSONDecodeError, camelCase."""
+    return any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)
+
+
+def query_shape(query: str, collection_language: str | None = None) -> QueryShape:
+    """Classify a query (module docstring): deterministic, microseconds; with
+    `collection_language` (the language most of the collection is written in), a question
+    in another language without identifiers is `cross-language`."""
+    quoted = tuple(m.group(0)[1:-1] for m in _QUOTED.finditer(query))
+    found = tuple(identifiers(_QUOTED.sub(" ", query)))
+    words = _WORD.findall(query)
+    first = words[0].lower() if words else ""
+    question = first in _QUESTION_WORDS or query.rstrip().endswith("?")
+    if quoted or (found and (not question or len(words) <= 4)):
+        return QueryShape("identifier", found, quoted, IDENTIFIER_SHIFT)
+    if collection_language and detect_language(query) != collection_language:
+        return QueryShape("cross-language", found, quoted, CROSS_LANGUAGE_SHIFT)
+    if found:
+        return QueryShape("mixed", found, quoted, 0.0)
+    if question and len(words) >= 5:
+        return QueryShape("natural", found, quoted, NATURAL_SHIFT)
+    if len(words) <= 4:
+        return QueryShape("keyword", found, quoted, KEYWORD_SHIFT)
+    return QueryShape("natural", found, quoted, NATURAL_SHIFT)

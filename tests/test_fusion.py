@@ -1,0 +1,143 @@
+"""Adaptive fusion: the query classifier, weights that follow the query, no candidate dropped
+before the reranker, and the calibration on the collection itself (stored in the index)."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from tether.app import retriever_for
+from tether.retrieval.calibrate import (
+    META_KEY,
+    calibrate_fusion,
+    heading_questions,
+    load_calibration,
+    sentence_questions,
+)
+from tether.retrieval.query import identifiers, query_shape
+from tether.retrieval.retriever import Retriever
+from tether.stores.sqlite import SqliteStore
+from tether.types import Filters
+
+PUBLIC = Filters(as_of=date(2026, 11, 30), audience="public")
+FRENCH = "Quel est le délai de retour pour un vélo ?"
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        ("work_mem", "identifier"),
+        ("json.dumps sort_keys", "identifier"),
+        ("functools.lru_cache maxsize", "identifier"),
+        ("What does row_number() return?", "identifier"),
+        ("pg_restore --clean", "identifier"),
+        ("JSONDecodeError", "identifier"),
+        ("namedtuple _replace", "identifier"),
+        ("VACUUM FULL", "identifier"),
+        ("Is the stove recall about my ST-410?", "mixed"),
+        ('where is "return window" defined', "identifier"),
+        ("How do I use ExitStack to close several files at once?", "mixed"),
+        ("How do I remove a directory and everything in it?", "natural"),
+        ("Make a copy of a nested list so changing the copy leaves the original alone", "natural"),
+        (FRENCH, "natural"),
+        ("deque maxlen", "keyword"),
+        ("bike return window", "keyword"),
+    ],
+)
+def test_the_query_classifier_reads_identifiers_quotes_and_questions(query: str, kind: str):
+    assert query_shape(query).kind == kind
+    assert query_shape(query) == query_shape(query)  # deterministic
+
+
+def test_identifiers_are_listed_as_written_and_shouting_is_not_sql():
+    assert identifiers("os.path.join and PurePath.with_suffix()") == [
+        "os.path.join",
+        "PurePath.with_suffix",
+    ]
+    assert identifiers("Use ON CONFLICT DO NOTHING") == ["CONFLICT", "NOTHING"]
+    assert identifiers("WHY DOES MY BIKE SQUEAK WHEN I BRAKE HARD") == []
+
+
+def test_weights_lean_lexical_for_identifiers_and_dense_for_paraphrase(demo_store):
+    adaptive = retriever_for(demo_store, adaptive=True)
+    (code_bm25, code_dense), code_gated = adaptive.fusion_weights("PW-2200-07")
+    (para_bm25, para_dense), para_gated = adaptive.fusion_weights(
+        "Can I bring back a bicycle after riding it?"
+    )
+    assert code_dense == para_dense == 1.0
+    assert code_bm25 > adaptive.rrf_weights[0] > para_bm25
+    assert not code_gated and para_gated  # identifiers keep every BM25 candidate at full weight
+    fixed = retriever_for(demo_store, adaptive=False)
+    assert fixed.fusion_weights("PW-2200-07") == (fixed.rrf_weights, True)
+
+
+def test_adaptive_hybrid_drops_no_bm25_candidate(demo_store):
+    adaptive = retriever_for(demo_store, adaptive=True)
+    fixed = retriever_for(demo_store, adaptive=False)
+    query = "Can I return a bike I rode?"
+    bm25 = {h.chunk.chunk_id for h in adaptive.search(query, 50, PUBLIC, "bm25")}
+    gated = {h.chunk.chunk_id for h in fixed._hybrid(query, 100, PUBLIC, 50)}
+    kept = {h.chunk.chunk_id for h in adaptive._hybrid(query, 100, PUBLIC, 50)}
+    assert bm25 - gated  # the fixed gate removes some lexical candidates on this question
+    assert bm25 <= kept  # the adaptive fusion ranks them lower but keeps every one
+
+
+def test_the_top_of_each_list_reaches_the_reranker(demo_store):
+    adaptive: Retriever = retriever_for(demo_store, adaptive=True, per_document=None, rule_types=())
+    for query in (FRENCH, "PW-2200-07", "How do I charge the BT-500 battery?"):
+        candidates = adaptive._hybrid(query, 100, PUBLIC, 50)
+        head, tail = adaptive._rerank_head(candidates)
+        tops = {h.chunk.chunk_id for h in adaptive.search(query, 5, PUBLIC, "bm25")}
+        tops |= {h.chunk.chunk_id for h in adaptive.search(query, 5, PUBLIC, "dense")}
+        assert tops <= {h.chunk.chunk_id for h in head}
+        assert len(head) + len(tail) == len(candidates)
+        reranked = adaptive.search(query, 40, PUBLIC, "rerank")
+        assert tops <= {h.chunk.chunk_id for h in reranked}
+
+
+def test_pseudo_questions_come_from_public_headings_and_sentences(demo_store):
+    chunks = list(demo_store.chunks())
+    headings = heading_questions(chunks, 30)
+    sents = sentence_questions(chunks, 30)
+    assert headings == heading_questions(chunks, 30) and sents == sentence_questions(chunks, 30)
+    assert len(headings) == 30 and len(sents) == 30
+    by_id = {c.chunk_id: c for c in chunks}
+    for text, ids in headings:
+        assert all(text in " ".join(by_id[i].heading_path) for i in ids)
+    for text, (cid,) in sents:
+        assert 4 <= len(text.split()) <= 15 and text.split()[0] in by_id[cid].text
+
+
+def test_calibration_is_stored_in_the_index_and_used_by_the_retriever(
+    demo_store: SqliteStore, tmp_path: Path
+):
+    shutil.copyfile(demo_store.location, tmp_path / "index.sqlite")
+    store = SqliteStore(tmp_path / "index.sqlite")
+    assert load_calibration(store) is None
+    before = retriever_for(store)
+    found = calibrate_fusion(store, before, before.lexical_prior)
+    assert 0.2 <= found["lexical_prior"] <= 0.6
+    assert found["questions"] >= 20 and "pseudo-questions" in found["fitted_on"]
+    assert 0 <= found["bm25_mrr"] <= 1 and 0 <= found["dense_mrr"] <= 1
+    assert load_calibration(store) == found
+    assert retriever_for(store).lexical_prior == found["lexical_prior"]
+    assert retriever_for(store, adaptive=False).lexical_prior == before.lexical_prior
+    store.set_meta({META_KEY: "not json"})
+    assert load_calibration(store) is None
+    store.close()
+
+
+def test_a_section_label_matches_a_heading_with_its_permalink_sign(demo_store):
+    from dataclasses import replace
+
+    from tether.evaluation.questions import matches
+    from tether.types import Relevant
+
+    chunk = next(iter(demo_store.chunks()))
+    sphinx = replace(chunk, heading_path=("itertools — Functions", "Itertool functions¶"))
+    assert matches(sphinx, Relevant(doc_id=chunk.doc_id, section="Itertool functions"))
+    assert matches(sphinx, Relevant(doc_id=chunk.doc_id, section="itertool  functions ¶"))
+    assert not matches(sphinx, Relevant(doc_id=chunk.doc_id, section="Itertool"))
