@@ -42,7 +42,7 @@ from tether.cli.app import (
 from tether.errors import TetherError
 
 if TYPE_CHECKING:
-    from tether.types import AskResult, ClaimCheck, Completion, Context
+    from tether.types import AgentTrace, AskResult, ClaimCheck, Completion, Context
 
 QID = re.compile(r"^[A-Z]+\d+$")
 BudgetOpt = Annotated[
@@ -237,6 +237,24 @@ def ask(
     strict: Annotated[
         bool, typer.Option(help="Remove claims that fail an exact check; refuse when none is left.")
     ] = False,
+    agent: Annotated[
+        bool,
+        typer.Option(
+            help="Let the model search and read in steps before it answers (needs a model"
+            " provider: local, openai, anthropic or replay); claims may cite only passages"
+            " it read."
+        ),
+    ] = False,
+    max_steps: Annotated[
+        int, typer.Option(help="With --agent: actions before it must answer.", min=1, max=50)
+    ] = 6,
+    max_tokens: Annotated[
+        int,
+        typer.Option(help="With --agent: model tokens (in + out) before it must answer.", min=100),
+    ] = 16_000,
+    max_seconds: Annotated[
+        float, typer.Option(help="With --agent: seconds before it must answer.", min=1)
+    ] = 300.0,
     index: IndexOpt = None,
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
@@ -253,7 +271,13 @@ def ask(
             chosen = ws.make_provider(provider, model)
         ws.use_provider(chosen)
         with working("answering…"):
-            result = ws.ask(text, opts)
+            if agent:
+                from tether.answering.agent import AgentCaps
+
+                caps = AgentCaps(steps=max_steps, tokens=max_tokens, wall_s=max_seconds)
+                result = ws.ask_agent(text, opts, caps)
+            else:
+                result = ws.ask(text, opts)
     if as_json:
         from tether.schemas import AskResult as WireAskResult
 
@@ -331,6 +355,8 @@ def print_result(result: AskResult, provider_note: str = "", profile_note: str =
     )
     if profile_note:
         out.print(f"note: {shown(profile_note)}", style="dim", highlight=False)
+    if result.agent is not None:
+        print_agent(result.agent)
     if result.context is not None and result.context.passages:
         print_passages(result.context)
     if result.gate is not None and not result.gate.passed:
@@ -351,6 +377,23 @@ def print_result(result: AskResult, provider_note: str = "", profile_note: str =
         print_answer(result)
     if result.completion is not None:
         print_completion(result.completion, result.provider)
+
+
+def print_agent(trace: AgentTrace) -> None:
+    """The agent loop's steps, and the caps it reached."""
+    for i, step in enumerate(trace.steps, 1):
+        seen = f" → {', '.join(step.chunk_ids)}" if step.chunk_ids else ""
+        note = f" ({step.note})" if step.note else ""
+        out.print(
+            f"[dim]step {i}: {step.action} {shown(step.argument)}{shown(seen)}{shown(note)}[/dim]",
+            highlight=False,
+        )
+    for cap in trace.caps_reached:
+        out.print(
+            f"[yellow]The {cap} cap ({trace.caps.get(cap, 0):g}) was reached:[/yellow] the model"
+            " answered from what it had read.",
+            highlight=False,
+        )
 
 
 def print_passages(ctx: Context) -> None:
