@@ -30,7 +30,7 @@ MAX_K = 50
 class Tools:
     """search, read, ask and check over `workspace`, for `audience` only."""
 
-    def __init__(self, workspace: Workspace, audience: Audience = "public", *, agent: bool = False):
+    def __init__(self, workspace: Workspace, audience: str = "public", *, agent: bool = False):
         self.workspace = workspace
         self.audience: Audience = check_audience(audience)
         self.agent = agent  # ask through the agent loop
