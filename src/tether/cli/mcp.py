@@ -46,7 +46,13 @@ def mcp(
         ws = open_workspace(index, demo)
         ws.store  # noqa: B018 (a missing index is an error now, not at the first call)
         ws.close()  # reopened by the server's worker thread
-        from tether.mcp_server import run
+        try:
+            from tether.mcp_server import run
+        except ImportError as exc:
+            raise TetherError(
+                f"tether mcp needs the mcp package ({exc.name} is missing):"
+                " pip install 'tether[mcp]'"
+            ) from None
         from tether.tools import Tools
 
         run(Tools(ws, who, agent=agent), "stdio" if transport == "stdio" else "http", host, port)
