@@ -5,6 +5,7 @@ audience rule inside the loop, and the tool-call shapes of the OpenAI and Anthro
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,51 @@ def test_anthropic_offers_the_actions_as_tools(server) -> None:
     sent = server.requests[0][1]
     assert [t["name"] for t in sent["tools"]] == ["search", "read", "answer"]
     assert sent["tool_choice"] == {"type": "any"}
+
+
+def test_a_recorded_local_model_run_replays_step_by_step(demo_store) -> None:
+    """A RECORDED run of the local model (tests/data/agent_local_recorded.jsonl, labelled),
+    replayed on the demo index: each step's request must be exactly the recorded one (the
+    conversation, the listings, the action schema), so a change to the loop shows here."""
+    from tether.evaluation.questions import load_questions
+    from tether.providers.replay import ReplayProvider
+
+    (q,) = [q for q in load_questions() if q.id == "Q021"]
+    data = Path(__file__).parent / "data" / "agent_local_recorded.jsonl"
+    ws = Workspace(settings_from_mapping({}), index=demo_store.path)
+    ws.use_provider(ReplayProvider(data, mode="replay"))
+    opts = AskOptions(as_of=q.as_of, audience=q.audience, language=q.language)
+    result = ws.ask_agent(q.question, opts)
+    assert result.problem is None, result.problem
+    assert result.agent is not None
+    assert [s.action for s in result.agent.steps] == ["search", "read", "answer"]
+    assert result.completion is not None and "replayed recording" in result.completion.note
+    assert result.answer is not None and all(
+        re.search(k, result.answer.answer, re.I) for k in q.keys
+    )
+    assert result.status == "answered", [c.flags for c in result.checks]
+
+
+def test_an_agent_step_replays_only_by_its_exact_conversation() -> None:
+    from tether.providers.replay import request_loose_key
+
+    assert request_loose_key(_step_request()) is None
+
+
+def test_ask_agent_on_the_command_line(demo_store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tether.cli.main import app
+
+    data = Path(__file__).parent / "data" / "agent_local_recorded.jsonl"
+    monkeypatch.setenv("TETHER_RECORDINGS", str(data))
+    question = "How should I store my e-bike battery over the winter?"
+    args = ["ask", question, "--index", str(demo_store.path), "--as-of", "2026-11-30", "--agent"]
+    runner = CliRunner()
+    shown = runner.invoke(app, [*args, "--provider", "replay"])
+    assert shown.exit_code == 0, shown.output
+    assert "step 2: read bfeea65bfc28" in shown.output and "40 to 60%" in shown.output
+    as_json = runner.invoke(app, [*args, "--provider", "replay", "--json"])
+    assert json.loads(as_json.output)["agent"]["read"] == ["bfeea65bfc28"]
+    refused = runner.invoke(app, [*args, "--provider", "extractive"])
+    assert refused.exit_code == 1 and "error: --agent needs a model" in refused.output
