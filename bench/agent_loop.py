@@ -98,7 +98,8 @@ def write(rows: list[dict], load: tuple[float, float, float]) -> None:
         " inflated, compare the two columns with each other, not with other runs). Model:"
         " the local Qwen2.5-Coder 1.5B (q4_k_m); verifier off for both; caps: 6 steps,"
         " 16,000 tokens, 900 s. A SUBSET of the bundled set (the local model is slow): "
-        + ", ".join(r["id"] for r in rows) + ".",
+        + ", ".join(r["id"] for r in rows)
+        + ".",
         "",
         "| | single-shot | agent |",
         "|---|---|---|",

@@ -204,3 +204,40 @@ def test_mcp_command_refuses_a_bad_audience_and_a_missing_index(tmp_path: Path) 
     assert bad.exit_code == 2
     missing = runner.invoke(app, ["mcp", "--index", str(tmp_path / "none.sqlite")])
     assert missing.exit_code == 1 and "error:" in missing.output
+
+
+def test_tether_mcp_over_streamable_http(index: Path) -> None:
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": src}
+    command = [sys.executable, "-m", "tether", "mcp", "--index", str(index), "--transport", "http", "--port", str(port)]  # fmt: skip
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    async def go() -> tuple[list[str], Any]:
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            names = sorted(t.name for t in (await client.list_tools()).tools)
+            staff = await client.call_tool("search", {"query": "manager code ZX-99", "as_of": "none"})  # fmt: skip
+            return names, staff
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.3)
+        names, staff = asyncio.run(go())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert names == ["ask", "check", "read", "search"]
+    assert "ZX-99" not in json.dumps(staff.structured_content)
