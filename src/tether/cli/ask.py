@@ -42,6 +42,7 @@ from tether.cli.app import (
 from tether.errors import TetherError
 
 if TYPE_CHECKING:
+    from tether.app import Workspace
     from tether.types import AgentTrace, AskResult, ClaimCheck, Completion, Context
 
 QID = re.compile(r"^[A-Z]+\d+$")
@@ -54,6 +55,24 @@ BudgetOpt = Annotated[
         min=50,
         max=100_000,
     ),
+]
+
+AgentOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Let the model search and read in steps before it answers (needs a model"
+        " provider: local, openai, anthropic or replay); claims may cite only passages"
+        " it read."
+    ),
+]
+MaxStepsOpt = Annotated[
+    int, typer.Option(help="With --agent: actions before it must answer.", min=1, max=50)
+]
+MaxTokensOpt = Annotated[
+    int, typer.Option(help="With --agent: model tokens (in + out) before it must answer.", min=100)
+]
+MaxSecondsOpt = Annotated[
+    float, typer.Option(help="With --agent: seconds before it must answer.", min=1)
 ]
 
 
@@ -237,24 +256,10 @@ def ask(
     strict: Annotated[
         bool, typer.Option(help="Remove claims that fail an exact check; refuse when none is left.")
     ] = False,
-    agent: Annotated[
-        bool,
-        typer.Option(
-            help="Let the model search and read in steps before it answers (needs a model"
-            " provider: local, openai, anthropic or replay); claims may cite only passages"
-            " it read."
-        ),
-    ] = False,
-    max_steps: Annotated[
-        int, typer.Option(help="With --agent: actions before it must answer.", min=1, max=50)
-    ] = 6,
-    max_tokens: Annotated[
-        int,
-        typer.Option(help="With --agent: model tokens (in + out) before it must answer.", min=100),
-    ] = 16_000,
-    max_seconds: Annotated[
-        float, typer.Option(help="With --agent: seconds before it must answer.", min=1)
-    ] = 300.0,
+    agent: AgentOpt = False,
+    max_steps: MaxStepsOpt = 6,
+    max_tokens: MaxTokensOpt = 16_000,
+    max_seconds: MaxSecondsOpt = 300.0,
     index: IndexOpt = None,
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
@@ -271,13 +276,8 @@ def ask(
             chosen = ws.make_provider(provider, model)
         ws.use_provider(chosen)
         with working("answering…"):
-            if agent:
-                from tether.answering.agent import AgentCaps
-
-                caps = AgentCaps(steps=max_steps, tokens=max_tokens, wall_s=max_seconds)
-                result = ws.ask_agent(text, opts, caps)
-            else:
-                result = ws.ask(text, opts)
+            caps = (max_steps, max_tokens, max_seconds) if agent else None
+            result = answer_with(ws, text, opts, caps)
     if as_json:
         from tether.schemas import AskResult as WireAskResult
 
@@ -289,6 +289,17 @@ def ask(
     code = ask_exit_code(result)
     if code:
         raise typer.Exit(code)
+
+
+def answer_with(
+    ws: Workspace, text: str, opts: Any, caps: tuple[int, int, float] | None
+) -> AskResult:
+    """`ws.ask`, or the agent loop within `caps` (steps, tokens, seconds) when given."""
+    if caps is None:
+        return ws.ask(text, opts)
+    from tether.answering.agent import AgentCaps
+
+    return ws.ask_agent(text, opts, AgentCaps(*caps))
 
 
 ask.__doc__ = (
