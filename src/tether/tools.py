@@ -72,7 +72,7 @@ class Tools:
         among them is `not_in_context`, an unknown one (or one this audience may not see)
         `missing_id`."""
         from tether.answering.context import estimate_tokens, header
-        from tether.answering.pipeline import AskOptions, checked
+        from tether.answering.pipeline import AskOptions, answer_language, checked
         from tether.types import Answer, AskResult, Claim, Context, Passage
 
         given = [schemas.Claim.model_validate(c) for c in claims]
@@ -86,7 +86,8 @@ class Tools:
         answer = Answer(True, "", tuple(Claim(c.text, tuple(c.chunk_ids)) for c in given))
         day: date | None = as_of_value(as_of)
         o = AskOptions(as_of=day, audience=self.audience)
-        base = AskResult(question, day, self.audience, "en", "given", answer=answer)
+        language = answer_language(" ".join(c.text for c in given))
+        base = AskResult(question, day, self.audience, language, "given", answer=answer)
         ws = self.workspace
         result = checked(base, ws.store, context, o, judge=None, embedder=None,
                          verifier=ws.verifier(), profile=ws.profile)  # fmt: skip
