@@ -43,6 +43,7 @@ from tether.types import (
 )
 
 if TYPE_CHECKING:
+    from tether.answering.agent import AgentCaps
     from tether.answering.context import TokenCounter
     from tether.answering.pipeline import AskOptions, Events, VerifierParts
     from tether.evaluation.calibration import SelfCalibration
@@ -290,6 +291,13 @@ class Workspace:
         raise TetherError(
             f"{doc_id!r} has no version {version!r}; it has {', '.join(m.version for m in known)}"
         )
+
+    def read(self, chunk_id: str, audience: Audience = "public") -> Chunk | None:
+        """The chunk with this ID when `audience` may see it (public by default); None for an
+        unknown ID and, alike, for one the audience may not see."""
+        allows = Filters(audience=check_audience(audience)).allows
+        chunk = self.store.get(chunk_id.strip())
+        return chunk if chunk is not None and allows(chunk.meta) else None
 
     def info(self, audience: Audience = "public") -> dict[str, Any]:
         """What the index holds and how it was built; the counts are those of what `audience`
@@ -624,6 +632,49 @@ class Workspace:
             self.record(result, who)
         return result
 
+    def ask_agent(
+        self,
+        question: str,
+        options: AskOptions | None = None,
+        caps: AgentCaps | None = None,
+        *,
+        who: str | None = None,
+        audit: bool = True,
+    ) -> AskResult:
+        """Answer `question` with the agentic search/read loop (`tether.answering.agent`):
+        the model searches and reads within `caps`, and its claims are checked against the
+        passages it read. The audience and date of `options` fix what it may see; the answer
+        is audited like `ask`'s."""
+        from tether.answering.agent import run_agent
+        from tether.answering.gate import check_question
+        from tether.answering.pipeline import AskOptions, answer_language, checked
+        from tether.types import AskResult
+
+        check_question(question)
+        o = options or AskOptions()
+        audience = check_audience(o.audience)
+        if self.provider.name == "extractive":
+            raise TetherError(
+                "--agent needs a model that chooses its actions (local, openai, anthropic or"
+                " replay); the extractive answerer cannot"
+            )
+        retriever = self.retriever()
+        method = retriever.resolve_method(o.method)
+        tools = _AgentTools(self, Filters(as_of=o.as_of, audience=audience), method, o.k)
+        language = o.language or answer_language(question)
+        base = AskResult(question, o.as_of, audience, language, method, provider=self.provider.name)
+        as_of_text = o.as_of.isoformat() if o.as_of else "unknown"
+        result = run_agent(base, self.provider, tools, caps, as_of_text=as_of_text)
+        context = result.context
+        assert context is not None  # run_agent always sets the passages it read
+        result = checked(
+            result, self.store, context, o, judge=self.judge(), embedder=retriever.embedder,
+            verifier=self.verifier(), profile=self.profile,
+        )  # fmt: skip
+        if audit and self.settings.audit:
+            self.record(result, who)
+        return result
+
     def check(
         self,
         claims: Sequence[Claim],
@@ -691,6 +742,22 @@ def _os_user() -> str:
         return getpass.getuser()
     except (OSError, KeyError):
         return "unknown"
+
+
+@dataclass(frozen=True)
+class _AgentTools:
+    """The agent loop's search and read over a Workspace, the filters fixed."""
+
+    workspace: Workspace
+    filters: Filters
+    method: str
+    k: int
+
+    def search(self, query: str) -> list[Hit]:
+        return self.workspace.retriever().search(query, self.k, self.filters, method=self.method)
+
+    def read(self, chunk_id: str) -> Chunk | None:
+        return self.workspace.read(chunk_id, self.filters.audience)
 
 
 class Collection:

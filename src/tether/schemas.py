@@ -242,6 +242,35 @@ class Check(_Wire):
         )  # fmt: skip
 
 
+class AgentStep(_Wire):
+    """One step of the agent loop: the action, its argument, the chunk IDs it saw."""
+
+    action: str
+    argument: str
+    chunk_ids: list[str]
+    tokens: int
+    seconds: float
+    note: str
+
+
+class AgentTrace(_Wire):
+    """What the agent loop (`ask --agent`) did: its steps, its caps and those it reached,
+    the passages it read (the only ones its claims may cite) and the tokens it used."""
+
+    steps: list[AgentStep]
+    caps: dict[str, float]
+    caps_reached: list[str]
+    read: list[str]
+    tokens: int
+
+    @classmethod
+    def from_trace(cls, t: types.AgentTrace) -> AgentTrace:
+        return cls(
+            steps=[AgentStep(**_fields(s, AgentStep)) for s in t.steps], caps=dict(t.caps),
+            caps_reached=list(t.caps_reached), read=list(t.read), tokens=t.tokens,
+        )  # fmt: skip
+
+
 class AskResult(_Wire):
     """Everything one question produced: the hits, the gate, the passages shown, the request
     and completion, the answer and its checked claims, whether (and why) it was refused."""
@@ -271,6 +300,7 @@ class AskResult(_Wire):
     model: str
     provider_note: str
     timings: dict[str, float]
+    agent: AgentTrace | None = None  # the agent loop's trace (`ask --agent`), else null
 
     @classmethod
     def from_ask_result(cls, r: types.AskResult) -> AskResult:
@@ -285,6 +315,7 @@ class AskResult(_Wire):
             notice=r.notice, provider=r.provider,
             model=r.completion.model if r.completion is not None else "",
             provider_note=r.provider_note, timings=dict(r.timings),
+            agent=None if r.agent is None else AgentTrace.from_trace(r.agent),
         )  # fmt: skip
 
 

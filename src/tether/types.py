@@ -316,6 +316,10 @@ class ModelRequest:
     # For answerers that read passages directly instead of a prompt (the extractive one):
     question: str = field(default="", compare=False)
     passages: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # (chunk_id, text)
+    # Tools a provider with tool calls may offer instead of `json_schema` (the agent's
+    # actions): (name, description, JSON Schema of the arguments); a call comes back as the
+    # JSON text {"action": name, ...arguments}.
+    tools: tuple[tuple[str, str, dict], ...] = field(default=(), compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -506,6 +510,33 @@ class Gate:
 
 
 @dataclass(frozen=True)
+class AgentStep:
+    """One step of the agent loop (`tether ask --agent`): the action the model chose
+    (search, read, answer, or invalid), its argument, the chunk IDs it saw (search results,
+    the passage read), its tokens and seconds, and a note (an unknown ID, a bad reply)."""
+
+    action: str
+    argument: str = ""
+    chunk_ids: tuple[str, ...] = ()
+    tokens: int = 0
+    seconds: float = 0.0
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class AgentTrace:
+    """What the agent loop did: its steps, the caps it had and those it reached (steps,
+    tokens, wall_s; each reached ends the exploration), and the passages it read (the only
+    ones its claims may cite)."""
+
+    steps: tuple[AgentStep, ...]
+    caps: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+    caps_reached: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
 class AskResult:
     """Everything one question produced, for the CLI, the API, the server and eval."""
 
@@ -526,6 +557,7 @@ class AskResult:
     provider_note: str = ""
     timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
     notice: str = ""  # what the reader was not shown and why ("2 claims withheld: ...")
+    agent: AgentTrace | None = None  # the agent loop's trace (`ask --agent`), else None
 
     @property
     def status(self) -> AskStatus:

@@ -156,39 +156,58 @@ def ask(
     timings["context_s"] = time.perf_counter() - t
     result = _answer(replace(base, context=context), provider, o, context, timings)
     emit("answer", result)
-    if o.verify and result.answer is not None and result.answer.claims:
-        t = time.perf_counter()
-        parts = verifier or VerifierParts()
-        embedder = getattr(retriever, "embedder", None)
-        # an index without vectors: load an embedder for the checker's cross-language test
-        # only when a passage of the context is in another language than the answer
-        if (
-            embedder is None
-            and getattr(judge, "embedder", None) is None
-            and parts.embedder is not None
-            and any(p.chunk.meta.language != language for p in context.passages)
-        ):
-            embedder = parts.embedder()
-        check_options = verify.CheckOptions(
-            audience=o.audience, language=language, as_of=o.as_of, judge=judge, embedder=embedder,
-            same_point_cosine=profile.same_point_cosine,
-            cross_language_cut=profile.cross_language_cut,
-        )  # fmt: skip
-        checks = verify.check_answer(
-            result.answer, store, context, question, check_options, cache=parts.cache
-        )
-        answer = result.answer
-        if o.strict:
-            answer, checks = verify.apply_strict(answer, checks, language=language)
-        answer, checks, notice = verify.withhold(
-            answer, checks, audience=o.audience, language=language
-        )
-        timings["verify_s"] = time.perf_counter() - t
-        result = replace(
-            result, answer=answer, checks=tuple(checks), timings=timings, notice=notice
-        )
+    embedder = getattr(retriever, "embedder", None)
+    result = checked(result, store, context, o, judge=judge, embedder=embedder,
+                     verifier=verifier, profile=profile)  # fmt: skip
+    if result.checks:
         emit("checks", result)
     return result
+
+
+def checked(
+    result: AskResult,
+    store: Store,
+    context: Context,
+    o: AskOptions,
+    *,
+    judge: Judge | None,
+    embedder: Embedder | None,
+    verifier: VerifierParts | None = None,
+    profile: Profile = DEFAULT_PROFILE,
+) -> AskResult:
+    """`result` with its answer's claims checked against `context` (the passages the model
+    was shown; a cited chunk outside it is `not_in_context`), and --strict applied; `embedder`
+    is retrieval's (None: the verifier's own is loaded only when a passage of the context is
+    in another language than the answer). Unchanged when there is nothing to check."""
+    if not (o.verify and result.answer is not None and result.answer.claims):
+        return result
+    timings = dict(result.timings)
+    language = result.language
+    t = time.perf_counter()
+    parts = verifier or VerifierParts()
+    # an index without vectors: load an embedder for the checker's cross-language test
+    # only when a passage of the context is in another language than the answer
+    if (
+        embedder is None
+        and getattr(judge, "embedder", None) is None
+        and parts.embedder is not None
+        and any(p.chunk.meta.language != language for p in context.passages)
+    ):
+        embedder = parts.embedder()
+    check_options = verify.CheckOptions(
+        audience=o.audience, language=language, as_of=o.as_of, judge=judge, embedder=embedder,
+        same_point_cosine=profile.same_point_cosine,
+        cross_language_cut=profile.cross_language_cut,
+    )  # fmt: skip
+    checks = verify.check_answer(
+        result.answer, store, context, result.question, check_options, cache=parts.cache
+    )
+    answer = result.answer
+    if o.strict:
+        answer, checks = verify.apply_strict(answer, checks, language=language)
+    answer, checks, notice = verify.withhold(answer, checks, audience=o.audience, language=language)
+    timings["verify_s"] = time.perf_counter() - t
+    return replace(result, answer=answer, checks=tuple(checks), timings=timings, notice=notice)
 
 
 Events = Callable[[str, AskResult], None]

@@ -44,7 +44,8 @@ from tether.cli.app import (
 from tether.errors import TetherError
 
 if TYPE_CHECKING:
-    from tether.types import AskResult, ClaimCheck, Completion, Context
+    from tether.app import Workspace
+    from tether.types import AgentTrace, AskResult, ClaimCheck, Completion, Context
 
 QID = re.compile(r"^[A-Z]+\d+$")
 BudgetOpt = Annotated[
@@ -56,6 +57,24 @@ BudgetOpt = Annotated[
         min=50,
         max=100_000,
     ),
+]
+
+AgentOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Let the model search and read in steps before it answers (needs a model"
+        " provider: local, openai, anthropic or replay); claims may cite only passages"
+        " it read."
+    ),
+]
+MaxStepsOpt = Annotated[
+    int, typer.Option(help="With --agent: actions before it must answer.", min=1, max=50)
+]
+MaxTokensOpt = Annotated[
+    int, typer.Option(help="With --agent: model tokens (in + out) before it must answer.", min=100)
+]
+MaxSecondsOpt = Annotated[
+    float, typer.Option(help="With --agent: seconds before it must answer.", min=1)
 ]
 
 
@@ -239,6 +258,10 @@ def ask(
     strict: Annotated[
         bool, typer.Option(help="Remove claims that fail an exact check; refuse when none is left.")
     ] = False,
+    agent: AgentOpt = False,
+    max_steps: MaxStepsOpt = 6,
+    max_tokens: MaxTokensOpt = 16_000,
+    max_seconds: MaxSecondsOpt = 300.0,
     index: IndexOpt = None,
     store: StoreOpt = None,
     demo: DemoOpt = False,
@@ -256,7 +279,8 @@ def ask(
             chosen = ws.make_provider(provider, model)
         ws.use_provider(chosen)
         with working("answering…"):
-            result = ws.ask(text, opts, who="cli")
+            caps = (max_steps, max_tokens, max_seconds) if agent else None
+            result = answer_with(ws, text, opts, caps)
     if as_json:
         from tether.schemas import AskResult as WireAskResult
 
@@ -268,6 +292,17 @@ def ask(
     code = ask_exit_code(result)
     if code:
         raise typer.Exit(code)
+
+
+def answer_with(
+    ws: Workspace, text: str, opts: Any, caps: tuple[int, int, float] | None
+) -> AskResult:
+    """`ws.ask`, or the agent loop within `caps` (steps, tokens, seconds) when given."""
+    if caps is None:
+        return ws.ask(text, opts, who="cli")
+    from tether.answering.agent import AgentCaps
+
+    return ws.ask_agent(text, opts, AgentCaps(*caps), who="cli")
 
 
 ask.__doc__ = (
@@ -336,6 +371,8 @@ def print_result(result: AskResult, provider_note: str = "", profile_note: str =
     )
     if profile_note:
         out.print(f"note: {shown(profile_note)}", style="dim", highlight=False)
+    if result.agent is not None:
+        print_agent(result.agent)
     if result.context is not None and result.context.passages:
         print_passages(result.context)
     if result.gate is not None and not result.gate.passed:
@@ -356,6 +393,23 @@ def print_result(result: AskResult, provider_note: str = "", profile_note: str =
         print_answer(result)
     if result.completion is not None:
         print_completion(result.completion, result.provider)
+
+
+def print_agent(trace: AgentTrace) -> None:
+    """The agent loop's steps, and the caps it reached."""
+    for i, step in enumerate(trace.steps, 1):
+        seen = f" → {', '.join(step.chunk_ids)}" if step.chunk_ids else ""
+        note = f" ({step.note})" if step.note else ""
+        out.print(
+            f"[dim]step {i}: {step.action} {shown(step.argument)}{shown(seen)}{shown(note)}[/dim]",
+            highlight=False,
+        )
+    for cap in trace.caps_reached:
+        out.print(
+            f"[yellow]The {cap} cap ({trace.caps.get(cap, 0):g}) was reached:[/yellow] the model"
+            " answered from what it had read.",
+            highlight=False,
+        )
 
 
 def print_passages(ctx: Context) -> None:

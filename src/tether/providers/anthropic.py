@@ -22,6 +22,7 @@ from tether.providers.base import (
     Sleep,
     Tokens,
     read_reply,
+    tool_action,
     with_selection,
 )
 from tether.types import Completion, ModelRequest
@@ -30,6 +31,7 @@ from tether.types import Completion, ModelRequest
 class _Block(Reply):
     type: str | None = None
     text: str | None = None
+    name: str | None = None
     input: Any = None
 
 
@@ -96,7 +98,12 @@ class AnthropicProvider(RemoteProvider):
         if system:
             kwargs["system"] = system
         tool_name = re.sub(r"[^a-zA-Z0-9_-]", "_", request.schema_name)[:64] or "answer"
-        if request.json_schema is not None:
+        if request.tools:  # the agent's actions, as tools: the model must call one
+            kwargs["tools"] = [
+                {"name": n, "description": d, "input_schema": p} for n, d, p in request.tools
+            ]
+            kwargs["tool_choice"] = {"type": "any"}
+        elif request.json_schema is not None:
             kwargs["tools"] = [
                 {
                     "name": tool_name,
@@ -115,6 +122,8 @@ class AnthropicProvider(RemoteProvider):
         for block in reply.content or []:
             if block.type == "tool_use" and tool_input is None:
                 tool_input = block.input
+                if request.tools:
+                    tool_input = json.loads(tool_action(block.name or "", block.input))
             elif block.type == "text":
                 text_parts.append(block.text or "")
         if request.json_schema is not None and tool_input is not None:

@@ -407,3 +407,18 @@ def map_finish(reason: str | None) -> str:
 def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
     """The request's messages as chat-completions dicts (role, content)."""
     return [{"role": m.role, "content": m.content} for m in request.messages]
+
+
+def tool_action(name: str, arguments: Any) -> str:
+    """A tool call as the action JSON the agent loop reads: {"action": name, ...arguments}
+    (`arguments` a dict or its JSON text; text that is not a JSON object is kept, under
+    "arguments", for the loop to report)."""
+    args = arguments
+    if isinstance(arguments, str):
+        try:
+            args = json.loads(arguments or "{}")
+        except json.JSONDecodeError:
+            args = None
+    if not isinstance(args, dict):
+        args = {"arguments": arguments}
+    return json.dumps({"action": name, **args}, ensure_ascii=False)

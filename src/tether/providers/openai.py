@@ -28,6 +28,7 @@ from tether.providers.base import (
     first_token_logprobs,
     map_finish,
     read_reply,
+    tool_action,
     with_selection,
 )
 from tether.types import Completion, ModelRequest
@@ -46,9 +47,19 @@ class _Logprobs(Reply):
     content: list[_TokenLogprobs] | None = None
 
 
+class _Function(Reply):
+    name: str
+    arguments: str = "{}"
+
+
+class _ToolCall(Reply):
+    function: _Function
+
+
 class _Message(Reply):
     content: str | None = None
     refusal: str | None = None
+    tool_calls: list[_ToolCall] | None = None
 
 
 class _Choice(Reply):
@@ -121,7 +132,13 @@ class OpenAICompatibleProvider(RemoteProvider):
         if request.logprobs:
             kwargs["logprobs"] = True
             kwargs["top_logprobs"] = 10
-        if request.json_schema is not None:
+        if request.tools:  # the agent's actions, as function tools: one call required
+            kwargs["tools"] = [
+                {"type": "function", "function": {"name": n, "description": d, "parameters": p}}
+                for n, d, p in request.tools
+            ]
+            kwargs["tool_choice"] = "required"
+        elif request.json_schema is not None:
             if "json_object" in self._adapted:
                 kwargs["response_format"] = {"type": "json_object"}
             else:
@@ -186,9 +203,14 @@ class OpenAICompatibleProvider(RemoteProvider):
         top = first_token_logprobs(choice.logprobs) if request.logprobs else {}
         if request.logprobs and not top:
             notes.append("the server returned no log-probabilities")
+        text = message.content or ""
+        if request.tools and message.tool_calls:  # the first call, as the action's JSON
+            call = message.tool_calls[0].function
+            text = tool_action(call.name, call.arguments)
+            finish = "stop" if finish == "tool_calls" else finish
         return self._priced(
             response,
-            message.content or "",
+            text,
             latency,
             notes,
             ("prompt_tokens", "completion_tokens"),

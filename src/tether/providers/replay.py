@@ -52,8 +52,9 @@ def request_key(request: ModelRequest) -> str:
 
 def request_loose_key(request: ModelRequest) -> str | None:
     """Loose key: purpose, question and schema (same question, any passages); None without
-    a question."""
-    if not request.question.strip():
+    a question, and for an agent step (every step of a run shares question and schema, so
+    only the exact conversation may replay one)."""
+    if not request.question.strip() or request.purpose == "agent":
         return None
     return _sha(
         {
