@@ -28,12 +28,17 @@ MAX_K = 50
 
 
 class Tools:
-    """search, read, ask and check over `workspace`, for `audience` only."""
+    """search, read, ask and check over `workspace`, for `audience` only; answers are audited
+    as asked by `who` (the face's name, e.g. "mcp")."""
 
-    def __init__(self, workspace: Workspace, audience: str = "public", *, agent: bool = False):
+    def __init__(
+        self, workspace: Workspace, audience: str = "public", *, agent: bool = False,
+        who: str = "mcp",
+    ) -> None:  # fmt: skip
         self.workspace = workspace
         self.audience: Audience = check_audience(audience)
         self.agent = agent  # ask through the agent loop
+        self.who = who
 
     def search(self, query: str, k: int = 5, as_of: AsOf = "today") -> list[schemas.Hit]:
         """The top `k` passages for `query` among the versions in force on `as_of` (today by
@@ -58,7 +63,7 @@ class Tools:
 
         options = AskOptions(as_of=as_of_value(as_of), audience=self.audience)
         ask = self.workspace.ask_agent if self.agent else self.workspace.ask
-        return schemas.AskResult.from_ask_result(ask(question, options))
+        return schemas.AskResult.from_ask_result(ask(question, options, who=self.who))
 
     def check(
         self,
