@@ -417,18 +417,22 @@ class Workspace:
         progress: Any = None,
         follow_links: bool = False,
     ) -> SyncReport:
-        """Sync the index with `folder` (creating the index), embedding when `embed`;
-        `follow_links` follows links that lead out of the folder; `default_access` (public or
-        staff) is what a file without an access label is indexed as, stored with the index
-        (None: the stored one, else staff)."""
+        """Sync the index with `folder` (creating the index), embedding when `embed` (the
+        chunks are then sized to the embedder's token window); `follow_links` follows links
+        that lead out of the folder; `default_access` (public or staff) is what a file without
+        an access label is indexed as, stored with the index (None: the stored one, else
+        staff)."""
+        from tether.embeddings.embedders import token_window_of
         from tether.ingest.sync import sync
 
         store = self._store_for_writing(rebuild=rebuild)
+        embedder = self.embedder() if embed else None
         return sync(
             store,
             Path(folder),
             chunker=chunker,
-            embedder=self.embedder() if embed else None,
+            embedder=embedder,
+            window=token_window_of(embedder) if embedder is not None else None,
             rebuild=rebuild,
             strict=strict,
             default_access=default_access,

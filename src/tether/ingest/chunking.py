@@ -188,17 +188,32 @@ def _structure_spans(doc: Document, max_words: int, window: TokenWindow | None) 
         headers: dict[int | None, str] = {}  # table index -> its header row
         for block in _split_long_blocks(section, max_words, budget):
             n, t = word_count(block.text), budget.cost(block.text)
-            if piece and not budget.fits(n, t):
-                yield from _fitted(doc, _span(piece, lead, path, anchor), window, head)
+            while piece and not budget.fits(n, t):
+                cut = _entry_cut(piece)
+                yield from _fitted(doc, _span(piece[:cut], lead, path, anchor), window, head)
                 continues = block.kind == "table_row" and not block.header_row
-                lead = headers.get(block.table, "") if continues else ""
-                piece, budget.words, budget.tokens = [], word_count(lead), budget.cost(lead)
+                lead = headers.get(block.table, "") if continues and cut == len(piece) else ""
+                piece = piece[cut:]  # an entry cut short moves whole into the next chunk
+                budget.words = word_count(lead) + sum(word_count(b.text) for b in piece)
+                budget.tokens = budget.cost(lead) + sum(budget.cost(b.text) for b in piece)
             if block.kind == "table_row" and block.header_row:
                 headers[block.table] = block.text
             piece.append(block)
             budget.take(n, t)
         if piece:
             yield from _fitted(doc, _span(piece, lead, path, anchor), window, head)
+
+
+def _entry_cut(piece: list[Block]) -> int:
+    """Where a full piece ends: before the last entry that starts in it (a block where a
+    marked location begins, such as a reference page's `<dt id>`), so an entry is not cut in
+    two; at its end when none starts after its first block or a table follows."""
+    for i in range(len(piece) - 1, 0, -1):
+        if piece[i].kind == "table_row":
+            break
+        if piece[i].kind != "heading" and piece[i].anchor in piece[i].anchors:
+            return i
+    return len(piece)
 
 
 def _fitted(

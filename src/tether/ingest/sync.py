@@ -17,6 +17,8 @@
   that leads out of the folder is reported and not followed unless `follow_links=True` (what
   was read through it before is removed; see `tether.ingest.discover`); an `inventory.csv`
   that is such a link stops the sync with an error (skipping it could make files public);
+- sized: given the embedder's `TokenWindow`, chunks are cut to fit its window (see
+  `tether.ingest.chunking`); a chunk that cannot be is named in the report's warnings;
 - recorded: the chunker and the embedder are recorded in the index meta; a different chunker
   or embedder needs `rebuild=True` (which rebuilds the whole index from the folder);
 - flagged: text addressed to AI assistants (`tether.instructions`) is found in each written
@@ -47,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from tether.errors import ParseError, TetherError
-from tether.ingest.chunking import chunk_document
+from tether.ingest.chunking import chunk_document, oversized
 from tether.ingest.discover import INVENTORY_FILE, leads_inside, read_regular, scan
 from tether.ingest.metadata import inventory_warnings, load_inventory
 from tether.ingest.parse.blocks import short
@@ -66,6 +68,7 @@ from tether.types import (
     Progress,
     SentenceVectorChange,
     SyncReport,
+    TokenWindow,
     VectorChange,
 )
 
@@ -99,10 +102,13 @@ def sync(
     progress: Progress | None = None,
     sentences: bool | None = None,
     follow_links: bool = False,
+    window: TokenWindow | None = None,
 ) -> SyncReport:
     """Bring the index of `store` in line with `folder` (see the module docstring);
     `follow_links` follows links that lead out of the folder; `default_access` is what a file
-    without an access label is indexed as (None: the one stored with the index, else staff)."""
+    without an access label is indexed as (None: the one stored with the index, else staff);
+    `window` (the embedder's token counter and window) sizes the structure chunker's chunks,
+    and a chunk that must exceed it is reported as a warning."""
     began = time.perf_counter()
     folder = Path(folder)
     if not folder.is_dir():
@@ -111,7 +117,9 @@ def sync(
     default_access = access_default(store, default_access)
     check_build(store, chunker, embedder, rebuild)
     step = progress or _quiet
-    plan = read_folder(store, folder, chunker, rebuild, default_access, step, follow_links)
+    plan = read_folder(
+        store, folder, chunker, rebuild, default_access, step, follow_links, window=window
+    )
     if strict and plan.problems:
         return SyncReport(
             problems=tuple(plan.problems),
@@ -191,6 +199,8 @@ def read_folder(
     default_access: str,
     step: Progress,
     follow_links: bool = False,
+    *,
+    window: TokenWindow | None = None,
 ) -> _Plan:
     """Read, parse and chunk the files that changed since the store last saw them."""
     inventory_path = folder / INVENTORY_FILE
@@ -221,7 +231,7 @@ def read_folder(
         seen.add(source)
         step("read", i, len(paths))
         try:
-            _read_one(plan, path, source, inventory, chunker, default_access)
+            _read_one(plan, path, source, inventory, (chunker, window), default_access)
         except ParseError as exc:
             _keep_previous(plan, source, str(exc))
         except OSError as exc:
@@ -240,7 +250,7 @@ def _read_one(
     path: Path,
     source: str,
     inventory: dict[str, dict[str, str]],
-    chunker: ChunkerConfig,
+    cutting: tuple[ChunkerConfig, TokenWindow | None],
     default_access: str,
 ) -> None:
     stat = os.stat(path)
@@ -266,11 +276,25 @@ def _read_one(
         return
     document = parse_bytes(data, source, format_of(path), row, default_access=default_access)
     plan.warnings += [f"{source}: {warning}" for warning in document.warnings]
-    chunks = tuple(chunk_document(document, chunker))
+    chunks = tuple(chunk_document(document, *cutting))
+    plan.warnings += _over_window(source, chunks, cutting[1])
     m = document.meta
     state = FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, m.doc_id, m.version)
     found = instruction_spans(chunks)
     plan.files.append(FileChange(state, document, chunks, source not in plan.known, found))
+
+
+def _over_window(source: str, chunks: tuple[Chunk, ...], window: TokenWindow | None) -> list[str]:
+    """A warning for each chunk the embedder will read past its window (one block that no
+    cut between lines or words brings within it)."""
+    if window is None or not chunks:
+        return []
+    return [
+        f"{source}: chunk {c.chunk_id} (§ {c.section}) is {n} tokens, over the embedder's"
+        f" {window.limit}-token window (no line or word boundary splits it further); its"
+        " vector averages several windows"
+        for c, n in oversized(chunks, window)
+    ]
 
 
 def instruction_spans(chunks: tuple[Chunk, ...]) -> tuple[InstructionSpan, ...]:

@@ -76,7 +76,7 @@ from tether.types import (
     Progress,
 )
 
-SCHEMA_VERSION = 2  # 2: the instructions table
+SCHEMA_VERSION = 3  # 2: the instructions table; 3: every anchor a chunk covers
 DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 
 
@@ -396,7 +396,7 @@ class SqliteStore:
         return row[0]
 
     def _chunk(self, row: Sequence) -> Chunk:
-        cid, doc_id, version, ordinal, path, anchor, page, start, end, lead, text = row
+        cid, doc_id, version, ordinal, path, anchor, page, start, end, lead, text, anchors = row
         return Chunk(
             chunk_id=cid,
             meta=self._meta_map()[(doc_id, version)],
@@ -408,11 +408,12 @@ class SqliteStore:
             anchor=anchor,
             page=page,
             lead=lead,
+            anchors=tuple(json.loads(anchors)),
         )
 
     _CHUNK_COLS = (
         "c.chunk_id, c.doc_id, c.version, c.ordinal, c.heading_path, c.anchor, c.page, c.start,"
-        ' c."end", c.lead, c.text'
+        ' c."end", c.lead, c.text, c.anchors'
     )
 
     def get(self, chunk_id: str) -> Chunk | None:

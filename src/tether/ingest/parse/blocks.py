@@ -88,7 +88,7 @@ class Builder:
     first_heading: str | None = None
     pending: list[str] = field(default_factory=list)  # marked, waiting for the next block
     current: str | None = None  # the latest location marked in the current section
-    _moves: bool = False  # whether a pending location moves `current`
+    _moving: list[str] = field(default_factory=list)  # pending ones that move `current`
 
     def mark(self, *names: str | None, moves: bool = True) -> None:
         """Locations (ids, named anchors) that start at the next block; with `moves` the
@@ -98,7 +98,7 @@ class Builder:
             if name and name not in self.pending:
                 self.pending.append(name)
                 if moves:
-                    self._moves = True
+                    self._moving.append(name)
 
     def _anchor(self) -> str | None:
         for section in reversed(self.stack):
@@ -136,7 +136,7 @@ class Builder:
         if anchor is None and self.pending:
             anchor = self.pending[0]
         self.stack.append(Section(level, text, anchor))
-        self.current, self._moves = None, False
+        self.current = None
         if self.first_heading is None:
             self.first_heading = text
         self._push("heading", text, page=page, level=level)
@@ -162,9 +162,9 @@ class Builder:
         pending marked locations start at it."""
         start, end = self._append(text)
         own = tuple(self.pending)
-        if own and kind != "heading" and self._moves:
-            self.current = own[-1]
-        self.pending, self._moves = [], False
+        if self._moving and kind != "heading":
+            self.current = self._moving[0]
+        self.pending, self._moving = [], []
         self.blocks.append(
             Block(
                 kind=kind,

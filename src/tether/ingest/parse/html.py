@@ -8,17 +8,33 @@ section or aside) and `role="banner"`/`role="contentinfo"` are dropped too, unle
 `role="dialog"`) outside an `<article>`, and link bars: an element whose text outside its links
 is only navigation words ("Next:", "Previous:", "Up:", "[Index]", "Contents", "Home"...). When
 the page has a `<main>` (or `role="main"`), only it is read, or else its one `<article>` when it
-has exactly one (an empty one is ignored); the page's first `<h1>` outside it is kept as the first heading when the
-content has none. A heading's anchor is its `id`, else an `<a name|id>` inside it, else an
+has exactly one (an empty one is ignored); the page's first `<h1>` outside it is kept as the
+first heading when the content has none. A heading's anchor is its `id`, else an `<a name|id>` inside it, else an
 `<a name|id>` (alone, or as the only content of an empty element) just before it, else the `id`
-of a `<section>`/`<article>` the heading opens. Text directly inside containers (div, blockquote,
+of a `<section>`/`<article>` the heading opens.
+
+Locations: every `id` and named anchor in the content is one (`Builder.mark`): the anchors just
+before a heading and inside it belong to the heading; an id on an entry (Sphinx's
+`<dt id="os.getcwd">`, DocBook's `<dt id="GUC-PORT">`, a glossary term) starts that entry, and
+what follows belongs to it until the next anchor or heading. Generated targets (Sphinx's
+`index-3`, DocBook's `id-1.2.3`) are recorded but start no entry; page wrappers and chrome ids
+(`content`, `docContent`, `searchmenu`...) are no locations. A heading hidden with
+`display:none` whose visible stand-in is the bold paragraph after it gives that paragraph its
+level and id; a bold-only paragraph standing after an anchor (or holding one), or a bold
+question on a page with several, becomes a heading one level below the last real one (FAQ
+entries); a note box's title ("Note" in `<div class="note">`) stays a paragraph; permalink
+marks (¶, #, §) lose their text and keep their id. An empty anchor hidden from screen readers
+(`aria-hidden`) still counts as a location. Text directly inside containers (div, blockquote,
 dd...) becomes a paragraph. A `<meta charset>` other than UTF-8 is honoured when it names a
 text encoding; a page without one that is not UTF-8 is decoded with the detected encoding.
-Elements nested deeper than `MAX_DEPTH` keep their text as one block; a page nested so deep that libxml2 stops (2048 levels) is refused rather than cut short.
+Elements nested deeper than `MAX_DEPTH` keep their text as one block; a page nested so deep
+that libxml2 stops (2048 levels) is refused rather than cut short.
 
 What it cannot do: no rendering: CSS-hidden content other than inline
 `display:none`/`visibility:hidden` is kept, and JavaScript-built pages yield only their static
-HTML.
+HTML; chrome is recognised by tags, roles and common id names, so a site's own menu built of
+plain lists (SQLite's) is read as content; a bold paragraph that is a label, not a question,
+becomes a heading only after an anchor.
 """
 
 from __future__ import annotations
@@ -58,14 +74,19 @@ _CHROME_IDS = frozenset(
         "content", "main", "main-content", "maincontent", "page", "wrapper", "container",
         "body", "document", "top", "bottom", "header", "footer", "navigation", "nav",
         "sidebar", "search", "searchbox", "skip", "skip-link", "toc", "bodycontent",
+        "doccontent", "apicontent",
     }
 )  # fmt: skip
 _CHROME_ID = re.compile(
     r"(?:[a-z]+[-_]?)?(?:menu|submenu|menubutton|nav|navbar|navigation|sidebar|sidebarbutton"
     r"|searchbox|searchbar|toolbar|breadcrumbs?|topbar)(?:[-_][a-z0-9]+)?"
 )
+_ADMONITIONS = frozenset(
+    {"note", "warning", "tip", "caution", "important", "admonition", "hint", "danger"}
+)
 _MARKS = frozenset({"¶", "#", "§", "🔗", "⚓", "link", "permalink"})
-_MINOR_ID = re.compile(r"index-\d+|id\d+|x\d+")  # generated targets: recorded, never a section
+# generated targets (Sphinx index entries, DocBook's numbered ids): recorded, never an entry
+_MINOR_ID = re.compile(r"index-\d+|id\d+|x\d+|id-[\d.]+")
 _SECTIONING = frozenset({"article", "main", "section", "aside"})
 _SIDEBAR_ROLES = frozenset({"complementary", "dialog", "alertdialog"})
 _NAV_WORDS = re.compile(
@@ -243,6 +264,16 @@ def _is_chrome_id(name: str) -> bool:
     return low in _CHROME_IDS or _CHROME_ID.fullmatch(low) is not None
 
 
+def _is_admonition_title(el: Any) -> bool:
+    """The title of a note or warning box (its heading opens no section of the document)."""
+    for i, parent in enumerate(el.iterancestors()):
+        if i >= 3:
+            break
+        if _ADMONITIONS & set((parent.get("class") or "").lower().split()):
+            return True
+    return False
+
+
 def _is_empty_anchor(el: Any) -> bool:
     """An element that only marks a location (`<a name="x"></a>`, `<span id="y"></span>`)."""
     return bool(_names(el)) and len(el) == 0 and not (el.text or "").strip()
@@ -320,6 +351,10 @@ class _HtmlWalker:
             self.b.mark(name, moves=not _MINOR_ID.fullmatch(name))
 
     def heading(self, el: Any, tag: str) -> None:
+        if _is_admonition_title(el):  # DocBook's <div class="note"><h3>Note</h3>: no section
+            self.mark(el, skip=_NESTED_IN_LI)
+            self.b.add("paragraph", _text_of(el))
+            return
         if el.get(_PSEUDO) is not None:
             level = min(6, self.level + 1)
         else:
