@@ -178,13 +178,11 @@ def test_without_a_window_the_words_alone_size_chunks() -> None:
     ]
 
 
-def _make_schema_2(path: Path) -> None:
-    """The index as the previous tether wrote it: no anchors column, schema 2."""
-    db = sqlite3.connect(path)
-    db.execute("ALTER TABLE chunks DROP COLUMN anchors")
-    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
-    db.commit()
-    db.close()
+SCHEMA_2 = """
+ALTER TABLE chunks DROP COLUMN anchors;
+UPDATE meta SET value = '2' WHERE key = 'schema_version';
+UPDATE chunks SET anchor = NULL WHERE anchor = 'q2';
+"""  # the index as the previous tether wrote it (whose parser missed one anchor, say)
 
 
 def test_an_index_of_schema_2_is_upgraded_and_its_html_rechunked(tmp_path: Path) -> None:
@@ -197,10 +195,8 @@ def test_an_index_of_schema_2_is_upgraded_and_its_html_rechunked(tmp_path: Path)
     sync(store, docs, default_access="public")
     before = {c.chunk_id: c for c in store.chunks()}
     store.close()
-    _make_schema_2(path)
-    db = sqlite3.connect(path)
-    db.execute("UPDATE chunks SET anchor = NULL WHERE anchor = 'q2'")  # as an older parser
-    db.commit()
+    db = sqlite3.connect(path, isolation_level=None)
+    db.executescript(SCHEMA_2)
     db.close()
     with pytest.raises(Exception, match=r"older tether .*tether ingest FOLDER --index"):
         SqliteStore(path, create=False, writable=False)
@@ -217,3 +213,53 @@ def test_an_index_of_schema_2_is_upgraded_and_its_html_rechunked(tmp_path: Path)
     row = store.db.execute("SELECT anchors FROM chunks WHERE anchors LIKE '%q1%'").fetchone()
     assert "q1" in json.loads(row[0])
     store.close()
+
+
+def test_the_demo_collections_chunk_ids_hold_under_the_e5_window() -> None:
+    """The bundled demo's recorded answers cite chunk IDs: sizing chunks by e5's window (as
+    an embedding ingest does) and the new HTML parsing leave every one of them as it was."""
+    from importlib import resources
+
+    from tether.evaluation.questions import demo_collection
+    from tether.ingest.metadata import load_inventory
+    from tether.ingest.parse.dispatch import parse_file
+
+    folder = demo_collection()
+    inventory = load_inventory(folder)
+    windowed: set[str] = set()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "inventory.csv"):
+        doc = parse_file(path, folder, inventory)
+        plain = [c.chunk_id for c in chunk_document(doc)]
+        sized = [c.chunk_id for c in chunk_document(doc, window=e5_window())]
+        assert sized == plain, path.name
+        windowed.update(sized)
+    recordings = resources.files("tether.demo") / "recordings"
+    cited = {
+        cid
+        for rec in recordings.iterdir()
+        if rec.name.endswith(".jsonl")
+        for line in rec.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+        for cid in json.loads(line).get("chunk_ids", [])
+    }
+    assert len(cited) > 10 and cited <= windowed
+
+
+def test_the_workspace_sizes_chunks_by_its_embedders_window_only_when_embedding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tether.ingest.sync as sync_module
+    from tether.app import Workspace
+
+    seen: list[TokenWindow | None] = []
+
+    def fake_sync(store: object, folder: Path, **kwargs: object) -> None:
+        seen.append(kwargs["window"])  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sync_module, "sync", fake_sync)
+    ws = Workspace(index=tmp_path / "i.sqlite", create=True)
+    ws.ingest(tmp_path, embed=False)
+    ws.ingest(tmp_path, embed=True)
+    assert seen[0] is None
+    window = seen[1]
+    assert window is not None and window.limit == 512 and window.count("one two") > 2
