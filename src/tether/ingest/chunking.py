@@ -156,15 +156,22 @@ class _Budget:
     A block's token cost is counted alone, less the special tokens every count includes, so
     a piece's cost is close to the sum; `_fitted` checks each piece's exact count after."""
 
-    def __init__(self, max_words: int, window: TokenWindow | None, head: str) -> None:
+    def __init__(
+        self, max_words: int, window: TokenWindow | None, head: str, memo: dict[str, int]
+    ) -> None:
         self.max_words = max_words
         self.window = window
+        self.memo = memo  # text -> cost, for this document (a block is weighed several times)
         self.base = window.count("") if window else 0
         self.limit = window.limit - window.count(head + "\n") if window else 0
         self.words = self.tokens = 0
 
     def cost(self, text: str) -> int:
-        return self.window.count(text) - self.base + 1 if self.window and text else 0
+        if self.window is None or not text:
+            return 0
+        if text not in self.memo:
+            self.memo[text] = self.window.count(text) - self.base + 1
+        return self.memo[text]
 
     def fits(self, words: int, tokens: int) -> bool:
         over = self.window is not None and self.tokens + tokens > self.limit
@@ -176,32 +183,50 @@ class _Budget:
 
 
 def _structure_spans(doc: Document, max_words: int, window: TokenWindow | None) -> Iterator[_Span]:
+    """Sections packed by words; with a window, a piece whose exact token count passes it is
+    packed again by its blocks' token costs (counting only where needed keeps it cheap)."""
+    memo: dict[str, int] = {}
     for section in _sections(doc.blocks):
         last = section[-1]
         heads = [b for b in section if b.kind == "heading"]
         path = heads[-1].heading_path if heads else last.heading_path
         anchor = heads[-1].anchor if heads else last.anchor
         head = embed_head(doc.meta.title, path)
-        budget = _Budget(max_words, window, head)
-        piece: list[Block] = []
-        lead = ""  # header row repeated in chunks that continue a table
         headers: dict[int | None, str] = {}  # table index -> its header row
-        for block in _split_long_blocks(section, max_words, budget):
-            n, t = word_count(block.text), budget.cost(block.text)
-            while piece and not budget.fits(n, t):
-                cut = _entry_cut(piece)
-                yield from _fitted(doc, _span(piece[:cut], lead, path, anchor), window, head)
-                continues = block.kind == "table_row" and not block.header_row
-                lead = headers.get(block.table, "") if continues and cut == len(piece) else ""
-                piece = piece[cut:]  # an entry cut short moves whole into the next chunk
-                budget.words = word_count(lead) + sum(word_count(b.text) for b in piece)
-                budget.tokens = budget.cost(lead) + sum(budget.cost(b.text) for b in piece)
-            if block.kind == "table_row" and block.header_row:
-                headers[block.table] = block.text
-            piece.append(block)
-            budget.take(n, t)
-        if piece:
-            yield from _fitted(doc, _span(piece, lead, path, anchor), window, head)
+        for piece, lead in _pack(section, _Budget(max_words, None, head, memo), "", headers):
+            made = _span(piece, lead, path, anchor)
+            if window is None or _fits(doc, made[0], window, head):
+                yield made[0]
+                continue
+            tokens = _Budget(max_words, window, head, memo)
+            for part, part_lead in _pack(piece, tokens, lead, dict(headers)):
+                yield from _fitted(doc, _span(part, part_lead, path, anchor), window, head)
+
+
+def _pack(
+    blocks: Sequence[Block], budget: _Budget, lead: str, headers: dict[int | None, str]
+) -> Iterator[tuple[list[Block], str]]:
+    """Blocks in pieces within the budget, each with its lead (the header row repeated in a
+    piece that continues a table; `headers` collects them); a full piece ends before an entry
+    it would cut (`_entry_cut`)."""
+    piece: list[Block] = []
+    budget.words, budget.tokens = word_count(lead), budget.cost(lead)
+    for block in _split_long_blocks(blocks, budget.max_words, budget):
+        n, t = word_count(block.text), budget.cost(block.text)
+        while piece and not budget.fits(n, t):
+            cut = _entry_cut(piece)
+            yield piece[:cut], lead
+            continues = block.kind == "table_row" and not block.header_row
+            lead = headers.get(block.table, "") if continues and cut == len(piece) else ""
+            piece = piece[cut:]  # an entry cut short moves whole into the next piece
+            budget.words = word_count(lead) + sum(word_count(b.text) for b in piece)
+            budget.tokens = budget.cost(lead) + sum(budget.cost(b.text) for b in piece)
+        if block.kind == "table_row" and block.header_row:
+            headers[block.table] = block.text
+        piece.append(block)
+        budget.take(n, t)
+    if piece:
+        yield piece, lead
 
 
 def _entry_cut(piece: list[Block]) -> int:
@@ -222,17 +247,22 @@ def _fitted(
     """The span, or (when its exact token count passes the window) its blocks in two halves,
     each fitted again; a single block is kept as it is (`oversized` reports it)."""
     made, blocks = span
-    if window is None or len(blocks) < 2:
-        yield made
-        return
-    body = doc.text[made.start : made.end]
-    text = f"{head}\n{made.lead}\n{body}" if made.lead else f"{head}\n{body}"
-    if window.count(text) <= window.limit:
+    if window is None or len(blocks) < 2 or _fits(doc, made, window, head):
         yield made
         return
     half = len(blocks) // 2
     for part, lead in ((blocks[:half], made.lead), (blocks[half:], "")):
         yield from _fitted(doc, _span(part, lead, made.path, made.anchor), window, head)
+
+
+def _fits(doc: Document, made: _Span, window: TokenWindow, head: str) -> bool:
+    """Whether the span, as the embedder reads it (`embed_text`), is within the window: a
+    text of fewer characters than half the window fits without being counted (a subword
+    token holds at least one character; the margin covers special tokens, a prefix and
+    normalisation that widens characters)."""
+    body = doc.text[made.start : made.end]
+    text = f"{head}\n{made.lead}\n{body}" if made.lead else f"{head}\n{body}"
+    return 2 * len(text) + 16 <= window.limit or window.count(text) <= window.limit
 
 
 def _span(
