@@ -127,6 +127,18 @@ def test_a_named_anchor_before_a_heading_belongs_to_that_heading() -> None:
     assert {"vacuuminto", "vacuum_with_an_into_clause"} <= set(into.anchors)
 
 
+def test_a_heading_left_open_does_not_swallow_the_page() -> None:
+    """SQLite's doclist.html closes its `<h2>` with `</h1>`: the parser's tree puts the whole
+    page inside the heading, which would make one heading of 17 kB (and a heading path past
+    e5's window for every chunk under it)."""
+    doc = doc_of("sqlite-doclist.html")
+    heads = [b.text for b in doc.blocks if b.kind == "heading"]
+    assert heads == ["Alphabetical List Of Documents"]
+    assert sum(b.kind != "heading" for b in doc.blocks) > 100
+    chunks = chunk_document(doc, window=e5_window())
+    assert oversized(chunks, e5_window()) == [] and len(chunks) >= 3
+
+
 def test_markdown_rendered_headings_keep_every_anchor_and_read_clean() -> None:
     heads = [b for b in doc_of("node-path.html").blocks if b.kind == "heading"]
     basename = next(b for b in heads if b.text.startswith("path.basename"))

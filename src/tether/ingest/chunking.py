@@ -16,9 +16,18 @@ elsewhere in the file; a repeated identical section in one document gets `#2`, `
 Sized by the embedder's tokens: given a `TokenWindow` (the embedder's token counter and its
 window, passed in by the caller: this module imports no model), the structure chunker also
 keeps every chunk, as the embedder sees it (`tether.text.embed_text`: title and heading path
-above the text), within the window: a section splits between blocks, a block too long alone
-splits between lines (code, table-like text) or words. `oversized` lists the chunks that still
-exceed it (a single "word" longer than the window), for the ingest report.
+above the text), within the window. Sections are packed by words first and each piece is
+counted once; only a piece past the window is packed again by its blocks' token counts
+(memoised per document), a block too long alone split between lines (code, table-like text) or
+words; a piece whose estimate was short is halved between blocks until it fits. A heading path
+that takes over three quarters of the window leaves the text a quarter of it (the chunk then
+passes the window rather than fall apart into words). `oversized` lists the chunks that still
+exceed it (a single "word" longer than the window: a key, a hash), for the ingest report.
+Without a window, or where every piece fits, the chunks are exactly the words-only ones.
+
+Entries: when a piece is full, it ends before the last entry that starts in it (a block where
+a marked location begins: a reference page's `<dt id>`), so an entry moves whole into the next
+chunk instead of being cut in two.
 
 Anchors: a chunk's `anchors` are its section's anchor, then every location in force at or
 starting in one of its blocks (`Block.anchor`, `Block.anchors`), in order; `anchor` is the
@@ -163,7 +172,10 @@ class _Budget:
         self.window = window
         self.memo = memo  # text -> cost, for this document (a block is weighed several times)
         self.base = window.count("") if window else 0
-        self.limit = window.limit - window.count(head + "\n") if window else 0
+        # a heading path that fills most of the window leaves a quarter for the text: the
+        # chunk passes the window (reported) rather than fall apart into single words
+        room = window.limit - window.count(head + "\n") if window else 0
+        self.limit = max(room, window.limit // 4) if window else 0
         self.words = self.tokens = 0
 
     def cost(self, text: str) -> int:

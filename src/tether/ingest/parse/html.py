@@ -359,6 +359,13 @@ class _HtmlWalker:
             level = min(6, self.level + 1)
         else:
             level = self.level = int(tag[1])
+        if _has_block_child(el):  # left open (`<h2>…</h1>`), it swallowed what follows
+            rest = el.makeelement("div", {})
+            for child in list(el):
+                rest.append(child)  # its tail goes with it
+            self.b.heading(el.text or "", level, _heading_anchor(el), anchors=tuple(_names(el)))
+            self.walk(rest)
+            return
         self.b.heading(_text_of(el), level, _heading_anchor(el), anchors=tuple(locations(el)))
 
     def walk(self, el: Any, table: int | None = None, in_thead: bool = False) -> None:
