@@ -20,6 +20,7 @@ from tether.answering.pipeline import AskOptions
 from tether.app import Collection, Workspace
 from tether.cli.main import app
 from tether.config import settings_from_mapping
+from tether.errors import TetherError
 from tether.providers.extractive import ExtractiveProvider
 from tether.stores import open_audit_log, open_store
 from tether.stores.sqlite import SCHEMA_VERSION, SqliteStore
@@ -175,25 +176,21 @@ def _make_schema_2(path: Path) -> None:
     db.close()
 
 
-def test_a_schema_2_index_is_read_as_it_is_and_upgraded_by_a_writer(index: Path, docs: Path):
-    assert SCHEMA_VERSION == 3
+def test_a_schema_2_index_is_refused_to_readers_and_upgraded_by_a_writer(index: Path, docs: Path):
+    """Schema 4 (every anchor of a chunk) is needed to read; a writer upgrades 2 → 4, the
+    audit table included, and the audit then records."""
+    assert SCHEMA_VERSION == 4
     _make_schema_2(index)
-    reader = open_store(index)  # read-only: search works, nothing is written
-    assert reader.meta_value("schema_version") == "2"
-    assert [h.chunk.doc_id for h in reader.search_lexical("delivery", 3, _public())] == [
-        "delivery"
-    ]
-    reader.close()
-    assert _ws(index).audit_entries(AuditQuery()) == []  # no table yet: nothing to list
-    ws = _ws(index)
-    ws.ask("How long does standard delivery take?", OPEN)  # the audit adds its table
-    assert len(ws.audit_entries(AuditQuery())) == 1
-    ws.close()
-    assert open_store(index).meta_value("schema_version") == "2"
-    writer = SqliteStore(index, create=True)  # as ingest opens it: upgraded, the audit kept
+    with pytest.raises(TetherError, match="older tether"):
+        open_store(index)  # read-only: refused with what to run
+    writer = SqliteStore(index, create=True)  # as ingest opens it: upgraded
     assert writer.meta_value("schema_version") == str(SCHEMA_VERSION)
     writer.close()
-    assert len(_ws(index).audit_entries(AuditQuery())) == 1
+    ws = _ws(index)
+    assert ws.audit_entries(AuditQuery()) == []
+    ws.ask("How long does standard delivery take?", OPEN)
+    assert len(ws.audit_entries(AuditQuery())) == 1
+    ws.close()
     Workspace(index=index).ingest(docs, embed=False)
     assert len(_ws(index).audit_entries(AuditQuery())) == 1
 

@@ -459,7 +459,9 @@ class Workspace:
         `follow_links` follows links that lead out of the folder; `default_access` (public or
         staff) is what a file without an access label is indexed as, stored with the index
         (None: the stored one, else staff); `executor` (serial, process or ray; None: the
-        Settings' choice) runs the parsing and embedding (`ingest_executor`)."""
+        Settings' choice) runs the parsing and embedding (`ingest_executor`).; when embedding, chunks are sized to
+        the embedder's token window."""
+        from tether.embeddings.embedders import token_window_of
         from tether.ingest.sync import sync
 
         store = self._store_for_writing(rebuild=rebuild)
@@ -470,6 +472,7 @@ class Workspace:
                 store, Path(folder), chunker=chunker, embedder=embedder, rebuild=rebuild,
                 strict=strict, default_access=default_access, progress=progress,
                 follow_links=follow_links, executor=run,
+                window=token_window_of(embedder) if embedder is not None else None,
             )  # fmt: skip
         finally:
             run.close()

@@ -91,6 +91,10 @@ class Chunk(_Version):
     heading_path: list[str]
     section: str
     anchor: str | None
+    anchors: list[str] = Field(
+        default_factory=list,
+        description="Every location (id or named anchor) the passage covers; `anchor` first.",
+    )
     page: int | None
     start: int
     end: int

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
@@ -217,11 +217,15 @@ def detect_language(text: str, default: str = "en") -> str:
 
 # ------------------------------------------------------------------ what an embedder sees
 
+def embed_head(title: str, heading_path: Sequence[str]) -> str:
+    """The context line the embedder sees above a chunk's text: title, then section path."""
+    path = " > ".join(p for p in heading_path if p != title)
+    return f"{title} | {path}" if path else title
+
+
 def embed_text(chunk: Chunk) -> str:
     """What the embedder sees for a chunk: title, section path, then the text."""
-    path = " > ".join(p for p in chunk.heading_path if p != chunk.meta.title)
-    head = f"{chunk.meta.title} | {path}" if path else chunk.meta.title
-    return f"{head}\n{chunk.text}"
+    return f"{embed_head(chunk.meta.title, chunk.heading_path)}\n{chunk.text}"
 
 
 SENTENCE_MIN_WORDS = 3

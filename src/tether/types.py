@@ -56,11 +56,12 @@ class Block:
     heading_path: tuple[str, ...]  # the headings above this block, outermost first
     start: int  # Document.text[start:end] == text
     end: int
-    anchor: str | None = None  # anchor of the section this block belongs to
+    anchor: str | None = None  # the location in force: its section's, or the latest anchor
     page: int | None = None  # 1-based PDF page
     level: int | None = None  # heading level (1-6) for headings
     header_row: bool = False  # a table row that is the table's header
     table: int | None = None  # which table (0-based, per document) a table row belongs to
+    anchors: tuple[str, ...] = ()  # the locations (ids, named anchors) that start at this block
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class Chunk:
 
     Invariant: `text == (lead + "\\n" if lead else "") + document.text[start:end]`, where
     `lead` is a repeated table header row for a table split across chunks (else "").
+    `anchors` lists every location (id or named anchor) the chunk covers, its section's first;
+    `anchor` is the first of them (None when it covers none).
     """
 
     chunk_id: str
@@ -93,6 +96,11 @@ class Chunk:
     anchor: str | None = None
     page: int | None = None
     lead: str = ""
+    anchors: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.anchor and self.anchor not in self.anchors:  # `anchor` is always among them
+            object.__setattr__(self, "anchors", (self.anchor, *self.anchors))
 
     @property
     def doc_id(self) -> str:
@@ -161,6 +169,15 @@ class Hit:
     rank: int
     method: str
     signals: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class TokenWindow:
+    """The embedder's window, for sizing chunks: `count(text)` is the number of tokens the
+    model reads for `text` as a passage (special tokens included), at most `limit` fit."""
+
+    count: Callable[[str], int]
+    limit: int
 
 
 @dataclass(frozen=True)

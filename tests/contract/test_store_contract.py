@@ -245,6 +245,22 @@ def test_vectors_by_id_one_or_many(store: Store, collection: Path):
     assert store.vector("000000000000") is None
 
 
+def test_a_chunk_keeps_every_anchor_it_covers(store: Store, collection: Path):
+    """`Chunk.anchors` (all the locations a chunk covers, `anchor` first) round-trips through
+    `get`, `get_many` and `chunks` (SQLite keeps them as a JSON list in `chunks.anchors`)."""
+    (collection / "ref.html").write_text(
+        "<html><head><meta name='doc_id' content='ref'><meta name='access' content='public'>"
+        "</head><body><h1 id='api'>API</h1><dl><dt id='api.open'>open()</dt><dd>Opens.</dd>"
+        "<dt id='api.close'>close()</dt><dd>Closes.</dd></dl></body></html>",
+        encoding="utf-8",
+    )
+    ingest(store, collection)
+    (chunk,) = store.chunks("ref")
+    assert chunk.anchor == "api" and chunk.anchors == ("api", "api.open", "api.close")
+    assert store.get(chunk.chunk_id) == chunk
+    assert store.get_many([chunk.chunk_id])[chunk.chunk_id].anchors == chunk.anchors
+
+
 def test_filters_apply_before_ranking_lexical_and_dense(store: Store, collection: Path):
     ingest(store, collection)
     query = "zebra stripes savanna"

@@ -112,9 +112,11 @@ def chunks(
     for c in found:
         where = f"page {c.page}" if c.page else ""
         path = shown(" > ".join(c.heading_path) or "-", one_line=True)
+        marks = shown(" ".join(f"#{a}" for a in c.anchors), one_line=True)
         out.print(
             f"[bold]{shown(c.chunk_id, one_line=True)}[/bold]  {shown(c.doc_id, one_line=True)}"
-            f" v{shown(c.version, one_line=True)}  §{path}  {where} \\[{c.start}:{c.end}]",
+            f" v{shown(c.version, one_line=True)}  §{path}  {where} \\[{c.start}:{c.end}]"
+            + (f"  {marks}" if marks else ""),
             highlight=False,
         )
         out.print(shown(c.text), highlight=False)

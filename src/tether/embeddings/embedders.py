@@ -41,7 +41,7 @@ import numpy as np
 from tether.embeddings.fast_e5 import DEFAULT_VARIANT, FastE5, FastE5Unavailable, available_threads
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Embedder, Store
-from tether.types import Chunk
+from tether.types import Chunk, TokenWindow
 
 __all__ = [
     "E5_NAME",
@@ -461,6 +461,16 @@ def token_counter_of(embedder: Embedder) -> tuple[str, Callable[[str], int]] | N
     if count is None:
         return None
     return (f"{embedder.name} tokenizer", count)
+
+
+def token_window_of(embedder: Embedder) -> TokenWindow | None:
+    """The embedder's token counter and window, for sizing chunks at ingest; None when it has
+    no tokenizer or no known window (an OpenAI-compatible endpoint)."""
+    found = token_counter_of(embedder)
+    limit = getattr(embedder, "max_tokens", None)
+    if found is None or not limit:
+        return None
+    return TokenWindow(found[1], int(limit))
 
 
 def window_report(texts: Sequence[str], embedder: Embedder) -> dict[str, int]:

@@ -137,7 +137,7 @@ def matches(chunk: Chunk, rel: Relevant) -> bool:
         by_section = rel.section is not None and _heading(rel.section) in {
             _heading(h) for h in chunk.heading_path
         }
-        by_anchor = rel.anchor is not None and chunk.anchor == rel.anchor
+        by_anchor = rel.anchor is not None and rel.anchor in (chunk.anchor, *chunk.anchors)
         if not (by_section or by_anchor):
             return False
     return not (rel.evidence and _norm(rel.evidence) not in _norm(chunk.text))

@@ -17,6 +17,8 @@
   that leads out of the folder is reported and not followed unless `follow_links=True` (what
   was read through it before is removed; see `tether.ingest.discover`); an `inventory.csv`
   that is such a link stops the sync with an error (skipping it could make files public);
+- sized: given the embedder's `TokenWindow`, chunks are cut to fit its window (see
+  `tether.ingest.chunking`); a chunk that cannot be is named in the report's warnings;
 - recorded: the chunker and the embedder are recorded in the index meta; a different chunker
   or embedder needs `rebuild=True` (which rebuilds the whole index from the folder);
 - flagged: text addressed to AI assistants (`tether.instructions`) is found in each written
@@ -44,6 +46,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import stat as stat_module
 import time
 from dataclasses import dataclass, field, replace
@@ -69,6 +72,7 @@ from tether.types import (
     Progress,
     SentenceVectorChange,
     SyncReport,
+    TokenWindow,
     VectorChange,
 )
 
@@ -102,11 +106,14 @@ def sync(
     sentences: bool | None = None,
     follow_links: bool = False,
     executor: Executor | None = None,
+    window: TokenWindow | None = None,
 ) -> SyncReport:
     """Bring the index of `store` in line with `folder` (see the module docstring);
     `follow_links` follows links that lead out of the folder; `default_access` is what a file
     without an access label is indexed as (None: the one stored with the index, else staff);
-    `executor` runs the parsing and embedding (None: this process)."""
+    `executor` runs the parsing and embedding (None: this process); `window` (the embedder's
+    token counter and window) sizes the structure chunker's chunks, and a chunk that must
+    exceed it is reported as a warning."""
     began = time.perf_counter()
     folder = Path(folder)
     if not folder.is_dir():
@@ -116,7 +123,9 @@ def sync(
     check_build(store, chunker, embedder, rebuild)
     step = progress or _quiet
     run = executor or SerialExecutor()
-    plan = read_folder(store, folder, chunker, rebuild, default_access, step, follow_links, run)
+    plan = read_folder(
+        store, folder, chunker, rebuild, default_access, step, follow_links, run, window=window
+    )
     if strict and plan.problems:
         return SyncReport(
             problems=tuple(plan.problems),
@@ -197,6 +206,8 @@ def read_folder(
     step: Progress,
     follow_links: bool = False,
     executor: Executor | None = None,
+    *,
+    window: TokenWindow | None = None,
 ) -> _Plan:
     """Read the files that changed since the store last saw them; have `executor` parse and
     chunk them (in windows of `PARSE_WINDOW_BYTES`)."""
@@ -216,8 +227,8 @@ def read_folder(
     plan = _Plan(known={} if rebuild else store.file_states())
     plan.unsupported = tuple(sorted(found.unsupported.items(), key=lambda kv: (-kv[1], kv[0])))
     seen: set[str] = set()
-    window: list[ParseTask] = []
-    run = executor or SerialExecutor()
+    batch: list[ParseTask] = []
+    run = _parse_executor(executor or SerialExecutor(), window)
     for source, reason in found.skipped:  # what was read through such a link is removed
         plan.problems.append(FileProblem(source, reason))
     for rel, reason in found.unreadable:  # its documents keep their previous version
@@ -230,15 +241,15 @@ def read_folder(
         seen.add(source)
         step("read", i, len(paths))
         try:
-            task = _read_one(plan, path, source, inventory, chunker, default_access)
+            task = _read_one(plan, path, source, inventory, (chunker, window), default_access)
         except Exception as exc:  # unreadable, not a regular file, too large...: this file only
             _keep_previous(plan, source, problem_of(exc))
             continue
         if task is not None:
-            window.append(task)
-        if sum(len(t.data) for t in window) >= PARSE_WINDOW_BYTES:
-            _parse_window(plan, window, run)
-    _parse_window(plan, window, run)
+            batch.append(task)
+        if sum(len(t.data) for t in batch) >= PARSE_WINDOW_BYTES:
+            _parse_window(plan, batch, run)
+    _parse_window(plan, batch, run)
     step("read", len(paths), len(paths))
     plan.warnings += inventory_warnings(inventory, seen)
     plan.removed = sorted(s for s in plan.known if s not in seen)
@@ -251,7 +262,7 @@ def _read_one(
     path: Path,
     source: str,
     inventory: dict[str, dict[str, str]],
-    chunker: ChunkerConfig,
+    cutting: tuple[ChunkerConfig, TokenWindow | None],
     default_access: str,
 ) -> ParseTask | None:
     """The parse task of a changed file; None when it is unchanged (recorded in `plan`)."""
@@ -278,7 +289,22 @@ def _read_one(
         return None
     state = FileState(source, fingerprint, stat.st_size, stat.st_mtime_ns, "", "")
     fmt = format_of(path)
-    return ParseTask(state, data, fmt, row, default_access, chunker, source not in plan.known)
+    return ParseTask(
+        state, data, fmt, row, default_access, cutting[0], source not in plan.known, cutting[1]
+    )
+
+
+def _parse_executor(executor: Executor, window: TokenWindow | None) -> Executor:
+    """`executor`, or this process when the token window cannot travel to its workers (an
+    embedder's tokenizer that does not pickle); parsing is the cheap part of an ingest, and
+    embedding still goes through `executor`."""
+    if window is None or isinstance(executor, SerialExecutor):
+        return executor
+    try:
+        pickle.dumps(window)
+    except Exception:  # ctypes handles, locks: whatever the tokenizer holds
+        return SerialExecutor()
+    return executor
 
 
 def _parse_window(plan: _Plan, window: list[ParseTask], executor: Executor) -> None:
@@ -290,6 +316,7 @@ def _parse_window(plan: _Plan, window: list[ParseTask], executor: Executor) -> N
         plan.warnings += outcome.warnings
         plan.files.append(outcome.change)
     window.clear()
+
 
 
 def _keep_previous(plan: _Plan, source: str, reason: str) -> None:

@@ -24,12 +24,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from tether.errors import ParseError
-from tether.ingest.chunking import chunk_document
+from tether.ingest.chunking import chunk_document, oversized
 from tether.ingest.parse.blocks import short
 from tether.ingest.parse.dispatch import parse_bytes
 from tether.instructions import find_instructions
 from tether.protocols import Embedder
-from tether.types import Chunk, ChunkerConfig, FileChange, FileFormat, FileState, InstructionSpan
+from tether.types import (
+    Chunk,
+    ChunkerConfig,
+    FileChange,
+    FileFormat,
+    FileState,
+    InstructionSpan,
+    TokenWindow,
+)
 
 EMBED_BATCH = 32  # passages per call for an embedder without its own batching
 
@@ -45,6 +53,7 @@ class ParseTask:
     default_access: str
     chunker: ChunkerConfig
     added: bool  # the file was not indexed before
+    window: TokenWindow | None = None  # the embedder's window the chunks must fit
 
 
 @dataclass(frozen=True)
@@ -64,14 +73,30 @@ def parse_task(task: ParseTask) -> ParseOutcome:
         document = parse_bytes(
             task.data, source, task.fmt, task.row, default_access=task.default_access
         )
-        chunks = tuple(chunk_document(document, task.chunker))
+        chunks = tuple(chunk_document(document, task.chunker, task.window))
     except Exception as exc:  # a parser's or a library's surprise: this file only
         return ParseOutcome(source, problem=problem_of(exc))
     m = document.meta
     s = task.state
     state = FileState(s.source, s.fingerprint, s.size, s.mtime_ns, m.doc_id, m.version)
     change = FileChange(state, document, chunks, task.added, instruction_spans(chunks))
-    return ParseOutcome(source, change, tuple(f"{source}: {w}" for w in document.warnings))
+    warnings = [f"{source}: {w}" for w in document.warnings] + over_window(
+        source, chunks, task.window
+    )
+    return ParseOutcome(source, change, tuple(warnings))
+
+
+def over_window(source: str, chunks: tuple[Chunk, ...], window: TokenWindow | None) -> list[str]:
+    """A warning for each chunk the embedder will read past its window (one block that no
+    cut between lines or words brings within it)."""
+    if window is None or not chunks:
+        return []
+    return [
+        f"{source}: chunk {c.chunk_id} (§ {c.section}) is {n} tokens, over the embedder's"
+        f" {window.limit}-token window (no line or word boundary splits it further); its"
+        " vector averages several windows"
+        for c, n in oversized(chunks, window)
+    ]
 
 
 def problem_of(exc: Exception) -> str:

@@ -395,11 +395,11 @@ class PostgresStore:
         return str(row[0])
 
     def _chunk(self, row: Sequence[Any]) -> Chunk:
-        cid, doc_id, version, ordinal, path, anchor, page, start, end, lead, text = row
+        cid, doc_id, version, ordinal, path, anchor, page, start, end, lead, text, anchors = row
         return Chunk(
             chunk_id=cid, meta=self._meta_map()[(doc_id, version)], text=text,
             heading_path=tuple(path), start=start, end=end, ordinal=ordinal, anchor=anchor,
-            page=page, lead=lead,
+            page=page, lead=lead, anchors=tuple(anchors),
         )  # fmt: skip
 
     def get(self, chunk_id: str) -> Chunk | None:

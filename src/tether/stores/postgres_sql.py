@@ -30,7 +30,7 @@ from tether.types import DocMeta, Filters
 # `postgres_write.CHUNK_ROW` and in a migration.
 CHUNK_COLS = (
     "c.chunk_id, c.doc_id, c.version, c.ordinal, c.heading_path, c.anchor, c.page, c.start,"
-    ' c."end", c.lead, c.text'
+    ' c."end", c.lead, c.text, c.anchors'
 )
 META_COLS = (
     "doc_id, version, title, doc_type, access, language, effective_from, effective_to, owner,"

@@ -28,7 +28,8 @@ from tether.types import ChangeSet, Chunk, DocMeta, FileChange, Progress
 
 CHUNK_ROW = (
     "collection_id, chunk_id, doc_id, version, ordinal, heading_path, anchor, page, start,"
-    ' "end", lead, text, access, effective_from, effective_to, lex_len, embedding, vector_hash'
+    ' "end", lead, text, access, effective_from, effective_to, lex_len, embedding, vector_hash,'
+    " anchors"
 )
 _DATA_TABLES = (
     "tether_postings", "tether_instructions", "tether_sentence_embeddings", "tether_chunks",
@@ -245,7 +246,7 @@ def _chunk_row(
     return (
         cid, c.chunk_id, m.doc_id, m.version, c.ordinal, list(c.heading_path), c.anchor,
         c.page, c.start, c.end, c.lead, c.text, m.access, m.effective_from, m.effective_to,
-        lex_len, _vec(vector), vhash,
+        lex_len, _vec(vector), vhash, list(c.anchors),
     )  # fmt: skip
 
 

@@ -9,8 +9,8 @@ BM25 and, when the index was built with an embedder, one vector per chunk (and p
   transaction and bumps the generation, so a crash, a kill or an exception mid-apply leaves
   the index as it was; `set_meta` records values such as the gate floors the same way;
 - schema: an index of an older schema is migrated when opened to be written (`create=True`,
-  as ingest does) and, opened to be read, served as it is from `READS_FROM` on (schema 3 only
-  adds the audit table) and refused with what to run when older; a newer one is refused;
+  as ingest does) and, opened to be read, served as it is from `READS_FROM` on (today none
+  older: readers need schema 4's anchors) and refused with what to run when older; a newer one is refused;
 - instructions: `documents()` lists with each document the spans addressed to AI assistants
   that ingest recorded (`InstructionSpan`); `info()` counts them;
 - search: `search_lexical`/`lexical_ranking` rank with BM25 over heading, text and codes;
@@ -77,8 +77,8 @@ from tether.types import (
     Progress,
 )
 
-SCHEMA_VERSION = 3  # 2: the instructions table; 3: the audit table
-READS_FROM = 2  # the oldest schema a reader serves as it is (3 only adds the audit table)
+SCHEMA_VERSION = 4  # 2: the instructions table; 3: the audit table; 4: every anchor of a chunk
+READS_FROM = 4  # the oldest schema a reader serves as it is (a reader needs the anchors column)
 DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 
 
@@ -395,7 +395,7 @@ class SqliteStore:
         return row[0]
 
     def _chunk(self, row: Sequence) -> Chunk:
-        cid, doc_id, version, ordinal, path, anchor, page, start, end, lead, text = row
+        cid, doc_id, version, ordinal, path, anchor, page, start, end, lead, text, anchors = row
         return Chunk(
             chunk_id=cid,
             meta=self._meta_map()[(doc_id, version)],
@@ -407,11 +407,12 @@ class SqliteStore:
             anchor=anchor,
             page=page,
             lead=lead,
+            anchors=tuple(json.loads(anchors)),
         )
 
     _CHUNK_COLS = (
         "c.chunk_id, c.doc_id, c.version, c.ordinal, c.heading_path, c.anchor, c.page, c.start,"
-        ' c."end", c.lead, c.text'
+        ' c."end", c.lead, c.text, c.anchors'
     )
 
     def get(self, chunk_id: str) -> Chunk | None:

@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS chunks (
   chunk_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, version TEXT NOT NULL,
   ordinal INTEGER NOT NULL, heading_path TEXT NOT NULL, anchor TEXT, page INTEGER,
   start INTEGER NOT NULL, "end" INTEGER NOT NULL, lead TEXT NOT NULL, text TEXT NOT NULL,
+  anchors TEXT NOT NULL DEFAULT '[]',
   FOREIGN KEY (doc_id, version) REFERENCES documents (doc_id, version)
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, version, ordinal);

@@ -131,11 +131,12 @@ def insert(db: sqlite3.Connection, change: FileChange, chunker: str) -> None:
     for c in change.chunks:
         db.execute(
             'INSERT INTO chunks (chunk_id, doc_id, version, ordinal, heading_path, anchor,'
-            ' page, start, "end", lead, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+            ' page, start, "end", lead, text, anchors)'
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 c.chunk_id, m.doc_id, m.version, c.ordinal,
                 json.dumps(list(c.heading_path), ensure_ascii=False), c.anchor, c.page,
-                c.start, c.end, c.lead, c.text,
+                c.start, c.end, c.lead, c.text, json.dumps(list(c.anchors), ensure_ascii=False),
             ),
         )  # fmt: skip
         heading, _, code_col = lexical_columns(m, c)
@@ -173,7 +174,21 @@ def migrate(db: sqlite3.Connection, version: int) -> None:
     """Bring an index of schema `version` to this one (the caller holds the transaction):
     1 → 2 records the instruction spans of every chunk (`tether.instructions`), as ingest
     now does (the table itself is created with the schema); 2 → 3 adds the audit table, which
-    the schema creates (nothing to copy)."""
+    the schema creates (nothing to copy); 3 → 4 adds the `anchors` column (each chunk's one
+    anchor until then) and marks every HTML file as changed, so the ingest that upgrades the
+    index parses and chunks them again with every anchor they hold (chunks whose text is
+    unchanged keep their ID and their vectors); other formats keep their chunks."""
+    if version < 4:
+        columns = {r[1] for r in db.execute("PRAGMA table_info(chunks)")}
+        if "anchors" not in columns:
+            db.execute("ALTER TABLE chunks ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]'")
+        db.execute(
+            "UPDATE chunks SET anchors = json_array(anchor) WHERE COALESCE(anchor, '') != ''"
+        )
+        db.execute(
+            "UPDATE files SET fingerprint = 'schema-3:' || fingerprint, size = -1 WHERE source IN"
+            " (SELECT source FROM documents WHERE format = 'html')"
+        )
     if version < 2:
         from tether.instructions import find_instructions  # its confusables table: 40 ms
 

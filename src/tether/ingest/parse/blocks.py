@@ -3,8 +3,12 @@
 
 Guarantees: for every block, `text[b.start:b.end] == b.text`; block texts are NFC-normalised
 and whitespace-collapsed (code keeps its lines and indentation); the text is the block texts
-joined by a blank line. A block's anchor is the anchor of its innermost section that has one
-(inherited from an enclosing heading when the innermost heading has none).
+joined by a blank line. A block's anchor is the location in force where it stands: the
+anchor of its innermost section that has one (inherited from an enclosing heading when the
+innermost heading has none), or, after an anchor marked inside the section (`Builder.mark`:
+an entry of a reference page, an `id` in the text), that anchor, until the next one or the
+next heading. A block's `anchors` are the locations that start at it: a heading's own and
+those marked just before it, or those marked before or inside a paragraph.
 
 Decoding: UTF-16 with a BOM, else the encoding the file declares (HTML's `<meta charset>`),
 else UTF-8; a file that declares nothing and is not valid UTF-8 (a Latin-1 or cp1252 export)
@@ -82,6 +86,19 @@ class Builder:
     stack: list[Section] = field(default_factory=list)
     pos: int = 0
     first_heading: str | None = None
+    pending: list[str] = field(default_factory=list)  # marked, waiting for the next block
+    current: str | None = None  # the latest location marked in the current section
+    _moving: list[str] = field(default_factory=list)  # pending ones that move `current`
+
+    def mark(self, *names: str | None, moves: bool = True) -> None:
+        """Locations (ids, named anchors) that start at the next block; with `moves` the
+        content after them belongs to the last one (else they are only recorded)."""
+        for name in names:
+            name = (name or "").strip()
+            if name and name not in self.pending:
+                self.pending.append(name)
+                if moves:
+                    self._moving.append(name)
 
     def _anchor(self) -> str | None:
         for section in reversed(self.stack):
@@ -99,8 +116,15 @@ class Builder:
         return start, self.pos
 
     def heading(
-        self, text: str, level: int, anchor: str | None = None, page: int | None = None
+        self,
+        text: str,
+        level: int,
+        anchor: str | None = None,
+        page: int | None = None,
+        anchors: tuple[str, ...] = (),
     ) -> bool:
+        """A heading; `anchors` are its other locations besides `anchor` (the pending marked
+        ones join them, and the first of them stands for `anchor` when it has none)."""
         text = clean(text)
         if not text:
             return False
@@ -108,7 +132,11 @@ class Builder:
         while self.stack and self.stack[-1].level >= level:
             self.stack.pop()
         anchor = (anchor or "").strip() or None
+        self.mark(anchor, *anchors)
+        if anchor is None and self.pending:
+            anchor = self.pending[0]
         self.stack.append(Section(level, text, anchor))
+        self.current = None
         if self.first_heading is None:
             self.first_heading = text
         self._push("heading", text, page=page, level=level)
@@ -130,8 +158,13 @@ class Builder:
         return True
 
     def _push(self, kind: BlockKind, text: str, **fields: Any) -> None:
-        """Append a block of cleaned, non-empty `text` under the current heading path."""
+        """Append a block of cleaned, non-empty `text` under the current heading path; the
+        pending marked locations start at it."""
         start, end = self._append(text)
+        own = tuple(self.pending)
+        if self._moving and kind != "heading":
+            self.current = self._moving[0]
+        self.pending, self._moving = [], []
         self.blocks.append(
             Block(
                 kind=kind,
@@ -139,7 +172,8 @@ class Builder:
                 heading_path=tuple(s.text for s in self.stack),
                 start=start,
                 end=end,
-                anchor=self._anchor(),
+                anchor=self.current or self._anchor(),
+                anchors=own,
                 **fields,
             )
         )

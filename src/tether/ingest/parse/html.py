@@ -8,17 +8,33 @@ section or aside) and `role="banner"`/`role="contentinfo"` are dropped too, unle
 `role="dialog"`) outside an `<article>`, and link bars: an element whose text outside its links
 is only navigation words ("Next:", "Previous:", "Up:", "[Index]", "Contents", "Home"...). When
 the page has a `<main>` (or `role="main"`), only it is read, or else its one `<article>` when it
-has exactly one (an empty one is ignored); the page's first `<h1>` outside it is kept as the first heading when the
-content has none. A heading's anchor is its `id`, else an `<a name|id>` inside it, else an
+has exactly one (an empty one is ignored); the page's first `<h1>` outside it is kept as the
+first heading when the content has none. A heading's anchor is its `id`, else an `<a name|id>` inside it, else an
 `<a name|id>` (alone, or as the only content of an empty element) just before it, else the `id`
-of a `<section>`/`<article>` the heading opens. Text directly inside containers (div, blockquote,
+of a `<section>`/`<article>` the heading opens.
+
+Locations: every `id` and named anchor in the content is one (`Builder.mark`): the anchors just
+before a heading and inside it belong to the heading; an id on an entry (Sphinx's
+`<dt id="os.getcwd">`, DocBook's `<dt id="GUC-PORT">`, a glossary term) starts that entry, and
+what follows belongs to it until the next anchor or heading. Generated targets (Sphinx's
+`index-3`, DocBook's `id-1.2.3`) are recorded but start no entry; page wrappers and chrome ids
+(`content`, `docContent`, `searchmenu`...) are no locations. A heading hidden with
+`display:none` whose visible stand-in is the bold paragraph after it gives that paragraph its
+level and id; a bold-only paragraph standing after an anchor (or holding one), or a bold
+question on a page with several, becomes a heading one level below the last real one (FAQ
+entries); a note box's title ("Note" in `<div class="note">`) stays a paragraph; permalink
+marks (¶, #, §) lose their text and keep their id. An empty anchor hidden from screen readers
+(`aria-hidden`) still counts as a location. Text directly inside containers (div, blockquote,
 dd...) becomes a paragraph. A `<meta charset>` other than UTF-8 is honoured when it names a
 text encoding; a page without one that is not UTF-8 is decoded with the detected encoding.
-Elements nested deeper than `MAX_DEPTH` keep their text as one block; a page nested so deep that libxml2 stops (2048 levels) is refused rather than cut short.
+Elements nested deeper than `MAX_DEPTH` keep their text as one block; a page nested so deep
+that libxml2 stops (2048 levels) is refused rather than cut short.
 
 What it cannot do: no rendering: CSS-hidden content other than inline
 `display:none`/`visibility:hidden` is kept, and JavaScript-built pages yield only their static
-HTML.
+HTML; chrome is recognised by tags, roles and common id names, so a site's own menu built of
+plain lists (SQLite's) is read as content; a bold paragraph that is a label, not a question,
+becomes a heading only after an anchor.
 """
 
 from __future__ import annotations
@@ -49,6 +65,28 @@ _BLOCK_TAGS = frozenset(
     }
 )  # fmt: skip
 _NESTED_IN_LI = frozenset({"ul", "ol", "dl", "table", "pre"})
+_LEAVES = frozenset({"p", "pre", "li", "tr"})  # blocks whose inner ids start at them
+_ALL = frozenset({"*"})  # skip every child: only the element's own id
+_PSEUDO = "data-tether-heading"  # marks a bold paragraph read as a heading
+# ids of page wrappers and chrome, not locations of the content
+_CHROME_IDS = frozenset(
+    {
+        "content", "main", "main-content", "maincontent", "page", "wrapper", "container",
+        "body", "document", "top", "bottom", "header", "footer", "navigation", "nav",
+        "sidebar", "search", "searchbox", "skip", "skip-link", "toc", "bodycontent",
+        "doccontent", "apicontent",
+    }
+)  # fmt: skip
+_CHROME_ID = re.compile(
+    r"(?:[a-z]+[-_]?)?(?:menu|submenu|menubutton|nav|navbar|navigation|sidebar|sidebarbutton"
+    r"|searchbox|searchbar|toolbar|breadcrumbs?|topbar)(?:[-_][a-z0-9]+)?"
+)
+_ADMONITIONS = frozenset(
+    {"note", "warning", "tip", "caution", "important", "admonition", "hint", "danger"}
+)
+_MARKS = frozenset({"¶", "#", "§", "🔗", "⚓", "link", "permalink"})
+# generated targets (Sphinx index entries, DocBook's numbered ids): recorded, never an entry
+_MINOR_ID = re.compile(r"index-\d+|id\d+|x\d+|id-[\d.]+")
 _SECTIONING = frozenset({"article", "main", "section", "aside"})
 _SIDEBAR_ROLES = frozenset({"complementary", "dialog", "alertdialog"})
 _NAV_WORDS = re.compile(
@@ -203,6 +241,100 @@ def _heading_anchor(el: Any) -> str | None:
     return None
 
 
+def _names(el: Any) -> list[str]:
+    """The location names an element carries: its id, and an `<a>`'s name."""
+    values = [el.get("id")] + ([el.get("name")] if _tag(el) == "a" else [])
+    return [v.strip() for v in values if v and v.strip()]
+
+
+def locations(el: Any, skip: frozenset[str] = frozenset()) -> list[str]:
+    """Every location in `el`, in document order: its own id (or an `<a>`'s name) and those
+    of its descendants, except inside children whose tag is in `skip` ({"*"}: every child);
+    page wrappers and chrome (`content`, `sidebar`...) left out."""
+    found = _names(el)
+    for child in el:
+        tag = _tag(child)
+        if tag and "*" not in skip and tag not in skip:
+            found += locations(child, skip)
+    return [n for n in dict.fromkeys(found) if not _is_chrome_id(n)]
+
+
+def _is_chrome_id(name: str) -> bool:
+    low = name.lower()
+    return low in _CHROME_IDS or _CHROME_ID.fullmatch(low) is not None
+
+
+def _is_admonition_title(el: Any) -> bool:
+    """The title of a note or warning box (its heading opens no section of the document)."""
+    for i, parent in enumerate(el.iterancestors()):
+        if i >= 3:
+            break
+        if _ADMONITIONS & set((parent.get("class") or "").lower().split()):
+            return True
+    return False
+
+
+def _is_empty_anchor(el: Any) -> bool:
+    """An element that only marks a location (`<a name="x"></a>`, `<span id="y"></span>`)."""
+    return bool(_names(el)) and len(el) == 0 and not (el.text or "").strip()
+
+
+def _is_bold_only(el: Any) -> bool:
+    """A short paragraph whose words are all bold (`<p><b>How do I...?</b></p>`)."""
+    if _tag(el) != "p" or next(el.iter("b", "strong"), None) is None or _has_block_child(el):
+        return False
+    text = clean(_text_of(el))
+    outside = _text_of(el, skip=frozenset({"b", "strong"}))
+    return 0 < len(text.split()) <= 40 and not any(ch.isalnum() for ch in outside)
+
+
+def _has_block_child(el: Any) -> bool:
+    return any(_tag(d) in _BLOCK_TAGS for d in el.iterdescendants())
+
+
+def _promote_hidden_headings(body: Any) -> None:
+    """A heading hidden with `display:none` whose visible stand-in is the bold paragraph
+    after it: that paragraph becomes the heading (its level, its id)."""
+    for el in list(body.iter(*_HEADINGS)):
+        if not _is_hidden(el):
+            continue
+        nxt = el.getnext()
+        while nxt is not None and not _tag(nxt):
+            nxt = nxt.getnext()
+        if nxt is not None and _is_bold_only(nxt):
+            nxt.tag = _tag(el)
+            names = locations(el)
+            if names and not nxt.get("id"):
+                nxt.set("id", names[0])
+            for extra in names[1:]:
+                nxt.insert(0, nxt.makeelement("a", {"name": extra}))
+
+
+def _promote_bold_questions(body: Any) -> None:
+    """FAQ entries: a bold paragraph standing after an anchor (or holding one), or a bold
+    question when the page has several, becomes a heading one level below the last one."""
+    bold = [el for el in body.iter("p") if _is_bold_only(el)]
+    questions = [el for el in bold if clean(_text_of(el)).endswith("?")]
+    for el in bold:
+        prev = _previous_element(el)
+        anchored = bool(locations(el)) or (prev is not None and _is_empty_anchor(prev))
+        if anchored or (el in questions and len(questions) >= 2):
+            el.tag = "h6"
+            el.set(_PSEUDO, "1")
+
+
+def _quiet_permalinks(body: Any) -> None:
+    """Permalink marks (Sphinx's ¶ `headerlink`, a "#" or "§" link to the heading itself) lose
+    their text, so headings read clean; their id stays a location."""
+    for a in body.iter("a"):
+        text = clean(a.text_content())
+        href = (a.get("href") or "").strip()
+        if "headerlink" in (a.get("class") or "") or (href.startswith("#") and text in _MARKS):
+            for child in list(a):
+                a.remove(child)
+            a.text = None
+
+
 def _has_block(el: Any) -> bool:
     return any(_tag(d) in _BLOCK_TAGS for d in el.iter())
 
@@ -211,12 +343,38 @@ class _HtmlWalker:
     def __init__(self, builder: Builder) -> None:
         self.b = builder
         self.tables = 0
+        self.level = 1  # the level of the last real heading (a pseudo-heading goes below it)
+
+    def mark(self, el: Any, skip: frozenset[str] = frozenset()) -> None:
+        """The locations in `el` (its own id and those inside it) start at the next block."""
+        for name in locations(el, skip):
+            self.b.mark(name, moves=not _MINOR_ID.fullmatch(name))
+
+    def heading(self, el: Any, tag: str) -> None:
+        if _is_admonition_title(el):  # DocBook's <div class="note"><h3>Note</h3>: no section
+            self.mark(el, skip=_NESTED_IN_LI)
+            self.b.add("paragraph", _text_of(el))
+            return
+        if el.get(_PSEUDO) is not None:
+            level = min(6, self.level + 1)
+        else:
+            level = self.level = int(tag[1])
+        if _has_block_child(el):  # left open (`<h2>…</h1>`), it swallowed what follows
+            rest = el.makeelement("div", {})
+            for child in list(el):
+                rest.append(child)  # its tail goes with it
+            self.b.heading(el.text or "", level, _heading_anchor(el), anchors=tuple(_names(el)))
+            self.walk(rest)
+            return
+        self.b.heading(_text_of(el), level, _heading_anchor(el), anchors=tuple(locations(el)))
 
     def walk(self, el: Any, table: int | None = None, in_thead: bool = False) -> None:
         tag = _tag(el)
         if tag in _HEADINGS:
-            self.b.heading(_text_of(el), int(tag[1]), _heading_anchor(el))
-        elif tag == "p":
+            self.heading(el, tag)
+            return
+        self.mark(el, skip=_ALL if tag not in _LEAVES else _NESTED_IN_LI)
+        if tag == "p":
             self.b.add("paragraph", _text_of(el))
         elif tag == "pre":
             self.b.add("code", _pre_text(el))
@@ -259,6 +417,7 @@ class _HtmlWalker:
                 flush()
                 self.walk(child, table, in_thead)
             elif tag:
+                self.mark(child)
                 loose.append(_text_of(child))
             loose.append(child.tail or "")
         flush()
@@ -332,12 +491,13 @@ def parse(data: bytes) -> Parsed:
     body = root.find("body")
     if body is None:
         body = root
+    _promote_hidden_headings(body)
     doomed = [
         el
         for el in body.iter()
         if not _tag(el)
         or _tag(el) in _DROP_TAGS
-        or _is_hidden(el)
+        or (_is_hidden(el) and not _is_empty_anchor(el))
         or (el.get("role") or "").strip().lower() == "navigation"
         or _is_page_chrome(el)
         or _is_sidebar(el)
@@ -348,6 +508,8 @@ def parse(data: bytes) -> Parsed:
     for el in [e for e in body.iter() if _is_link_bar(e)]:
         if el.getparent() is not None:
             el.drop_tree()
+    _quiet_permalinks(body)
+    _promote_bold_questions(body)
     root = _content_root(body)
     _flatten_deep(root)
     b = Builder()
