@@ -54,15 +54,27 @@ def use_demo(index: Path | None, own_questions: bool) -> bool:
     return False
 
 
-def eval_verifier(index: Path | None, judge_name: str, as_json: bool) -> None:
-    """`eval --verifier`: the citation checker on the bundled labelled claims."""
+def eval_verifier(
+    index: Path | None,
+    judge_name: str,
+    as_json: bool,
+    claims: list[Path] | None = None,
+    collection: Path | None = None,
+) -> None:
+    """`eval --verifier`: the citation checker on labelled claims: the bundled set on the
+    demo index, or `claims` (files of the user's own) on `collection` (ingested first) or
+    on the index given or found here."""
     from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
     from tether.verify.judges import EmbeddingJudge, LLMJudge
 
     with user_errors():
         if judge_name not in ("none", "embedding", "llm"):
             raise TetherError(f"unknown judge {judge_name!r}: none, embedding or llm")
-        ws = open_workspace(index, demo=index is None)
+        items = load_claims(claims or None)
+        if not claims and collection is None:
+            ws = open_workspace(index, demo=index is None)
+        else:
+            ws = eval_workspace(collection, index, own_questions=True)
         store = ws.store
         embedder = ws.query_embedder()
         judge = {
@@ -70,7 +82,6 @@ def eval_verifier(index: Path | None, judge_name: str, as_json: bool) -> None:
             "embedding": EmbeddingJudge(embedder) if embedder is not None else None,
             "llm": LLMJudge(ws.make_provider("local", None)) if judge_name == "llm" else None,
         }[judge_name]
-        items = load_claims()
         with progress("checking claims") as bar:
             task = bar.add_task("claims", total=len(items))
             result = run_verifier_eval(
@@ -204,10 +215,20 @@ def eval_command(
         bool,
         typer.Option(
             "--verifier",
-            help="Measure the citation checker instead, on the bundled labelled claim set:"
-            " false passes and false alarms per check and overall, time per claim.",
+            help="Measure the citation checker instead, on the bundled labelled claim set"
+            " (or --claims): false passes and false alarms per check and overall, time per"
+            " claim.",
         ),
     ] = False,
+    claims: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--claims",
+            help="With --verifier: a labelled claim set of your own (JSON Lines, repeatable),"
+            " its passages named by doc_id, version and section; run on --collection (ingested"
+            " first) or on the index.",
+        ),
+    ] = None,
     judge: Annotated[
         str, typer.Option(help="With --verifier: none, embedding, or llm (the local model).")
     ] = "embedding",
@@ -215,8 +236,10 @@ def eval_command(
     """Measure retrieval on a question set: hit@k, recall@k, precision@k, MRR, nDCG@k per
     method, overall, per kind and per language; failing questions say where the passage ranked."""
     if verifier:
-        eval_verifier(index, judge, as_json)
+        eval_verifier(index, judge, as_json, claims, collection)
         return
+    if claims:
+        raise typer.BadParameter("only with --verifier", param_hint="--claims")
     chosen = checked_methods(methods)
     if audience is not None:
         audience_value(audience)
