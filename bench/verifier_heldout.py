@@ -34,6 +34,7 @@ from tether.embeddings.embedders import describe
 from tether.evaluation.questions import demo_collection, larkfield_collection
 from tether.evaluation.verifier_eval import VerifierResult, load_claims, run_verifier_eval
 from tether.ingest.sync import sync
+from tether.protocols import Embedder, Judge
 from tether.stores.sqlite import SqliteStore
 from tether.verify.check import flag_kind
 from tether.verify.judges import EmbeddingJudge, LLMJudge
@@ -75,8 +76,9 @@ def _wrong_lines(items: list[dict], result: VerifierResult) -> list[str]:
     return lines
 
 
-def _report(runs: list[tuple[str, str, list[dict], VerifierResult]], skipped: list[str],
-            embedder: object) -> list[str]:  # fmt: skip
+def _report(
+    runs: list[tuple[str, str, list[dict], VerifierResult]], skipped: list[str], embedder: Embedder
+) -> list[str]:
     lines = [
         "# The citation checker where it was not tuned",
         "",
@@ -104,13 +106,17 @@ def _report(runs: list[tuple[str, str, list[dict], VerifierResult]], skipped: li
             "",
             "| kind of claim | n | verdict wrong |",
             "|---|---|---|",
-            *(f"| {k.split(':', 1)[1]} | {c['n']} | {c['wrong']} |"
-              for k, c in sorted(r.per_kind.items())),  # fmt: skip
+            *(
+                f"| {k.split(':', 1)[1]} | {c['n']} | {c['wrong']} |"
+                for k, c in sorted(r.per_kind.items())
+            ),
             "",
             "| check | fired on supported | fired on unsupported |",
             "|---|---|---|",
-            *(f"| {k} | {c['fired_on_supported']} | {c['fired_on_unsupported']} |"
-              for k, c in sorted(r.per_check.items())),  # fmt: skip
+            *(
+                f"| {k} | {c['fired_on_supported']} | {c['fired_on_unsupported']} |"
+                for k, c in sorted(r.per_check.items())
+            ),
             "",
             "Wrong:",
             "",
@@ -123,10 +129,15 @@ def _report(runs: list[tuple[str, str, list[dict], VerifierResult]], skipped: li
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llm", action="store_true", help="also the LLM judge (local model)")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "verifier_heldout.md")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "bench" / "results" / "verifier_heldout.md"
+    )
     args = parser.parse_args()
     embedder = shared_models().embedder()
-    judges: list[tuple[str, object]] = [("none", None), ("embedding", EmbeddingJudge(embedder))]
+    judges: list[tuple[str, Judge | None]] = [
+        ("none", None),
+        ("embedding", EmbeddingJudge(embedder)),
+    ]
     if args.llm:
         from tether.config import load_settings
         from tether.providers.factory import make_provider
@@ -145,7 +156,7 @@ def main() -> None:
             sync(store, folder, embedder=embedder, sentences=True)
             for label, judge in judges:
                 print(f"  {len(items)} claims, judge {label} …", file=sys.stderr)
-                result = run_verifier_eval(store, items, judge=judge, embedder=embedder)  # type: ignore[arg-type]
+                result = run_verifier_eval(store, items, judge=judge, embedder=embedder)
                 runs.append((name, label, items, result))
             store.close()
     kept = ""
