@@ -177,6 +177,29 @@ def calibrate(
     )
 
 
+VerifierOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verifier",
+        help="Measure the citation checker instead, on the bundled labelled claim set"
+        " (or --claims): false passes and false alarms per check and overall, time per claim.",
+    ),
+]
+ClaimsOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--claims",
+        metavar="FILE",
+        help="With --verifier: a labelled claim set of your own (JSON Lines, repeatable), its"
+        " passages named by doc_id, version and section; run on --collection (ingested first)"
+        " or on the index.",
+    ),
+]
+JudgeOpt = Annotated[
+    str, typer.Option(help="With --verifier: none, embedding, or llm (the local model).")
+]
+
+
 def eval_command(
     questions_file: QuestionsOpt = None,
     collection: Annotated[
@@ -211,27 +234,9 @@ def eval_command(
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model for --rewrite.")] = None,
     index: IndexOpt = None,
-    verifier: Annotated[
-        bool,
-        typer.Option(
-            "--verifier",
-            help="Measure the citation checker instead, on the bundled labelled claim set"
-            " (or --claims): false passes and false alarms per check and overall, time per"
-            " claim.",
-        ),
-    ] = False,
-    claims: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--claims",
-            help="With --verifier: a labelled claim set of your own (JSON Lines, repeatable),"
-            " its passages named by doc_id, version and section; run on --collection (ingested"
-            " first) or on the index.",
-        ),
-    ] = None,
-    judge: Annotated[
-        str, typer.Option(help="With --verifier: none, embedding, or llm (the local model).")
-    ] = "embedding",
+    verifier: VerifierOpt = False,
+    claims: ClaimsOpt = None,
+    judge: JudgeOpt = "embedding",
 ) -> None:
     """Measure retrieval on a question set: hit@k, recall@k, precision@k, MRR, nDCG@k per
     method, overall, per kind and per language; failing questions say where the passage ranked."""
