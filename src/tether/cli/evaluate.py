@@ -56,23 +56,33 @@ def use_demo(index: Path | None, own_questions: bool) -> bool:
 
 
 def eval_verifier(
-    index: Path | None, judge_name: str, as_json: bool, store: str | None = None
+    index: Path | None,
+    judge_name: str,
+    as_json: bool,
+    claims: list[Path] | None = None,
+    collection: Path | None = None,
+    store: str | None = None,
 ) -> None:
-    """`eval --verifier`: the citation checker on the bundled labelled claims."""
+    """`eval --verifier`: the citation checker on labelled claims: the bundled set on the
+    demo index, or `claims` (files of the user's own) on `collection` (ingested first) or
+    on the index (or --store) given or found here."""
     from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
     from tether.verify.judges import EmbeddingJudge, LLMJudge
 
     with user_errors():
         if judge_name not in ("none", "embedding", "llm"):
             raise TetherError(f"unknown judge {judge_name!r}: none, embedding or llm")
-        ws = open_workspace(index, index is None and store is None, store)
+        items = load_claims(claims or None)
+        if not claims and collection is None:
+            ws = open_workspace(index, index is None and store is None, store)
+        else:
+            ws = eval_workspace(collection, index, own_questions=True, store=store)
         embedder = ws.query_embedder()
         judge = {
             "none": None,
             "embedding": EmbeddingJudge(embedder) if embedder is not None else None,
             "llm": LLMJudge(ws.make_provider("local", None)) if judge_name == "llm" else None,
         }[judge_name]
-        items = load_claims()
         with progress("checking claims") as bar:
             task = bar.add_task("claims", total=len(items))
             result = run_verifier_eval(
@@ -188,6 +198,29 @@ def calibration_record(cal: Any, questions: Path | None, n: int, share: float) -
     }  # fmt: skip
 
 
+VerifierOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verifier",
+        help="Measure the citation checker instead, on the bundled labelled claim set"
+        " (or --claims): false passes and false alarms per check and overall, time per claim.",
+    ),
+]
+ClaimsOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--claims",
+        metavar="FILE",
+        help="With --verifier: a labelled claim set of your own (JSON Lines, repeatable), its"
+        " passages named by doc_id, version and section; run on --collection (ingested first)"
+        " or on the index.",
+    ),
+]
+JudgeOpt = Annotated[
+    str, typer.Option(help="With --verifier: none, embedding, or llm (the local model).")
+]
+
+
 def eval_command(
     questions_file: QuestionsOpt = None,
     collection: Annotated[
@@ -223,17 +256,9 @@ def eval_command(
     model: Annotated[str | None, typer.Option(help="Model for --rewrite.")] = None,
     index: IndexOpt = None,
     store: StoreOpt = None,
-    verifier: Annotated[
-        bool,
-        typer.Option(
-            "--verifier",
-            help="Measure the citation checker instead, on the bundled labelled claim set:"
-            " false passes and false alarms per check and overall, time per claim.",
-        ),
-    ] = False,
-    judge: Annotated[
-        str, typer.Option(help="With --verifier: none, embedding, or llm (the local model).")
-    ] = "embedding",
+    verifier: VerifierOpt = False,
+    claims: ClaimsOpt = None,
+    judge: JudgeOpt = "embedding",
     answers: Annotated[
         bool,
         typer.Option(
@@ -247,12 +272,14 @@ def eval_command(
     method, overall, per kind and per language; failing questions say where the passage ranked.
     With --answers, score the answers: accuracy, abstention, flagged claims, time and cost."""
     if verifier:
-        eval_verifier(index, judge, as_json, store)
+        eval_verifier(index, judge, as_json, claims, collection, store)
         return
     if answers:
         eval_answers(questions_file, collection, index, methods, k, audience, provider, model,
                      as_json, report)  # fmt: skip
         return
+    if claims:
+        raise typer.BadParameter("only with --verifier", param_hint="--claims")
     chosen = checked_methods(methods)
     if audience is not None:
         audience_value(audience)

@@ -1,6 +1,11 @@
 """The verifier measured on a labelled claim set: `load_claims` reads it (the bundled one by
-default), `run_verifier_eval` checks every claim and counts false passes (unsupported claims
-marked ok) and false alarms (supported claims flagged), overall, per flag and per kind.
+default, or a set of the user's own on any collection), `run_verifier_eval` checks every claim
+and counts false passes (unsupported claims marked ok) and false alarms (supported claims
+flagged), overall, per flag and per kind.
+
+A claim names its passages by location (`doc_id`, `version`, `section`; resolved in the store
+given) or by chunk ID; a location the store does not hold is an error that names the claim,
+so a set run on the wrong collection is never scored as if its citations were missing.
 
 What it cannot do: it measures `tether.verify.check.check_answer` with the judge and embedder
 the caller passes (it builds none); a claim's verdict is ok only when it carries no flag, so a
@@ -89,13 +94,20 @@ class VerifierResult:
         return self.false_alarms / self.supported if self.supported else 0.0
 
 
-def _resolve(store: Store, location: dict, cache: dict) -> str | None:
-    """The ID of the chunk at a claim item's location (doc_id, version, section), or None."""
+def _resolve(store: Store, item: dict, location: dict, cache: dict) -> str:
+    """The ID of the chunk at a claim item's location (doc_id, version, section); a location
+    this store does not hold is a `TetherError` naming the claim."""
     key = (location["doc_id"], location.get("version"), location.get("section"))
     if key not in cache:
         rel = Relevant(location["doc_id"], location.get("version"), location.get("section"))
         cache[key] = next(
             (c.chunk_id for c in store.chunks(rel.doc_id, rel.version) if matches(c, rel)), None
+        )
+    if cache[key] is None:
+        where = " / ".join(str(part) for part in key if part is not None)
+        raise TetherError(
+            f"claim {item.get('id', '?')}: no passage at {where} in this index"
+            " (is it the collection the claims were written on?)"
         )
     return cache[key]
 
@@ -154,9 +166,9 @@ def _check_item(
 ) -> VerifierRow:
     """One labelled claim checked as the only claim of an answer, in its own context."""
     context_ids = list(item.get("context_ids") or [])
-    context_ids += [cid for loc in item.get("context", []) if (cid := _resolve(store, loc, cache))]
+    context_ids += [_resolve(store, item, loc, cache) for loc in item.get("context", [])]
     cites = list(item.get("cite_ids") or [])
-    cites += [cid for loc in item.get("cites", []) if (cid := _resolve(store, loc, cache))]
+    cites += [_resolve(store, item, loc, cache) for loc in item.get("cites", [])]
     chunks = store.get_many(context_ids)
     passages = tuple(
         Passage(chunks[cid], header(chunks[cid]), 0, i + 1)
