@@ -120,8 +120,11 @@ def test_a_cited_passage_it_never_read_is_not_in_context(ws: Workspace) -> None:
         _answer("A restocking fee of 15 percent applies to opened returns.", fees),
     )
     result = _run(ws, provider)
-    assert result.status == "flagged"
+    # a public reader is not shown a claim citing outside what was read: nothing checked is
+    # left, so the answer is refused by the verifier (staff would see it flagged)
+    assert result.status == "refused" and result.refused_by == "verifier"
     assert [str(f) for f in result.checks[0].flags] == [f"not_in_context:{fees}"]
+    assert result.checks[0].withheld
 
 
 def test_a_public_run_never_sees_staff_text_and_a_staff_id_reads_as_unknown(ws: Workspace) -> None:
