@@ -418,3 +418,30 @@ def test_a_killed_write_in_a_folder_that_cannot_be_written_is_one_line(
     with read_only(index.parent), pytest.raises(TetherError, match="interrupted and cannot be"):
         open_store(index)
     assert len(open_store(index).documents()) == 4  # undone once the folder can be written
+
+
+def test_a_demo_index_of_an_older_tether_is_upgraded_not_refused(
+    demo_store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """After an upgrade of tether, `--demo` commands rebuild the demo index they made before
+    (a user cannot be told to ingest a folder inside the package); another index is refused
+    with what to run."""
+    demo = tmp_path / ".tether" / "demo.sqlite"
+    demo.parent.mkdir()
+    with sqlite3.connect(demo) as dst, sqlite3.connect(demo_store.path) as src:
+        src.backup(dst)
+        dst.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(app, ["search", "--demo", "--method", "bm25", "return window"])
+    assert done.exit_code == 0, done.output
+    assert "ingested the demo collection" in done.output
+    with sqlite3.connect(demo) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            "4",
+        )
+    other = tmp_path / "other.sqlite"
+    shutil.copy(demo, other)
+    with sqlite3.connect(other) as db:
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    refused = CliRunner().invoke(app, ["search", "--index", str(other), "return window"])
+    assert refused.exit_code == 1 and "run `tether ingest FOLDER" in refused.output

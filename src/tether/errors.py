@@ -12,3 +12,7 @@ class ParseError(TetherError):
 
 class ProviderError(TetherError):
     """A model provider that failed after its retries (auth, not found, timeout, overload)."""
+
+
+class OlderIndexError(TetherError):
+    """An index built by an older tether, opened to be read: one ingest upgrades it."""

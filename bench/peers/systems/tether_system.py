@@ -15,6 +15,8 @@ class TetherSearch:
         self.method = method
 
     def search(self, query: str, k: int, as_of, audience: str) -> list[Passage]:
+        # every query embedded afresh, as the peers do (the retriever keeps recent ones)
+        self.collection.workspace.retriever().clear_query_cache()
         hits = self.collection.search(
             query, k, method=self.method, as_of=as_of, audience=audience
         )

@@ -349,7 +349,8 @@ def server_store(store: str | None) -> str | None:
 
 
 def open_workspace(index: Path | None, demo: bool = False, store: str | None = None) -> Workspace:
-    """The Workspace over the index to read (the demo one is ingested first when missing):
+    """The Workspace over the index to read (the demo one is ingested first when missing or
+    built by an older tether):
     the server store of --store (or TETHER_STORE) when one is given."""
     from tether.app import Workspace
 
@@ -361,7 +362,18 @@ def open_workspace(index: Path | None, demo: bool = False, store: str | None = N
         from tether.cli.ingest import ingest_demo
 
         ingest_demo(path, quiet=False)
-    return Workspace(index=path)
+    ws = Workspace(index=path)
+    if demo:
+        from tether.errors import OlderIndexError
+
+        try:
+            ws.store  # noqa: B018 (opens it: a demo index of an older tether is rebuilt)
+        except OlderIndexError:
+            from tether.cli.ingest import ingest_demo
+
+            ingest_demo(path, quiet=False)  # ingest upgrades it in place
+            ws = Workspace(index=path)
+    return ws
 
 
 def progress(first: str, *, rate: bool = False, quiet: bool = False) -> Progress:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tether.errors import TetherError
+from tether.errors import OlderIndexError, TetherError
 from tether.stores.lexical import lexical_columns
 from tether.types import ChangeSet, FileChange, Progress
 
@@ -164,7 +164,7 @@ def check_upgrade(path: Path, version: int, current: int, *, writer: bool) -> No
             f" {current}): upgrade tether, or ingest into a new index"
         )
     if not writer:
-        raise TetherError(
+        raise OlderIndexError(
             f"{path} was built by an older tether (index schema {version}; this one reads"
             f" {current}): run `tether ingest FOLDER --index {path}` once to upgrade it"
         )
