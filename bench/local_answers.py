@@ -113,6 +113,7 @@ def main() -> None:
         row = {
             "id": q.id, "kind": q.kind, "abstain": q.abstain, "right": bool(ok),
             "refused": r.refused, "refused_by": r.refused_by, "said": text[:300],
+            "note": r.provider_note,
             "calls": len(counting.calls), "prompt_tokens": prompt, "generated_tokens": generated,
             "model_s": round(sum(c["seconds"] for c in counting.calls), 2),
             "unloaded_estimate_s": round(prompt / args.prompt_tps + generated / args.gen_tps, 2),

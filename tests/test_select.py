@@ -73,8 +73,8 @@ class Choosing:
         return Completion(text=self.text, provider=self.name, model=self.model)
 
 
-def reply(answerable: bool, numbers: list[int]) -> Completion:
-    return Completion(text=json.dumps({"answerable": answerable, "sentences": numbers}))
+def reply(numbers: list[int], **extra: object) -> Completion:
+    return Completion(text=json.dumps({"sentences": numbers, **extra}))
 
 
 def test_sentences_are_numbered_most_relevant_first_without_instructions() -> None:
@@ -91,43 +91,46 @@ def test_request_schema_allows_only_the_numbers_shown() -> None:
     schema = request.json_schema
     assert schema is not None
     items = schema["properties"]["sentences"]
-    assert items["items"]["enum"] == [e.number for e in shown]
-    assert items["maxItems"] == MAX_CHOSEN
+    assert items["items"]["enum"] == [0] + [e.number for e in shown]  # 0: no sentence answers
+    assert items["maxItems"] == MAX_CHOSEN and items["minItems"] == 1
     text = request.messages[0].content
     assert f"1. {shown[0].text} [Returns policy, policy, from 2026-01-01]" in text
+    assert "0. No sentence answers the question." in text
     assert text.index("Sentences:") < text.index("Today is 2026-11-30") < text.index(QUESTION)
     assert request.prompt_id.startswith("answer_select@")
-    assert select_schema(0)["properties"]["sentences"]["items"] == {"type": "integer"}
+    assert select_schema(0)["properties"]["sentences"]["items"]["enum"] == [0]
 
 
 def test_chosen_sentences_become_verbatim_claims_citing_their_passage() -> None:
     shown = evidence(QUESTION, CONTEXT)
-    answer = parse_selection(reply(True, [1, 1, 2]), shown)
+    answer = parse_selection(reply([1, 1, 2]), shown)
     assert answer.answerable and answer.mode == "select"
     assert [c.text for c in answer.claims] == [shown[0].text, shown[1].text]
     assert [c.chunk_ids for c in answer.claims] == [(shown[0].chunk_id,), (shown[1].chunk_id,)]
     assert answer.answer == f"{shown[0].text} {shown[1].text}"
 
 
-@pytest.mark.parametrize("answerable,numbers", [(False, []), (False, [1]), (True, [])])
-def test_not_answered_is_a_refusal_without_claims(answerable: bool, numbers: list[int]) -> None:
-    answer = parse_selection(reply(answerable, numbers), evidence(QUESTION, CONTEXT))
+@pytest.mark.parametrize(
+    "numbers,extra", [([0], {}), ([0, 1], {}), ([], {}), ([1], {"answerable": False})]
+)
+def test_not_answered_is_a_refusal_without_claims(numbers: list[int], extra: dict) -> None:
+    answer = parse_selection(reply(numbers, **extra), evidence(QUESTION, CONTEXT))
     assert not answer.answerable and answer.claims == ()
     assert is_refusal(answer.answer)
 
 
 def test_unreadable_replies_are_problems() -> None:
     shown = evidence(QUESTION, CONTEXT)
-    made_up = parse_selection(reply(True, [42]), shown)
+    made_up = parse_selection(reply([42]), shown)
     assert made_up.kind == "not_schema" and "42" in made_up.detail
     assert parse_selection(Completion(text="30 days"), shown).kind == "not_json"
     assert parse_selection(Completion(text='{"answerable": true'), shown).kind == "not_json"
     cut = parse_selection(Completion(text='{"answerable": true', finish_reason="length"), shown)
     assert cut.kind == "cut"
-    assert parse_selection(Completion(text='{"sentences": [1]}'), shown).kind == "not_schema"
+    assert parse_selection(Completion(text='{"sentences": 1}'), shown).kind == "not_schema"
     assert parse_selection(Completion(text='{"answerable": true}'), shown).kind == "not_schema"
-    # only the valid numbers of a mixed reply are kept
-    mixed = parse_selection(reply(True, [9, 1]), shown)
+    # only the valid numbers of a mixed reply are kept (a 0 after a sentence too)
+    mixed = parse_selection(reply([9, 1, 0]), shown)
     assert [c.text for c in mixed.claims] == [shown[0].text]
 
 
@@ -143,7 +146,7 @@ class NoJudge:
 
 def test_ask_in_select_mode_answers_with_checked_quotes(demo_store) -> None:
     q = QUESTIONS["Q001"]
-    provider = Choosing(json.dumps({"answerable": True, "sentences": [1]}))
+    provider = Choosing(json.dumps({"sentences": [1]}))
     result = ask(
         q.question, demo_store, provider,
         AskOptions(as_of=q.as_of, audience=q.audience, mode="select"),
@@ -151,7 +154,7 @@ def test_ask_in_select_mode_answers_with_checked_quotes(demo_store) -> None:
     )  # fmt: skip
     assert len(provider.requests) == 1
     request = provider.requests[0]
-    assert request.prompt_id.startswith("answer_select@") and request.max_tokens <= 40
+    assert request.prompt_id.startswith("answer_select@") and request.max_tokens <= 24
     assert result.answer is not None and result.answer.mode == "select"
     claim = result.answer.claims[0]
     passages = {p.chunk.chunk_id: p.chunk.text for p in result.context.passages}
@@ -162,7 +165,7 @@ def test_ask_in_select_mode_answers_with_checked_quotes(demo_store) -> None:
 
 def test_ask_in_select_mode_refuses_when_the_model_chooses_nothing(demo_store) -> None:
     q = QUESTIONS["Q001"]
-    provider = Choosing(json.dumps({"answerable": False, "sentences": []}))
+    provider = Choosing(json.dumps({"sentences": [0]}))
     result = ask(
         q.question, demo_store, provider, AskOptions(mode="select"),
         retriever=retriever_for(demo_store), judge=NoJudge(), tokens=ESTIMATE,
@@ -184,7 +187,7 @@ def test_local_model_chooses_the_answering_sentence() -> None:
     answer = parse_selection(completion, shown)
     assert answer.answerable, completion.text
     assert "30 days" in answer.claims[0].text
-    assert completion.output_tokens <= 40
+    assert completion.output_tokens <= 24
 
 
 def test_headings_are_not_evidence() -> None:

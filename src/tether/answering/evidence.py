@@ -6,11 +6,12 @@ weighted by their rarity, codes, a number for how-many questions, passage rank; 
 the cosine of the question to each sentence's vector when the index has sentence vectors;
 headings left out), and the best
 `MAX_SENTENCES` are numbered, most relevant first, each with a short source tag (title and the
-dates it is in force). The model replies {"answerable": bool, "sentences": [numbers]} under a
-JSON schema whose numbers are an enum of the ones shown, so a constrained decoder (the local
-model) can only choose sentences that exist: a made-up quote is impossible. The answer's
-claims are the chosen sentences, verbatim, each citing its own passage; the answer text is
-those sentences joined. "answerable": false, or no sentence chosen, is the model's refusal.
+dates it is in force), followed by choice 0, "no sentence answers the question". The model
+replies {"sentences": [numbers]} under a JSON schema whose numbers are an enum of the ones
+shown, so a constrained decoder (the local model) can only choose sentences that exist: a
+made-up quote is impossible. The answer's claims are the chosen sentences, verbatim, each
+citing its own passage; the answer text is those sentences joined. Choosing 0 first (or a
+reply with "answerable": false) is the model's refusal.
 
 The prompt puts its fixed instructions first (`answer_select.txt`), so a model that keeps the
 key/value cache of the prompt prefix (llama.cpp's `cache_prompt`) reads them once.
@@ -41,7 +42,7 @@ from tether.types import Answer, AnswerProblem, Claim, Completion, Context, Mess
 
 MAX_SENTENCES = 8  # numbered sentences shown to the model
 MAX_CHOSEN = 3  # sentences the model may choose
-MAX_TOKENS = 40  # {"answerable": true, "sentences": [1, 2, 3]} is about 20 tokens
+MAX_TOKENS = 24  # {"sentences": [1, 2, 3]} is about 12 tokens
 
 
 @dataclass(frozen=True)
@@ -133,17 +134,19 @@ def _source(meta: object) -> str:
 
 
 def select_schema(count: int) -> dict:
-    """The reply's JSON schema: sentence numbers limited to 1..`count`, at most `MAX_CHOSEN`."""
-    numbers: dict = (
-        {"type": "integer", "enum": list(range(1, count + 1))} if count else {"type": "integer"}
-    )
+    """The reply's JSON schema: 1 to `MAX_CHOSEN` sentence numbers from 0 (no sentence
+    answers) to `count`."""
     return {
         "type": "object",
         "properties": {
-            "answerable": {"type": "boolean"},
-            "sentences": {"type": "array", "items": numbers, "maxItems": MAX_CHOSEN},
+            "sentences": {
+                "type": "array",
+                "items": {"type": "integer", "enum": list(range(count + 1))},
+                "minItems": 1,
+                "maxItems": MAX_CHOSEN,
+            },
         },
-        "required": ["answerable", "sentences"],
+        "required": ["sentences"],
         "additionalProperties": False,
     }
 
@@ -194,19 +197,19 @@ def parse_selection(
         if completion.finish_reason == "length":
             return AnswerProblem("cut", f"the answer hit the token limit ({where})")
         return AnswerProblem("not_json", where)
-    if not isinstance(raw, dict) or not isinstance(raw.get("answerable"), bool):
-        return AnswerProblem("not_schema", "answerable: a boolean is required")
-    numbers = raw.get("sentences")
-    if not isinstance(numbers, list):
+    if not isinstance(raw, dict) or not isinstance(raw.get("sentences"), list):
         return AnswerProblem("not_schema", "sentences: a list of numbers is required")
+    numbers = raw["sentences"]
     by_number = {e.number: e for e in shown}
     chosen = [by_number[n] for n in dict.fromkeys(numbers) if isinstance(n, int) and n in by_number]
-    if raw["answerable"] and numbers and not chosen:
+    answered = raw.get("answerable", True) is not False and numbers[:1] != [0]
+    if answered and not chosen and any(n != 0 for n in numbers):
         return AnswerProblem(
-            "not_schema", f"sentences: {numbers[:5]} are not among the numbers 1..{len(shown)}"
+            "not_schema", f"sentences: {numbers[:5]} are not among the numbers 0..{len(shown)}"
         )
-    chosen = chosen[:MAX_CHOSEN]
-    if not raw["answerable"] or not chosen:
+    if not answered or not chosen:
         return Answer(False, refusal_sentence(language), (), "select")
+    chosen = chosen[:MAX_CHOSEN]
     claims = tuple(Claim(e.text, (e.chunk_id,)) for e in chosen)
     return Answer(True, " ".join(e.text for e in chosen), claims, "select")
+

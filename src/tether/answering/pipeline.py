@@ -76,7 +76,7 @@ class AskOptions:
     budget: int = DEFAULT_BUDGET
     min_support: int = DEFAULT_MIN_SUPPORT
     floor: float | None = None  # None: the index's calibrated floor for the method
-    mode: str = "json"  # json | inline | select | auto (`answer_mode`)
+    mode: str = "auto"  # json | inline | select | auto (`answer_mode`)
     closed_book: bool = False
     strict: bool = False
     verify: bool = True
