@@ -661,7 +661,7 @@ class Collection:
         budget: int | None = None,
         min_support: int | None = None,
         floor: float | None = None,
-        mode: str = "json",
+        mode: str = "auto",
         closed_book: bool = False,
         strict: bool = False,
         verify: bool = True,
@@ -672,7 +672,8 @@ class Collection:
         not both): `as_of` (today by default, None for every version), `audience` (public by
         default), `language` (detected from the question), `method`, `k` passages, the
         context `budget` in tokens, `min_support` passages over the gate's `floor`, `mode`
-        (json or inline citations), `closed_book`, `strict`, `verify`. A provider failure
+        (json or inline citations, select: evidence sentences chosen by number, auto: select
+        with the local model, else json), `closed_book`, `strict`, `verify`. A provider failure
         does not raise: it is `result.problem`."""
         from tether.answering.gate import check_question
         from tether.answering.pipeline import AskOptions
