@@ -4,9 +4,9 @@ The passages of the context are cut into sentences, ranked against the question 
 extractive answerer's ranking, `ExtractiveProvider.rank_sentences`: the question's words
 weighted by their rarity, codes, a number for how-many questions, passage rank; fused with
 the cosine of the question to each sentence's vector when the index has sentence vectors;
-headings left out), and the best
-`MAX_SENTENCES` are numbered, most relevant first, each with a short source tag (title and the
-dates it is in force), followed by choice 0, "no sentence answers the question". The model
+headings left out), and the best `MAX_SENTENCES` are numbered, most relevant first, each
+with a short source tag (title, type and the dates it is in force), followed by choice 0,
+"no sentence answers the question". The model
 replies {"sentences": [numbers]} under a JSON schema whose numbers are an enum of the ones
 shown, so a constrained decoder (the local model) can only choose sentences that exist: a
 made-up quote is impossible. The answer's claims are the chosen sentences, verbatim, each
@@ -21,7 +21,9 @@ gets the sentences it rests on, not the result); a sentence that is not among th
 ones cannot be chosen, so an answer the ranking misses is lost; passages holding text
 addressed to AI assistants are left out (as the extractive answerer does). A provider without
 constrained decoding may still return a number outside the list: it is ignored, and an answer
-made only of such numbers is a `not_schema` problem.
+made only of such numbers is a `not_schema` problem. The local 1.5B model almost never
+chooses 0 (none of 3 must-refuse questions in bench/results/local_answers.md): refusals still
+come from the gate and the verifier.
 """
 
 from __future__ import annotations
@@ -212,4 +214,3 @@ def parse_selection(
     chosen = chosen[:MAX_CHOSEN]
     claims = tuple(Claim(e.text, (e.chunk_id,)) for e in chosen)
     return Answer(True, " ".join(e.text for e in chosen), claims, "select")
-
