@@ -856,7 +856,7 @@ class Collection:
         budget: int | None = None,
         min_support: int | None = None,
         floor: float | None = None,
-        mode: str = "json",
+        mode: str = "auto",
         closed_book: bool = False,
         strict: bool = False,
         verify: bool = True,
@@ -867,7 +867,8 @@ class Collection:
         not both): `as_of` (today by default, None for every version), `audience` (public by
         default), `language` (detected from the question), `method`, `k` passages, the
         context `budget` in tokens, `min_support` passages over the gate's `floor`, `mode`
-        (json or inline citations), `closed_book`, `strict`, `verify`. A provider failure
+        (json or inline citations, select: evidence sentences chosen by number, auto: select
+        with the local model, else json), `closed_book`, `strict`, `verify`. A provider failure
         does not raise: it is `result.problem`. The question is recorded in the index's
         audit as asked by the OS user (TETHER_AUDIT=false: it is not)."""
         from tether.answering.gate import check_question

@@ -202,7 +202,7 @@ class Answer(_Wire):
 
     answerable: bool
     answer: str
-    mode: Literal["json", "inline"]
+    mode: Literal["json", "inline", "select"]
     claims: list[Claim]
 
 

@@ -439,7 +439,7 @@ class Answer:
     answerable: bool
     answer: str
     claims: tuple[Claim, ...] = ()
-    mode: Literal["json", "inline"] = "json"
+    mode: Literal["json", "inline", "select"] = "json"
 
 
 AskStatus = Literal["answered", "flagged", "refused", "no_answer"]

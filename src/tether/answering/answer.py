@@ -132,7 +132,7 @@ def parse_completion(
         if completion.finish_reason == "length":
             return AnswerProblem("cut", "the answer hit the token limit")
         return parse_inline(completion.text, context, language)
-    text = _strip_fences(completion.text)
+    text = strip_fences(completion.text)
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -183,7 +183,8 @@ def _clean_id(chunk_id: str) -> str:
     return chunk_id.strip().removeprefix("[").removesuffix("]").strip()
 
 
-def _strip_fences(text: str) -> str:
+def strip_fences(text: str) -> str:
+    """`text` without the Markdown code fence a model may wrap its JSON in."""
     text = text.strip()
     if text.startswith("```"):
         text = re.sub(r"^```[a-zA-Z]*\s*", "", text)

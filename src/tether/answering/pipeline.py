@@ -26,6 +26,12 @@ from typing import Any
 
 from tether.answering.answer import build_request, parse_completion
 from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
+from tether.answering.evidence import (
+    Closeness,
+    build_select_request,
+    parse_selection,
+    sentence_closeness,
+)
 from tether.answering.gate import (
     DEFAULT_MIN_SUPPORT,
     check_question,
@@ -56,9 +62,11 @@ class AskOptions:
     default), the answer `language` (detected when None), the retrieval `method` and `k`
     passages, the context `budget` in tokens, the support gate (`min_support` passages over
     `floor`, the index's calibrated floor when None), the answer `mode` (json or inline
-    citations), `closed_book` (no passages), `strict` (drop flagged claims) and `verify`. A public
-    asker is never shown a claim that fails an exact, instruction, precedence or number check
-    (`tether.verify.flags.withhold`; the result's `notice` says what was withheld)."""
+    citations; select: the model chooses evidence sentences by number,
+    `tether.answering.evidence`; auto: `answer_mode`), `closed_book` (no passages), `strict`
+    (drop flagged claims) and `verify`. A public asker is never shown a claim that fails an
+    exact, instruction, precedence or number check (`tether.verify.flags.withhold`; the
+    result's `notice` says what was withheld)."""
 
     as_of: date | None = None
     audience: Audience = "public"
@@ -68,7 +76,7 @@ class AskOptions:
     budget: int = DEFAULT_BUDGET
     min_support: int = DEFAULT_MIN_SUPPORT
     floor: float | None = None  # None: the index's calibrated floor for the method
-    mode: str = "json"  # json | inline
+    mode: str = "auto"  # json | inline | select | auto (`answer_mode`)
     closed_book: bool = False
     strict: bool = False
     verify: bool = True
@@ -78,6 +86,15 @@ def answer_language(text: str) -> str:
     """en or fr (the languages the prompts and refusal sentences know), else en."""
     lang = detect_language(text)
     return lang if lang in ("en", "fr") else "en"
+
+
+def answer_mode(mode: str, provider: Provider) -> str:
+    """The answer mode to use: `mode`, or for "auto" select with the local model (which
+    chooses evidence sentences better than it writes cited answers:
+    bench/results/local_answers.md) and json with any other provider."""
+    if mode != "auto":
+        return mode
+    return "select" if getattr(provider, "name", "") == "local" else "json"
 
 
 def choose_judge(
@@ -120,6 +137,7 @@ def ask(
     given, is called with each stage's name and the result so far as it completes (see
     `Events`), so a face can stream them."""
     o = options or AskOptions()
+    o = replace(o, mode=answer_mode(o.mode, provider))
     emit = events or _no_events
     check_question(question)
     timings: dict[str, float] = {}
@@ -154,7 +172,8 @@ def ask(
     t = time.perf_counter()
     context = assemble(hits, o.budget, count=tokens.count, tokenizer=tokens.name)
     timings["context_s"] = time.perf_counter() - t
-    result = _answer(replace(base, context=context), provider, o, context, timings)
+    closeness = _closeness(question, store, retriever, context) if o.mode == "select" else None
+    result = _answer(replace(base, context=context), provider, o, context, timings, closeness)
     emit("answer", result)
     embedder = getattr(retriever, "embedder", None)
     result = checked(result, store, context, o, judge=judge, embedder=embedder,
@@ -195,7 +214,9 @@ def checked(
     ):
         embedder = parts.embedder()
     check_options = verify.CheckOptions(
-        audience=o.audience, language=language, as_of=o.as_of, judge=judge, embedder=embedder,
+        audience=o.audience, language=language, as_of=o.as_of, embedder=embedder,
+        # a chosen sentence is its passage's own text: no entailment to judge
+        judge=None if result.answer.mode == "select" else judge,
         same_point_cosine=profile.same_point_cosine,
         cross_language_cut=profile.cross_language_cut,
     )  # fmt: skip
@@ -231,22 +252,40 @@ class VerifierParts:
     embedder: Callable[[], Embedder | None] | None = None
 
 
+def _closeness(question: str, store: Store, retriever: Any, context: Context) -> Closeness | None:
+    """How close the question is to each context sentence, from the index's sentence vectors
+    and the retriever's query vector; None without an embedder or sentence vectors."""
+    if getattr(retriever, "embedder", None) is None:
+        return None
+    vectors = store.sentence_vectors(context.chunk_ids)
+    if not vectors:
+        return None
+    return sentence_closeness(retriever.query_vector(question), vectors, context)
+
+
 def _answer(
     base: AskResult,
     provider: Provider,
     o: AskOptions,
     context: Context | None,
     timings: dict[str, float],
+    closeness: Closeness | None = None,
 ) -> AskResult:
     ctx = context if context is not None else Context(())
-    request = build_request(
-        base.question,
-        ctx,
-        as_of=o.as_of,
-        language=base.language,
-        mode=o.mode,
-        closed_book=o.closed_book,
-    )
+    select = o.mode == "select" and not o.closed_book
+    if select:
+        request, shown = build_select_request(
+            base.question, ctx, as_of=o.as_of, language=base.language, closeness=closeness
+        )
+    else:
+        request = build_request(
+            base.question,
+            ctx,
+            as_of=o.as_of,
+            language=base.language,
+            mode=o.mode,
+            closed_book=o.closed_book,
+        )
     t = time.perf_counter()
     try:
         completion = provider.complete(request)
@@ -255,7 +294,11 @@ def _answer(
         problem = AnswerProblem("provider_error", str(exc))
         return replace(base, request=request, problem=problem, timings=timings)
     timings["model_s"] = time.perf_counter() - t
-    parsed = parse_completion(completion, ctx, mode=o.mode, language=base.language)
+    parsed = (
+        parse_selection(completion, shown, language=base.language)
+        if select
+        else parse_completion(completion, ctx, mode=o.mode, language=base.language)
+    )
     answer = parsed if isinstance(parsed, Answer) else None
     found = parsed if isinstance(parsed, AnswerProblem) else None
     return replace(

@@ -255,6 +255,14 @@ def ask(
             help="Numbered [n] citations instead of JSON (for models without structured output)."
         ),
     ] = False,
+    select: Annotated[
+        bool | None,
+        typer.Option(
+            "--select/--write",
+            help="Let the model choose numbered evidence sentences (the answer quotes them)"
+            " or write a cited answer. Default: select with the local model, write otherwise.",
+        ),
+    ] = None,
     strict: Annotated[
         bool, typer.Option(help="Remove claims that fail an exact check; refuse when none is left.")
     ] = False,
@@ -268,11 +276,14 @@ def ask(
     as_json: JsonOpt = False,
 ) -> None:
     with user_errors():
+        if inline and select:
+            raise TetherError("--inline and --select are two answer modes: choose one")
         on_demo = on_demo_index(index, demo, question)
+        mode = "inline" if inline else {None: "auto", True: "select", False: "json"}[select]
         text, opts, _ = ask_options(
             question, as_of, audience, method, k, demo=on_demo,
             **({} if budget is None else {"budget": budget}),
-            closed_book=closed_book, mode="inline" if inline else "json", strict=strict,
+            closed_book=closed_book, mode=mode, strict=strict,
         )  # fmt: skip
         ws = open_workspace(index, demo or (index is None and store is None and on_demo), store)
         with working("loading the model…"):

@@ -31,6 +31,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Sequence
 
 from tether.errors import ProviderError
 from tether.instructions import find_instructions
@@ -144,6 +145,38 @@ class ExtractiveProvider:
             cue += 0.1
         return matched / total + self._code_bonus(question, sentence) + cue + 0.05 / (1 + rank)
 
+    def rank_sentences(
+        self,
+        question: str,
+        passages: Sequence[tuple[str, str]],
+        min_score: float | None = None,
+    ) -> list[tuple[float, int, int, str, str]]:
+        """The sentences of `passages` ((chunk_id, text) in rank order) that may be quoted,
+        best answer first: (answer score, passage rank, sentence index, chunk_id, sentence).
+
+        A sentence may be quoted when `score` reaches `min_score` (this answerer's own when
+        None); passages holding text addressed to AI assistants, sentences under three words
+        and repeated sentences are left out."""
+        floor = self.min_score if min_score is None else min_score
+        candidates: list[tuple[int, int, str, str]] = []
+        seen: set[str] = set()
+        for rank, (chunk_id, text) in enumerate(passages):
+            if find_instructions(text):  # the verifier flags every claim citing it
+                continue
+            for index, sentence in enumerate(split_sentences(text)):
+                if len(sentence.split()) < self._MIN_WORDS:
+                    continue
+                key = " ".join(fold(sentence).split())
+                if key in seen:
+                    continue
+                seen.add(key)
+                if self.score(question, sentence, rank) >= floor:
+                    candidates.append((rank, index, chunk_id, sentence))
+        weight = _rarity(question, [c[3] for c in candidates])
+        scored = [(self.answers(question, c[3], c[0], weight), *c) for c in candidates]
+        scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+        return scored
+
     def complete(self, request: ModelRequest) -> Completion:
         started = time.perf_counter()
         if request.purpose not in ("answer", "closed_book"):
@@ -156,23 +189,7 @@ class ExtractiveProvider:
             raise ProviderError(
                 "the extractive answerer needs request.question (the user's question)"
             )
-        candidates: list[tuple[int, int, str, str]] = []
-        seen: set[str] = set()
-        for rank, (chunk_id, text) in enumerate(request.passages):
-            if find_instructions(text):  # the verifier flags every claim citing it
-                continue
-            for index, sentence in enumerate(split_sentences(text)):
-                if len(sentence.split()) < self._MIN_WORDS:
-                    continue
-                key = " ".join(fold(sentence).split())
-                if key in seen:
-                    continue
-                seen.add(key)
-                if self.score(question, sentence, rank) >= self.min_score:
-                    candidates.append((rank, index, chunk_id, sentence))
-        weight = _rarity(question, [c[3] for c in candidates])
-        scored = [(self.answers(question, c[3], c[0], weight), *c) for c in candidates]
-        scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+        scored = self.rank_sentences(question, request.passages)
         chosen: list[tuple[float, int, int, str, str]] = []
         passages: list[str] = []
         if scored:

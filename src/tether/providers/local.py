@@ -354,6 +354,7 @@ class LocalProvider:
             "messages": chat_messages(request),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
+            "cache_prompt": True,  # keep the key/value cache of the shared prompt prefix
         }
         if request.temperature == 0:
             body["top_k"] = 1

@@ -39,7 +39,9 @@ class AskRequest(_Body):
     language: Literal["en", "fr"] | None = Field(None, description="Detected when null.")
     method: Method = "auto"
     k: int = Field(5, ge=1, le=20, description="Passages retrieved.")
-    mode: Literal["json", "inline"] = "json"
+    mode: Literal["json", "inline", "select", "auto"] = Field(
+        "auto", description="auto: select with the local model, json with any other provider."
+    )
     strict: bool = Field(False, description="Drop the claims that fail an exact check.")
     verify: bool = Field(True, description="Check each claim against its cited passages.")
     stream: bool = Field(
