@@ -150,32 +150,33 @@ def test_the_top_of_each_list_leads_the_adaptive_hybrid(demo_store, monkeypatch)
     bm25 = {"shared1": (3.0, 3), "shared2": (2.0, 4), "shared3": (1.0, 5), "bm25first": (9.0, 1)}
     dense = {"dense1": (0.9, 1), "shared1": (0.8, 2), "shared2": (0.7, 3), "shared3": (0.6, 4)}
     query = "How do I charge the battery?"
-    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))
+    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))  # one language
     led = adaptive._protect_heads(query, order, bm25, dense)
     assert led[:3] == ["shared1", "dense1", "bm25first"]  # each list's top 2, in fused order
     assert sorted(led) == sorted(order)  # nothing dropped
+    assert adaptive._protect_heads(FRENCH, order, bm25, dense)[:2] == ["shared1", "dense1"]
     monkeypatch.setattr(adaptive, "_languages", lambda: ("en", True))  # several languages
-    assert adaptive._protect_heads(query, order, bm25, dense)[:2] == ["shared1", "dense1"]
-    assert adaptive._protect_heads(query, order, bm25, dense)[-1] == "bm25first"
+    assert adaptive._protect_heads(query, order, bm25, dense) == order  # the bundled fusion
+    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))
     adaptive.protect_each = 0
     assert adaptive._protect_heads(query, order, bm25, dense) == order
 
 
-def test_the_adaptive_hybrid_puts_the_dense_top_first(demo_store):
-    adaptive: Retriever = retriever_for(demo_store, adaptive=True)
-    for query in ("Can I return a bike I rode?", "PW-2200-07", FRENCH):
-        top_dense = [h.chunk.chunk_id for h in adaptive.search(query, 2, PUBLIC, "dense")]
-        hybrid = [h.chunk.chunk_id for h in adaptive.search(query, 4, PUBLIC, "hybrid")]
-        assert set(top_dense) <= set(hybrid)
-
-
-def test_the_profile_sets_the_adaptive_cap_and_protection(demo_store):
+def test_one_language_lifts_the_adaptive_cap_per_document(demo_store, monkeypatch):
     from tether.config import DEFAULT_PROFILE
     from tether.retrieval.retriever import PER_DOCUMENT
 
-    adaptive = retriever_for(demo_store, adaptive=True)
-    assert adaptive.per_document == DEFAULT_PROFILE.rerank_per_document is None
-    assert adaptive.protect_each == DEFAULT_PROFILE.fusion_protect_each
-    assert retriever_for(demo_store, adaptive=False).per_document == PER_DOCUMENT == 3
-    assert retriever_for(demo_store, adaptive=True, per_document=2).per_document == 2
+    query = "Does the Kestrel TR-2200 frame have a lifetime warranty?"
+    sheet = "kestrel-tr2200-sheet"
+    adaptive: Retriever = retriever_for(demo_store, adaptive=True, rule_types=())
+    assert adaptive.per_document == PER_DOCUMENT == 3  # several languages: the cap stays
+    assert adaptive.per_document_one_language == DEFAULT_PROFILE.rerank_per_document is None
+    capped = adaptive.search(query, 10, PUBLIC, "rerank")
+    assert sum(h.chunk.doc_id == sheet for h in capped) <= 3
+    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))
+    lifted = adaptive.search(query, 10, PUBLIC, "rerank")
+    assert sum(h.chunk.doc_id == sheet for h in lifted) > 3
+    fixed: Retriever = retriever_for(demo_store, adaptive=False, rule_types=())
+    monkeypatch.setattr(fixed, "_languages", lambda: ("en", False))
+    assert sum(h.chunk.doc_id == sheet for h in fixed.search(query, 10, PUBLIC, "rerank")) <= 3
     assert "fusion_protect_each" in DEFAULT_PROFILE.fusion_fitted_on

@@ -494,11 +494,12 @@ class Profile:
     rerank_lexical_weights: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType({"bm25": 1.0, "coverage": 1.0, "heading": 1.0})
     )
-    # adaptive hybrid: the top this many of the BM25 and of the dense list lead the fused list
+    # adaptive hybrid in a collection written in one language: the top this many of the BM25
+    # and of the dense list lead the fused list
     # (set on bench/corpora/python: 0 hit@5 0.892, 1 0.908, 2 0.923)
     fusion_protect_each: int = 2
-    # adaptive rerank: at most this many chunks of one document in the top 10 (None: no cap;
-    # the fixed fusion keeps 3). Set on bench/corpora/python with the structure parser, whose
+    # adaptive rerank in a collection written in one language: at most this many chunks of one
+    # document in the top 10 (None: no cap; the fixed fusion and several languages keep 3). Set on bench/corpora/python with the structure parser, whose
     # chunks follow a reference page's entries: the cap of 3 pushed the answer out of the top
     # 5 (hit@5 0.892 with it, 0.923 without); on the bundled set it had added 0.002 recall@5
     rerank_per_document: int | None = None

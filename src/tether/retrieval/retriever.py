@@ -24,9 +24,10 @@ see) BEFORE ranking, so a passage the filters refuse can never take a place in t
   questions -0.1, a question in another language than the collection -0.3); a BM25 candidate
   under the cosine gate is never dropped: it keeps `gate_factor` (0.5) of its weight, none
   for a question in another language or in a collection written in several languages (the
-  case the gate is for), and identifier queries are not gated at all; the top
-  `protect_each` (2) of each list lead the fused list (BM25's not for those two cases), so a
-  list's first hit that the other list lacks is not sunk by the flat fusion. Compared with the
+  case the gate is for), and identifier queries are not gated at all; in a collection written
+  in one language the top `protect_each` (2) of each list lead the fused list (BM25's not
+  for a question in another language), so a list's first hit that the other list lacks is
+  not sunk by the flat fusion. Compared with the
   fixed fusion and plain RRF on real manuals in bench/results/real_corpora.md.
 - rerank: the hybrid top 20 reordered by a `Reranker` (the default, `SentenceReranker`, runs
   in milliseconds; see `tether.retrieval.rerank`); hits past 20 keep their hybrid order.
@@ -37,9 +38,10 @@ see) BEFORE ranking, so a passage the filters refuse can never take a place in t
   follow, both on by default (`per_document=None`, `rule_types=()` turn them off):
   - at most `per_document` (3) chunks of one document in the top 10, so that one long
     document (a supplier sheet in five chunks) cannot fill the list; the rest move down
-    (`tether.app.retriever_for` gives the adaptive fusion the Profile's
-    `rerank_per_document`, no cap: a reference page split at its entries holds the answer
-    and its neighbours, and the cap pushed the answer out of the top 5);
+    (the adaptive fusion in a collection written in one language uses
+    `per_document_one_language` instead, the Profile's `rerank_per_document`: no cap, as a
+    reference page split at its entries holds the answer and its neighbours, and the cap
+    pushed the answer out of the top 5);
   - standing rules: when the top 5 holds supplier content, or two passages of different
     standing on the same point (a help article or guide and a passage that outranks it, as
     `documents.source_rank` orders them, with chunk cosine >= 0.92), the passage of a
@@ -158,6 +160,7 @@ class Retriever:
         gate_factor: float = GATE_FACTOR,
         lexical_rerank_weights: Mapping[str, float] | None = None,
         protect_each: int = PROTECT_EACH,
+        per_document_one_language: int | None = PER_DOCUMENT,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -177,6 +180,7 @@ class Retriever:
         self.keep_each = keep_each
         self.gate_factor = gate_factor
         self.protect_each = protect_each
+        self.per_document_one_language = per_document_one_language
         self._rules: tuple[int, list[Chunk]] | None = None
         self._language: tuple[int, tuple[str | None, bool]] | None = None
         self._query_vectors: _LRU = _LRU(512)
@@ -383,10 +387,10 @@ class Retriever:
         come first (in fused order), the rest follow in fused order. Reciprocal rank fusion is
         flat near the top (rank 1 is worth little more than rank 20), so a list's first hit
         that the other list does not hold at all sank below every candidate the two lists
-        share. BM25's top is not protected where shared words are likely to point at the
-        wrong passage (a question in another language than the collection, or a collection
-        written in several languages: `_gate_factor` 0)."""
-        if self.protect_each < 1:
+        share. Only in a collection written in one language (where it was measured; a
+        collection of several languages keeps the fusion its bundled questions were tuned
+        on), and BM25's top not for a question in another language than the collection."""
+        if self.protect_each < 1 or self._languages()[1]:
             return order
         lexical = self.protect_each if self._gate_factor(query) > 0 else 0
         never = (0.0, 10**9)
@@ -417,8 +421,11 @@ class Retriever:
             out.append(replace(h, rank=i, method="rerank"))
         for j, h in enumerate(tail, start=len(out) + 1):  # past the reranked head: hybrid order
             out.append(replace(h, rank=j, method="rerank", score=floor - j * 1e-6))
-        if self.per_document:
-            out = _cap_per_document(out, self.per_document, DIVERSITY_WINDOW)
+        cap = self.per_document
+        if self.adaptive and cap and not self._languages()[1]:
+            cap = self.per_document_one_language
+        if cap:
+            out = _cap_per_document(out, cap, DIVERSITY_WINDOW)
         if self.rule_types:
             out = self._with_rule(out, filters)
         return [replace(h, rank=i) for i, h in enumerate(out[:k], start=1)]
