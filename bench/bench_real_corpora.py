@@ -10,7 +10,8 @@ rerank of the hybrid top 20), `plain RRF` (weights 1 and 1, no gate: the baselin
 `after` (adaptive: the query's shape and the collection's calibrated prior set the BM25
 share, no candidate dropped, each list's top 5 reaches the reranker). The corpora must have
 been set up first (`python bench/corpora/setup.py`; Larkfield is ingested here into ROOT
-once). It prints the goals (rerank >= hybrid >= max(bm25, dense) on hit@5 and MRR, best hit@5
+once, through the Workspace so that it gets the ingest calibrations). `--baseline FILE` (an
+earlier `--json`) adds a before/after table per corpus; `--append FILE` adds notes. It prints the goals (rerank >= hybrid >= max(bm25, dense) on hit@5 and MRR, best hit@5
 >= 0.85 on the corpora not tuned on), the labelled passages no chunk reaches, ingest times
 (from each corpus's ingest.json) and search latency p50/p95 per method, and writes
 bench/results/real_corpora.md.
@@ -31,10 +32,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from tether.app import retriever_for, shared_models
+from tether.app import Workspace, retriever_for
 from tether.evaluation.questions import larkfield_collection, load_questions
 from tether.evaluation.retrieval_eval import run_retrieval_eval
-from tether.ingest.sync import sync
 from tether.retrieval.calibrate import load_calibration
 from tether.retrieval.retriever import METHODS
 from tether.stores.sqlite import SqliteStore
@@ -63,7 +63,9 @@ def corpora(root: Path) -> list[tuple[str, Path, Path, str | None, bool]]:
         if not index.is_file():
             larkfield_collection(LARKFIELD, folder)
             began = time.perf_counter()
-            sync(SqliteStore(index), folder, embedder=shared_models().embedder(), sentences=True)
+            workspace = Workspace(index=index, create=True)  # the ingest calibrations too
+            workspace.ingest(folder)
+            workspace.close()
             (folder / "ingest.json").write_text(
                 json.dumps(
                     {
@@ -99,6 +101,17 @@ def evaluate(index: Path, questions: Path, audience: str | None) -> dict[str, An
             }
             for m in METHODS
         }
+        out.setdefault("by_kind", {})[setting] = {
+            m: {
+                kind: {"hit": v["hit"], "mrr": v["mrr"], "n": v.get("n")}
+                for kind, v in result.aggregates[m]["by_kind"].items()
+            }
+            for m in METHODS
+        }
+        out.setdefault("ranks", {})[setting] = {
+            f"{r.id} {r.method}": min((x for x in r.ranks if x is not None), default=None)
+            for r in result.rows
+        }
         out["scored"] = result.n_scored
         out["questions"] = result.n_questions
         out["unreachable"] = [list(s) for s in result.skipped]
@@ -129,7 +142,49 @@ def goals(res: dict[str, Any], tuned: bool) -> list[str]:
     return lines
 
 
-def report(results: dict[str, Any], load: float) -> list[str]:
+def kind_table(res: dict[str, Any], setting: str = "after") -> list[str]:
+    """hit@5 / MRR per question kind and method under one setting."""
+    kinds = res.get("by_kind", {}).get(setting)
+    if not kinds:
+        return []
+    names = sorted({kind for per in kinds.values() for kind in per})
+    lines = [
+        f"Per question kind ({setting}; hit@5 / MRR):",
+        "",
+        "| kind | n | " + " | ".join(METHODS) + " |",
+        "|---|---|" + "---|" * len(METHODS),
+    ]
+    for kind in names:
+        n = next((kinds[m][kind].get("n") for m in METHODS if kind in kinds[m]), None)
+        cells = [
+            f"{kinds[m][kind]['hit']:.3f} / {kinds[m][kind]['mrr']:.3f}" if kind in kinds[m] else ""
+            for m in METHODS
+        ]
+        lines.append(f"| {kind} | {int(n or 0)} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def baseline_table(name: str, res: dict[str, Any], base: dict[str, Any] | None) -> list[str]:
+    """hit@5 / MRR per method of the `after` setting, on the baseline run and on this one."""
+    old = (base or {}).get("results", {}).get(name, {}).get("settings", {}).get("after")
+    if not old:
+        return []
+    new = res["settings"]["after"]
+    lines = [
+        f"Baseline ({base.get('label', 'previous run')}) → this run, `after` setting:",
+        "",
+        "| method | hit@5 before | hit@5 after | MRR before | MRR after |",
+        "|---|---|---|---|---|",
+    ]
+    for m in METHODS:
+        lines.append(
+            f"| {m} | {old[m]['hit']:.3f} | {new[m]['hit']:.3f} | {old[m]['mrr']:.3f} |"
+            f" {new[m]['mrr']:.3f} |"
+        )
+    return [*lines, ""]
+
+
+def report(results: dict[str, Any], load: float, base: dict[str, Any] | None = None) -> list[str]:
     lines = [
         "# Retrieval on real manuals (PostgreSQL 15, Python 3.11) and Larkfield",
         "",
@@ -157,6 +212,7 @@ def report(results: dict[str, Any], load: float) -> list[str]:
                     f" {v['recall']:.3f} | {v['p50_ms']:.1f} | {v['p95_ms']:.1f} |"
                 )
         lines += ["", "Goals:", *goals(res, tuned), ""]
+        lines += kind_table(res) + baseline_table(name, res, base)
         missing = [
             (qid, why)
             for qid, why in [*res["unreachable"], *res["partial"]]
@@ -203,6 +259,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--from-json", type=Path, default=None, help="re-render a --json file")
     parser.add_argument("--append", type=Path, default=None, help="a Markdown file to add")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="a --json file of an earlier run to compare"
+    )
     args = parser.parse_args()
     load = os.getloadavg()[0]
     results: dict[str, Any] = {}
@@ -215,7 +274,10 @@ def main() -> None:
     if args.json:
         saved = {"load": load, "results": results}
         args.json.write_text(json.dumps(saved, indent=1), encoding="utf-8")
-    lines = report(results, load)
+    base = json.loads(args.baseline.read_text(encoding="utf-8")) if args.baseline else None
+    if base is not None:
+        base.setdefault("label", args.baseline.name)
+    lines = report(results, load, base)
     if args.append:
         lines += ["", args.append.read_text(encoding="utf-8")]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")

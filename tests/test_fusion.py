@@ -141,3 +141,42 @@ def test_a_section_label_matches_a_heading_with_its_permalink_sign(demo_store):
     assert matches(sphinx, Relevant(doc_id=chunk.doc_id, section="Itertool functions"))
     assert matches(sphinx, Relevant(doc_id=chunk.doc_id, section="itertool  functions ¶"))
     assert not matches(sphinx, Relevant(doc_id=chunk.doc_id, section="Itertool"))
+
+
+def test_the_top_of_each_list_leads_the_adaptive_hybrid(demo_store, monkeypatch):
+    adaptive: Retriever = retriever_for(demo_store, adaptive=True)
+    assert adaptive.protect_each == 2
+    order = ["shared1", "shared2", "shared3", "dense1", "bm25first"]
+    bm25 = {"shared1": (3.0, 3), "shared2": (2.0, 4), "shared3": (1.0, 5), "bm25first": (9.0, 1)}
+    dense = {"dense1": (0.9, 1), "shared1": (0.8, 2), "shared2": (0.7, 3), "shared3": (0.6, 4)}
+    query = "How do I charge the battery?"
+    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))  # one language
+    led = adaptive._protect_heads(query, order, bm25, dense)
+    assert led[:3] == ["shared1", "dense1", "bm25first"]  # each list's top 2, in fused order
+    assert sorted(led) == sorted(order)  # nothing dropped
+    assert adaptive._protect_heads(FRENCH, order, bm25, dense)[:2] == ["shared1", "dense1"]
+    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", True))  # several languages
+    assert adaptive._protect_heads(query, order, bm25, dense) == order  # the bundled fusion
+    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))
+    adaptive.protect_each = 0
+    assert adaptive._protect_heads(query, order, bm25, dense) == order
+
+
+def test_one_language_lifts_the_adaptive_cap_per_document(demo_store, monkeypatch):
+    from tether.config import DEFAULT_PROFILE
+    from tether.retrieval.retriever import PER_DOCUMENT
+
+    query = "Does the Kestrel TR-2200 frame have a lifetime warranty?"
+    sheet = "kestrel-tr2200-sheet"
+    adaptive: Retriever = retriever_for(demo_store, adaptive=True, rule_types=())
+    assert adaptive.per_document == PER_DOCUMENT == 3  # several languages: the cap stays
+    assert adaptive.per_document_one_language == DEFAULT_PROFILE.rerank_per_document is None
+    capped = adaptive.search(query, 10, PUBLIC, "rerank")
+    assert sum(h.chunk.doc_id == sheet for h in capped) <= 3
+    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))
+    lifted = adaptive.search(query, 10, PUBLIC, "rerank")
+    assert sum(h.chunk.doc_id == sheet for h in lifted) > 3
+    fixed: Retriever = retriever_for(demo_store, adaptive=False, rule_types=())
+    monkeypatch.setattr(fixed, "_languages", lambda: ("en", False))
+    assert sum(h.chunk.doc_id == sheet for h in fixed.search(query, 10, PUBLIC, "rerank")) <= 3
+    assert "fusion_protect_each" in DEFAULT_PROFILE.fusion_fitted_on

@@ -123,6 +123,8 @@ def retriever_for(
     kwargs.setdefault("lexical_gate", profile.lexical_gate)
     kwargs.setdefault("adaptive", profile.adaptive_fusion)
     kwargs.setdefault("lexical_rerank_weights", profile.rerank_lexical_weights)
+    kwargs.setdefault("per_document_one_language", profile.rerank_per_document)
+    kwargs.setdefault("protect_each", profile.fusion_protect_each)
     if kwargs["adaptive"] and "lexical_prior" not in kwargs:
         from tether.retrieval.calibrate import load_calibration
 

@@ -24,7 +24,10 @@ see) BEFORE ranking, so a passage the filters refuse can never take a place in t
   questions -0.1, a question in another language than the collection -0.3); a BM25 candidate
   under the cosine gate is never dropped: it keeps `gate_factor` (0.5) of its weight, none
   for a question in another language or in a collection written in several languages (the
-  case the gate is for), and identifier queries are not gated at all. Compared with the
+  case the gate is for), and identifier queries are not gated at all; in a collection written
+  in one language the top `protect_each` (2) of each list lead the fused list (BM25's not
+  for a question in another language), so a list's first hit that the other list lacks is
+  not sunk by the flat fusion. Compared with the
   fixed fusion and plain RRF on real manuals in bench/results/real_corpora.md.
 - rerank: the hybrid top 20 reordered by a `Reranker` (the default, `SentenceReranker`, runs
   in milliseconds; see `tether.retrieval.rerank`); hits past 20 keep their hybrid order.
@@ -34,7 +37,11 @@ see) BEFORE ranking, so a passage the filters refuse can never take a place in t
   question in a collection of several languages). Two steps
   follow, both on by default (`per_document=None`, `rule_types=()` turn them off):
   - at most `per_document` (3) chunks of one document in the top 10, so that one long
-    document (a supplier sheet in five chunks) cannot fill the list; the rest move down;
+    document (a supplier sheet in five chunks) cannot fill the list; the rest move down
+    (the adaptive fusion in a collection written in one language uses
+    `per_document_one_language` instead, the Profile's `rerank_per_document`: no cap, as a
+    reference page split at its entries holds the answer and its neighbours, and the cap
+    pushed the answer out of the top 5);
   - standing rules: when the top 5 holds supplier content, or two passages of different
     standing on the same point (a help article or guide and a passage that outranks it, as
     `documents.source_rank` orders them, with chunk cosine >= 0.92), the passage of a
@@ -88,6 +95,7 @@ RULES_WINDOW = 5  # rerank: the top places a standing rule is checked for and pu
 KEEP_EACH = 5  # rerank: the top of each list (bm25, dense) that always reaches the reranker
 SECOND_LANGUAGE = 0.1  # share of chunks that makes a collection multilingual (adaptive)
 GATE_FACTOR = 0.5  # adaptive hybrid: the weight share a BM25 candidate under the cosine gate keeps
+PROTECT_EACH = DEFAULT_PROFILE.fusion_protect_each  # adaptive hybrid: each list's top that leads
 
 
 def check_method(method: str) -> str:
@@ -151,6 +159,8 @@ class Retriever:
         keep_each: int = KEEP_EACH,
         gate_factor: float = GATE_FACTOR,
         lexical_rerank_weights: Mapping[str, float] | None = None,
+        protect_each: int = PROTECT_EACH,
+        per_document_one_language: int | None = PER_DOCUMENT,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -169,6 +179,8 @@ class Retriever:
         )
         self.keep_each = keep_each
         self.gate_factor = gate_factor
+        self.protect_each = protect_each
+        self.per_document_one_language = per_document_one_language
         self._rules: tuple[int, list[Chunk]] | None = None
         self._language: tuple[int, tuple[str | None, bool]] | None = None
         self._query_vectors: _LRU = _LRU(512)
@@ -347,7 +359,10 @@ class Retriever:
                 min(bm25.get(c, (0, 10**9))[1], dense_rank.get(c, (0, 10**9))[1]),
                 c,
             ),
-        )[:k]
+        )
+        if self.adaptive:
+            order = self._protect_heads(query, order, bm25, dense_rank)
+        order = order[:k]
         chunks = self.store.get_many(order)
         order = [cid for cid in order if cid in chunks]  # removed since the ranking: left out
         cosines = self._cosines(query, order)
@@ -360,6 +375,32 @@ class Retriever:
                 signals["dense_rank"] = float(dense_rank[cid][1])
             hits.append(Hit(chunks[cid], fused[cid], i, "hybrid", signals))
         return hits
+
+    def _protect_heads(
+        self,
+        query: str,
+        order: list[str],
+        bm25: Mapping[str, tuple[float, int]],
+        dense: Mapping[str, tuple[float, int]],
+    ) -> list[str]:
+        """Adaptive hybrid: the top `protect_each` of the dense list and of the BM25 list
+        come first (in fused order), the rest follow in fused order. Reciprocal rank fusion is
+        flat near the top (rank 1 is worth little more than rank 20), so a list's first hit
+        that the other list does not hold at all sank below every candidate the two lists
+        share. Only in a collection written in one language (where it was measured; a
+        collection of several languages keeps the fusion its bundled questions were tuned
+        on), and BM25's top not for a question in another language than the collection."""
+        if self.protect_each < 1 or self._languages()[1]:
+            return order
+        lexical = self.protect_each if self._gate_factor(query) > 0 else 0
+        never = (0.0, 10**9)
+        first = [
+            c
+            for c in order
+            if bm25.get(c, never)[1] <= lexical or dense.get(c, never)[1] <= self.protect_each
+        ]
+        led = set(first)
+        return [*first, *(c for c in order if c not in led)]
 
     def _rerank(self, query: str, k: int, filters: Filters) -> list[Hit]:
         if self.reranker is None:
@@ -380,8 +421,11 @@ class Retriever:
             out.append(replace(h, rank=i, method="rerank"))
         for j, h in enumerate(tail, start=len(out) + 1):  # past the reranked head: hybrid order
             out.append(replace(h, rank=j, method="rerank", score=floor - j * 1e-6))
-        if self.per_document:
-            out = _cap_per_document(out, self.per_document, DIVERSITY_WINDOW)
+        cap = self.per_document
+        if self.adaptive and cap and not self._languages()[1]:
+            cap = self.per_document_one_language
+        if cap:
+            out = _cap_per_document(out, cap, DIVERSITY_WINDOW)
         if self.rule_types:
             out = self._with_rule(out, filters)
         return [replace(h, rank=i) for i, h in enumerate(out[:k], start=1)]
