@@ -53,9 +53,13 @@ def pg_database():
         conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
+SHIPPED = postgres_db.latest_version()  # the schema this tether writes
+NEXT = SHIPPED + 1
+
+
 def _with_migration_2(monkeypatch: pytest.MonkeyPatch) -> None:
     shipped = postgres_db.migrations()
-    extra = (2, "002_test.sql", "CREATE TABLE tether_test_extra (x integer);")
+    extra = (NEXT, f"{NEXT:03d}_test.sql", "CREATE TABLE tether_test_extra (x integer);")
     monkeypatch.setattr(postgres_db, "migrations", lambda: [*shipped, extra])
 
 
@@ -67,16 +71,17 @@ def test_the_schema_is_created_migrated_and_refused_by_an_older_tether(
     PostgresStore(pg_database).close()
     conninfo, _, _ = parse_url(pg_database)
     with psycopg.connect(conninfo) as conn:
-        assert conn.execute("SELECT version FROM tether_schema").fetchall() == [(1,)]
+        found = conn.execute("SELECT version FROM tether_schema ORDER BY 1").fetchall()
+        assert found == [(n,) for n in range(1, SHIPPED + 1)]
 
     _with_migration_2(monkeypatch)  # a newer tether
-    with pytest.raises(TetherError, match=r"older tether schema \(1; this tether reads 2\)"):
+    older = rf"older tether schema \({SHIPPED}; this tether reads {NEXT}\)"
+    with pytest.raises(TetherError, match=older):
         open_store(pg_database)  # a reader does not migrate
     PostgresStore(pg_database).close()  # a writer does
     with psycopg.connect(conninfo) as conn:
         assert [r[0] for r in conn.execute("SELECT version FROM tether_schema ORDER BY 1")] == [
-            1,
-            2,
+            *range(1, NEXT + 1)
         ]
         assert conn.execute("SELECT to_regclass('tether_test_extra')").fetchone() != (None,)
     open_store(pg_database).close()
@@ -85,7 +90,7 @@ def test_the_schema_is_created_migrated_and_refused_by_an_older_tether(
     for args in (["search", "x", "--store", pg_database], ["ingest", ".", "--store", pg_database]):
         done = runner.invoke(app, args)
         assert done.exit_code == 1, done.output
-        assert "newer than this tether reads (1): upgrade tether" in done.output
+        assert f"newer than this tether reads ({SHIPPED}): upgrade tether" in done.output
         assert "Traceback" not in done.output
 
 

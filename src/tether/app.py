@@ -562,7 +562,7 @@ class Workspace:
         from tether.stores import open_audit_log
 
         if writable not in self._audit_logs:
-            self._audit_logs[writable] = open_audit_log(self.index, writable=writable)
+            self._audit_logs[writable] = open_audit_log(self.location, writable=writable)
         return self._audit_logs[writable]
 
     # ---- answering ------------------------------------------------------------------------
