@@ -86,7 +86,7 @@ def test_two_servers_share_one_postgresql_store(collection, tmp_path: Path) -> N
     try:
         for process, base in servers:
             _wait_up(process, base)
-        (a, base_a), (b, base_b) = servers
+        (_, base_a), (_, base_b) = servers
         auth = {name: {"Authorization": f"Bearer {key}"} for name, key in secrets.items()}
         for base in (base_a, base_b):
             assert httpx.post(f"{base}/v1/search", json=QUERY, headers=auth["widget-b"]).json() == []
