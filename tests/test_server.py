@@ -276,7 +276,8 @@ def test_a_full_model_queue_answers_503_and_a_deadline_504(demo_store, monkeypat
         assert r.status_code in (200, 504)  # admitted again (on a slow machine, past 1 s)
 
 
-def test_reingest_is_seen_without_restart(tmp_path) -> None:
+def _parking_index(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder with one public page and its lexical index."""
     from tether.app import Workspace
 
     folder = tmp_path / "docs"
@@ -286,6 +287,13 @@ def test_reingest_is_seen_without_restart(tmp_path) -> None:
     )
     index = tmp_path / "index.sqlite"
     Workspace(Settings(), index=index, create=True).ingest(folder, embed=False)
+    return folder, index
+
+
+def test_reingest_is_seen_without_restart(tmp_path) -> None:
+    from tether.app import Workspace
+
+    folder, index = _parking_index(tmp_path)
     with make_client(index) as c:
         query = {"query": "lighthouse tours", "method": "bm25"}
         assert c.post("/v1/search", json=query, headers=bearer(PUBLIC)).json() == []
@@ -304,13 +312,7 @@ def test_every_answer_is_audited_with_the_key_name_and_audience(tmp_path) -> Non
     from tether.app import Workspace
     from tether.types import AuditQuery
 
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "a.md").write_text(
-        "---\naccess: public\n---\n# Parking\n\nParking is free on Sundays.\n"
-    )
-    index = tmp_path / "index.sqlite"
-    Workspace(Settings(), index=index, create=True).ingest(folder, embed=False)
+    _, index = _parking_index(tmp_path)
     app = serve_app(index, {PUBLIC: "public", STAFF: "staff"}, anonymous=True)
     question = {"question": "Is parking free on Sundays?", "method": "bm25"}
     with TestClient(app, raise_server_exceptions=False) as c:

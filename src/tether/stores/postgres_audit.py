@@ -20,7 +20,13 @@ from __future__ import annotations
 
 from tether.errors import TetherError
 from tether.stores.audit_rows import COLUMNS, cutoff, entry_of, order_by, row_values, where
-from tether.stores.postgres_db import clear_errors, connect, ensure_schema, parse_url
+from tether.stores.postgres_db import (
+    clear_errors,
+    collection_id,
+    connect,
+    ensure_schema,
+    parse_url,
+)
 from tether.types import AuditEntry, AuditQuery
 
 AUDIT_TIMEOUT = 2.0  # seconds a record may take (lock waits included)
@@ -36,16 +42,7 @@ class PostgresAuditLog:
         self.db = connect(conninfo, self.location, writable=writable)
         try:
             ensure_schema(self.db, self.location, writable=False)  # the store migrates
-            with clear_errors(self.location):
-                row = self.db.execute(
-                    "SELECT id FROM tether_collections WHERE name = %s", (self.collection,)
-                ).fetchone()
-            if row is None:
-                raise TetherError(
-                    f"no collection {self.collection!r} at {self.location}: run"
-                    f" `tether ingest FOLDER --store {self.location}` first"
-                )
-            self.cid = int(row[0])
+            self.cid = collection_id(self.db, self.collection, self.location)
         except BaseException:
             self.db.close()
             raise
