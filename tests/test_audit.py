@@ -51,11 +51,33 @@ def index(docs: Path) -> Path:
     return path
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request: pytest.FixtureRequest, docs: Path):
+    """The two documents in each store: the index file, then a PostgreSQL collection."""
+    if request.param == "sqlite":
+        yield request.getfixturevalue("index")
+        return
+    from pg_support import drop_collection, fresh_collection
+
+    url = fresh_collection()
+    Workspace(store=url, create=True).ingest(docs, embed=False)
+    yield url
+    drop_collection(url)
+
+
+def _where(location: Path | str) -> list[str]:
+    """The CLI option naming `location`."""
+    return ["--store", location] if isinstance(location, str) else ["--index", str(location)]
+
+
 OPEN = AskOptions(floor=0.0)  # two documents: BM25 scores sit under the demo's floor
 
 
-def _ws(index: Path, **env: str) -> Workspace:
-    return Workspace(settings_from_mapping(env), index=index, provider=ExtractiveProvider())
+def _ws(index: Path | str, **env: str) -> Workspace:
+    settings, provider = settings_from_mapping(env), ExtractiveProvider()
+    if isinstance(index, str):  # a PostgreSQL collection
+        return Workspace(settings, store=index, provider=provider)
+    return Workspace(settings, index=index, provider=provider)
 
 
 def _entry(at: str, audience: str = "public", flags: tuple = (), question: str = "q") -> AuditEntry:
@@ -64,8 +86,8 @@ def _entry(at: str, audience: str = "public", flags: tuple = (), question: str =
                       status="flagged" if flags else "answered", claims=claims)  # fmt: skip
 
 
-def test_ask_records_who_audience_passages_prompt_hash_model_and_checks(index: Path):
-    ws = _ws(index)
+def test_ask_records_who_audience_passages_prompt_hash_model_and_checks(location: Path | str):
+    ws = _ws(location)
     generation = ws.store.generation()
     result = ws.ask("How long does standard delivery take?", OPEN, who="desk-key")
     assert result.answer is not None
@@ -81,19 +103,20 @@ def test_ask_records_who_audience_passages_prompt_hash_model_and_checks(index: P
     assert ws.audit_entry(entry.id).question == entry.question
     ws.ask("Delivery?", OPEN)  # after a read, this Workspace still records
     assert len(ws.audit_entries(AuditQuery())) == 2
-    # the Python API records too, as the OS user
-    Collection(index.parent.parent, provider=ExtractiveProvider()).ask("Delivery time?", floor=0)
-    assert len(ws.audit_entries(AuditQuery())) == 3
+    if isinstance(location, Path):  # the Python API records too, as the OS user
+        folder = location.parent.parent
+        Collection(folder, provider=ExtractiveProvider()).ask("Delivery time?", floor=0)
+        assert len(ws.audit_entries(AuditQuery())) == 3
 
 
-def test_no_audit_when_turned_off(index: Path):
-    _ws(index, TETHER_AUDIT="false").ask("How long does standard delivery take?", OPEN)
-    _ws(index).ask("How long does standard delivery take?", OPEN, audit=False)
-    assert _ws(index).audit_entries(AuditQuery()) == []
+def test_no_audit_when_turned_off(location: Path | str):
+    _ws(location, TETHER_AUDIT="false").ask("How long does standard delivery take?", OPEN)
+    _ws(location).ask("How long does standard delivery take?", OPEN, audit=False)
+    assert _ws(location).audit_entries(AuditQuery()) == []
 
 
-def test_a_public_reader_never_sees_a_staff_entry(index: Path):
-    ws = _ws(index)
+def test_a_public_reader_never_sees_a_staff_entry(location: Path | str):
+    ws = _ws(location)
     staff = ws.ask("Who may approve refunds?", AskOptions(audience="staff", floor=0.0), who="lead")
     assert staff.answer is not None and STAFF_TEXT[:20] in staff.answer.answer
     ws.ask("How long does standard delivery take?", OPEN)
@@ -107,15 +130,16 @@ def test_a_public_reader_never_sees_a_staff_entry(index: Path):
     # through the CLI, a public reader's list, show and export hold no staff text
     for args in (["audit"], ["audit", "show", str(staff_id)], ["audit", "export"],
                  ["audit", "export", "--format", "csv"], ["audit", "--json"]):  # fmt: skip
-        done = runner.invoke(app, [*args, "--index", str(index)])
+        done = runner.invoke(app, [*args, *_where(location)])
+        assert done.exit_code == 0 or args[1] == "show", done.output
         assert "250 dollars" not in done.output and "lead" not in done.output, args
     shown = runner.invoke(app, ["audit", "show", str(staff_id), "--audience", "staff",
-                                "--index", str(index)])  # fmt: skip
+                                *_where(location)])  # fmt: skip
     assert shown.exit_code == 0 and "250 dollars" in shown.output
 
 
-def test_filters_flagged_first_and_retention(index: Path):
-    log = open_audit_log(index, writable=True)
+def test_filters_flagged_first_and_retention(location: Path | str):
+    log = open_audit_log(location, writable=True)
     log.record(_entry("2026-11-01T10:00:00Z", question="old"))
     log.record(_entry("2026-11-20T10:00:00Z", flags=("number_not_found:7",), question="flag"))
     log.record(_entry("2026-11-25T10:00:00Z", audience="staff", question="staff"))
@@ -138,12 +162,13 @@ def test_filters_flagged_first_and_retention(index: Path):
     log.close()
 
 
-def test_retention_setting_is_applied_by_ask(index: Path):
-    log = open_audit_log(index, writable=True)
+def test_retention_setting_is_applied_by_ask(location: Path | str):
+    log = open_audit_log(location, writable=True)
     log.record(_entry("2020-01-01T00:00:00Z", question="ancient"))
     log.close()
-    _ws(index, TETHER_AUDIT_RETENTION_DAYS="30").ask("How long does standard delivery take?", OPEN)
-    assert [e.question for e in _ws(index).audit_entries(AuditQuery())] == [
+    ws = _ws(location, TETHER_AUDIT_RETENTION_DAYS="30")
+    ws.ask("How long does standard delivery take?", OPEN)
+    assert [e.question for e in _ws(location).audit_entries(AuditQuery())] == [
         "How long does standard delivery take?"
     ]
 
@@ -220,3 +245,31 @@ def test_audit_cli_lists_shows_and_exports(index: Path):
     assert bad.exit_code == 2
     missing = runner.invoke(app, ["audit", "show", "999", "--index", str(index)])
     assert missing.exit_code == 1 and "no audit entry 999" in missing.output
+
+
+def test_a_locked_postgresql_audit_does_not_stop_the_answer(docs: Path, capsys, monkeypatch):
+    """PostgreSQL: a record that cannot take its lock in time warns; the answer stands."""
+    import psycopg
+    from pg_support import drop_collection, fresh_collection
+
+    from tether.stores.postgres_db import parse_url
+
+    monkeypatch.setattr("tether.stores.postgres_audit.AUDIT_TIMEOUT", 0.2)
+    url = fresh_collection()
+    Workspace(store=url, create=True).ingest(docs, embed=False)
+    ws = _ws(url)
+    conninfo, _, _ = parse_url(url)
+    try:
+        with psycopg.connect(conninfo) as holder:  # a transaction holding the audit table
+            holder.execute("LOCK TABLE tether_audit IN ACCESS EXCLUSIVE MODE")
+            began = time.perf_counter()
+            result = ws.ask("How long does standard delivery take?", OPEN)
+            assert time.perf_counter() - began < 10
+        assert result.answer is not None and "3 to 7" in result.answer.answer
+        assert "warning: the answer was not recorded in the audit" in capsys.readouterr().err
+        ws.ask("How long does standard delivery take?", OPEN)  # free again: recorded
+        assert len(ws.audit_entries(AuditQuery())) == 1
+        assert ws.store.generation() == Workspace(store=url).store.generation()
+    finally:
+        ws.close()
+        drop_collection(url)

@@ -53,13 +53,13 @@ def pg_database():
         conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
-SHIPPED = postgres_db.migrations()[-1][0]  # the schema this tether writes
-NEWER = SHIPPED + 1
+SHIPPED = postgres_db.latest_version()  # the schema this tether writes
+NEXT = SHIPPED + 1
 
 
 def _with_migration_2(monkeypatch: pytest.MonkeyPatch) -> None:
     shipped = postgres_db.migrations()
-    extra = (NEWER, f"{NEWER:03d}_test.sql", "CREATE TABLE tether_test_extra (x integer);")
+    extra = (NEXT, f"{NEXT:03d}_test.sql", "CREATE TABLE tether_test_extra (x integer);")
     monkeypatch.setattr(postgres_db, "migrations", lambda: [*shipped, extra])
 
 
@@ -71,20 +71,18 @@ def test_the_schema_is_created_migrated_and_refused_by_an_older_tether(
     PostgresStore(pg_database).close()
     conninfo, _, _ = parse_url(pg_database)
     with psycopg.connect(conninfo) as conn:
-        assert [r[0] for r in conn.execute("SELECT version FROM tether_schema ORDER BY 1")] == list(
-            range(1, SHIPPED + 1)
-        )
+        found = conn.execute("SELECT version FROM tether_schema ORDER BY 1").fetchall()
+        assert found == [(n,) for n in range(1, SHIPPED + 1)]
 
     _with_migration_2(monkeypatch)  # a newer tether
-    with pytest.raises(
-        TetherError, match=rf"older tether schema \({SHIPPED}; this tether reads {NEWER}\)"
-    ):
+    older = rf"older tether schema \({SHIPPED}; this tether reads {NEXT}\)"
+    with pytest.raises(TetherError, match=older):
         open_store(pg_database)  # a reader does not migrate
     PostgresStore(pg_database).close()  # a writer does
     with psycopg.connect(conninfo) as conn:
-        assert [r[0] for r in conn.execute("SELECT version FROM tether_schema ORDER BY 1")] == list(
-            range(1, NEWER + 1)
-        )
+        assert [r[0] for r in conn.execute("SELECT version FROM tether_schema ORDER BY 1")] == [
+            *range(1, NEXT + 1)
+        ]
         assert conn.execute("SELECT to_regclass('tether_test_extra')").fetchone() != (None,)
     open_store(pg_database).close()
     monkeypatch.undo()  # the older tether again

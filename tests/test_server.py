@@ -276,7 +276,8 @@ def test_a_full_model_queue_answers_503_and_a_deadline_504(demo_store, monkeypat
         assert r.status_code in (200, 504)  # admitted again (on a slow machine, past 1 s)
 
 
-def test_reingest_is_seen_without_restart(tmp_path) -> None:
+def _parking_index(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder with one public page and its lexical index."""
     from tether.app import Workspace
 
     folder = tmp_path / "docs"
@@ -286,6 +287,13 @@ def test_reingest_is_seen_without_restart(tmp_path) -> None:
     )
     index = tmp_path / "index.sqlite"
     Workspace(Settings(), index=index, create=True).ingest(folder, embed=False)
+    return folder, index
+
+
+def test_reingest_is_seen_without_restart(tmp_path) -> None:
+    from tether.app import Workspace
+
+    folder, index = _parking_index(tmp_path)
     with make_client(index) as c:
         query = {"query": "lighthouse tours", "method": "bm25"}
         assert c.post("/v1/search", json=query, headers=bearer(PUBLIC)).json() == []
@@ -296,6 +304,30 @@ def test_reingest_is_seen_without_restart(tmp_path) -> None:
             assert writer.ingest(folder, embed=False).committed
         hits = c.post("/v1/search", json=query, headers=bearer(PUBLIC)).json()
         assert hits and "Lighthouse tours" in hits[0]["text"]
+
+
+def test_every_answer_is_audited_with_the_key_name_and_audience(tmp_path) -> None:
+    """/v1/ask and its stream record who asked (the key's name, "anonymous" without a key) and
+    the audience the answer was computed for, never the server's OS user."""
+    from tether.app import Workspace
+    from tether.types import AuditQuery
+
+    _, index = _parking_index(tmp_path)
+    app = serve_app(index, {PUBLIC: "public", STAFF: "staff"}, anonymous=True)
+    question = {"question": "Is parking free on Sundays?", "method": "bm25"}
+    with TestClient(app, raise_server_exceptions=False) as c:
+        assert c.post("/v1/ask", json=question, headers=bearer(PUBLIC)).status_code == 200
+        assert c.post("/v1/ask", json=question, headers=bearer(STAFF)).status_code == 200
+        viewed = c.post("/v1/ask", json={**question, "view": "public"}, headers=bearer(STAFF))
+        assert viewed.status_code == 200
+        assert c.post("/v1/ask", json=question).status_code == 200
+        streamed = c.post("/v1/ask", json={**question, "stream": True}, headers=bearer(STAFF))
+        assert "event: result" in streamed.text
+    with Workspace(Settings(), index=index) as ws:
+        found = ws.audit_entries(AuditQuery(reader="staff"))
+    asked = sorted((e.who, e.audience) for e in found)
+    assert asked == sorted([("k1", "public"), ("k2", "staff"), ("k2", "public"),
+                            ("anonymous", "public"), ("k2", "staff")])  # fmt: skip
 
 
 # ---- the keys file -------------------------------------------------------------------------

@@ -147,3 +147,50 @@ def test_staff_passages_never_reach_a_public_page(server, browser, artifacts) ->
     _wait(browser, lambda d: "Online order fraud checks" in d.find_element(By.ID, "hits").text)
     browser.save_screenshot(str(artifacts / "staff-view.png"))
     browser.find_element(By.ID, "forget").click()
+
+
+WITHHELD = "The TR-2200 frame has a lifetime warranty with free crash replacement."
+
+
+def _result_with_a_withheld_claim(audience: str) -> dict:
+    """An AskResult (wire shape, the parts the page reads) as the demo's Kestrel sheet yields
+    it (tests/test_shown_claims.py): the claim repeating the sheet's note to AI assistants is
+    withheld from the public, with the notice saying why."""
+    kept = "The TR-2200 frame is aluminium."
+    claims = [{"text": kept, "chunk_ids": ["a"]}, {"text": WITHHELD, "chunk_ids": ["b"]}]
+    checks = [
+        {"claim": kept, "chunk_ids": ["a"], "ok": True, "flags": [], "withheld": False},
+        {"claim": WITHHELD, "chunk_ids": ["b"], "ok": False, "withheld": True,
+         "flags": ["instruction_in_source:b"]},
+    ]  # fmt: skip
+    public = audience == "public"
+    return {
+        "audience": audience, "refused": False, "status": "flagged", "hits": [],
+        "answer": {"answer": f"{kept} {WITHHELD}", "claims": claims}, "checks": checks,
+        "notice": "1 claim was withheld: it repeats text addressed to AI assistants"
+        if public else "",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("audience", ["public", "staff"])
+def test_a_withheld_claim_is_never_rendered_for_the_public(
+    server, browser, artifacts, audience: str
+) -> None:
+    """The page shows the notice and never a withheld claim to a public view; staff see it
+    marked withheld."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(server + "/")
+    _wait(browser, lambda d: d.find_element(By.ID, "audience").text != "")
+    result = _result_with_a_withheld_claim(audience)
+    browser.execute_script("showResult(arguments[0])", result)
+    browser.save_screenshot(str(artifacts / f"withheld-{audience}.png"))
+    shown = browser.find_element(By.ID, "result").text
+    notice = browser.find_element(By.ID, "notice")
+    if audience == "public":
+        assert "lifetime warranty" not in shown
+        assert notice.is_displayed() and "addressed to AI assistants" in notice.text
+    else:
+        assert WITHHELD in browser.find_element(By.ID, "claims").text
+        assert "withheld" in browser.find_element(By.ID, "claims").text
+        assert not notice.is_displayed()

@@ -30,6 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tether.answering.claim_check import CheckRequest
 from tether.config import Profile, Settings, load_settings, profile_for
 from tether.errors import TetherError
 from tether.types import (
@@ -569,11 +570,11 @@ class Workspace:
         """Write `result` to the index's audit (`tether.answering.audit`), applying the
         retention setting; a failure (an ingest holding the lock, a read-only file) is
         reported on stderr and never raised: the answer stands. The entry's id, or None."""
-        from tether.answering.audit import audit_entry
+        from tether.answering.audit import audit_entry, os_user
 
         try:
             days = self.settings.audit_retention_days or None
-            return self._audit(True).record(audit_entry(result, who or _os_user()), days)
+            return self._audit(True).record(audit_entry(result, who or os_user()), days)
         except (TetherError, OSError) as exc:
             print(f"warning: the answer was not recorded in the audit: {exc}", file=sys.stderr)
             return None
@@ -598,7 +599,7 @@ class Workspace:
         from tether.stores import open_audit_log
 
         if writable not in self._audit_logs:
-            self._audit_logs[writable] = open_audit_log(self.index, writable=writable)
+            self._audit_logs[writable] = open_audit_log(self.location, writable=writable)
         return self._audit_logs[writable]
 
     # ---- answering ------------------------------------------------------------------------
@@ -690,63 +691,15 @@ class Workspace:
         `passage_ids`, as `ask` checks a model's answer. A passage the audience may not see,
         or one not in force on `as_of`, is left out of the context exactly like an unknown
         ID, so a claim citing it reads `missing_id`."""
-        from tether.answering.context import header
-        from tether.answering.pipeline import answer_language
-        from tether.types import Answer, Context, Passage
-        from tether.verify import check as verify
-        from tether.verify.judges import EmbeddingJudge
+        from tether.answering.claim_check import check_claims
 
         o = options or CheckRequest()
-        filters = Filters(as_of=o.as_of, audience=check_audience(o.audience))
-        found = self.store.get_many(passage_ids)
-        count = self.tokens().count
-        shown = [found[i] for i in dict.fromkeys(passage_ids) if i in found]
-        shown = [c for c in shown if filters.allows(c.meta)]
-        context = Context(
-            tuple(Passage(c, header(c), count(c.text), n) for n, c in enumerate(shown, 1))
-        )
-        text = " ".join(c.text for c in claims)
-        language = o.language or answer_language(o.question or text)
-        embedder = self.retriever().embedder
-        profile = self.profile
-        judge = (
-            EmbeddingJudge(embedder, low=profile.judge_low, high=profile.judge_high)
-            if o.judge and embedder is not None
-            else None
-        )
-        check_options = verify.CheckOptions(
-            audience=filters.audience, language=language, as_of=o.as_of, judge=judge,
-            embedder=embedder, same_point_cosine=profile.same_point_cosine,
-            cross_language_cut=profile.cross_language_cut,
+        check_audience(o.audience)
+        return check_claims(
+            self.store, claims, passage_ids, o, tokens=self.tokens(),
+            embedder=self.retriever().embedder, profile=self.profile,
+            cache=self.verifier().cache,
         )  # fmt: skip
-        answer = Answer(True, text, tuple(claims))
-        return verify.check_answer(
-            answer, self.store, context, o.question, check_options, cache=self.verifier().cache
-        )
-
-
-@dataclass(frozen=True)
-class CheckRequest:
-    """How `Workspace.check` checks claims: the `audience` (public by default), the date
-    the claims speak of (`as_of`), their `language` (detected when None), the `question`
-    they answer (its numbers count as found) and whether the embedding `judge` scores
-    entailment (when the index has vectors)."""
-
-    audience: Audience = "public"
-    as_of: date | None = None
-    language: str | None = None
-    question: str = ""
-    judge: bool = True
-
-
-def _os_user() -> str:
-    """Who asks when no key name is given: the OS user, else "unknown"."""
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return "unknown"
 
 
 @dataclass(frozen=True)

@@ -54,3 +54,13 @@ def audit_entry(result: AskResult, who: str, at: float | None = None) -> AuditEn
         timings={k: round(v, 4) for k, v in result.timings.items()},
         cost_usd=comp.cost_usd if comp else 0.0,
     )
+
+
+def os_user() -> str:
+    """Who asks when no key name is given: the OS user, else "unknown"."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"

@@ -5,7 +5,8 @@ filter them (flagged first, by date, by the asker's audience, by flag), `show ID
 The reader's `--audience` is public by default: a public reader never sees an entry asked
 for staff (those answers may quote staff passages); `--audience staff` sees every entry.
 
-What it cannot do: it reads the audit of one index; it changes nothing in it (retention is
+What it cannot do: it reads the audit of one index (a file, or a PostgreSQL collection with
+`--store`); it changes nothing in it (retention is
 applied when an entry is written, TETHER_AUDIT_RETENTION_DAYS).
 """
 
@@ -24,6 +25,7 @@ from tether.cli.app import (
     DemoOpt,
     IndexOpt,
     JsonOpt,
+    StoreOpt,
     audience_value,
     open_workspace,
     out,
@@ -59,7 +61,7 @@ CSV_FIELDS = (
 
 def _entries(
     index: Path | None, demo: bool, audience: str, since: str | None, until: str | None,
-    asked_by: str | None, flag: str | None, flagged: bool, limit: int,
+    asked_by: str | None, flag: str | None, flagged: bool, limit: int, store: str | None = None,
 ) -> list[AuditEntry]:  # fmt: skip
     """The entries the options select, for the reader `audience`."""
     from tether.app import as_of_value
@@ -74,7 +76,7 @@ def _entries(
             until=dates[1].isoformat() if dates[1] else None, audience=asker,
             flag=flag, flagged_only=flagged, limit=limit,
         )  # fmt: skip
-        return open_workspace(index, demo).audit_entries(query)
+        return open_workspace(index, demo, store).audit_entries(query)
 
 
 @audit_app.callback()
@@ -90,11 +92,12 @@ def audit(
     index: IndexOpt = None,
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
+    store: StoreOpt = None,
 ) -> None:
     """List the recorded answers: flagged first, then newest first."""
     if ctx.invoked_subcommand is not None:
         return
-    entries = _entries(index, demo, audience, since, until, asked_by, flag, flagged, limit)
+    entries = _entries(index, demo, audience, since, until, asked_by, flag, flagged, limit, store)
     if as_json:
         from tether.schemas import AuditRecord
 
@@ -118,6 +121,7 @@ def show(
     index: IndexOpt = None,
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
+    store: StoreOpt = None,
 ) -> None:
     """One recorded answer in full: who, when, filters, passages, prompt hash, model, the
     answer, each claim's checks, timings and cost."""
@@ -125,7 +129,7 @@ def show(
 
     reader = cast("Audience", audience_value(audience))
     with user_errors():
-        record = AuditRecord.from_entry(open_workspace(index, demo).audit_entry(entry_id, reader))
+        record = AuditRecord.from_entry(open_workspace(index, demo, store).audit_entry(entry_id, reader))
     if as_json:
         print_json(record)
         return
@@ -153,13 +157,14 @@ def export(
     flagged: FlaggedOpt = False,
     index: IndexOpt = None,
     demo: DemoOpt = False,
+    store: StoreOpt = None,
 ) -> None:
     """Every selected entry, as JSON Lines (one AuditRecord a line) or CSV, on stdout."""
     if fmt not in ("jsonl", "csv"):
         raise typer.BadParameter(f"{fmt!r} is not jsonl or csv", param_hint="--format")
     from tether.schemas import AuditRecord
 
-    entries = _entries(index, demo, audience, since, until, asked_by, flag, flagged, 0)
+    entries = _entries(index, demo, audience, since, until, asked_by, flag, flagged, 0, store)
     records = [AuditRecord.from_entry(e).model_dump(mode="json") for e in entries]
     if fmt == "jsonl":
         for r in records:

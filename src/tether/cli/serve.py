@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from tether.cli.app import DemoOpt, IndexOpt, err, find_index, shown, user_errors
+from tether.cli.app import DemoOpt, IndexOpt, StoreOpt, err, find_index, shown, user_errors
 
 KeysOpt = Annotated[
     Path | None,
@@ -50,17 +50,22 @@ def serve(
         list[str] | None,
         typer.Option(help="An origin whose pages may call the API (repeat; default: none)."),
     ] = None,
+    store: StoreOpt = None,
 ) -> None:
     """Serve the HTTP API (/v1, OpenAPI at /docs) and the web page (/) over one index."""
     import uvicorn
 
-    from tether.cli.app import open_workspace
+    from tether.cli.app import open_workspace, server_store
     from tether.server.api import ServeConfig, create_app
     from tether.server.keys import KeyRing, load_keys
 
     with user_errors():
-        path = find_index(index, demo)
-        open_workspace(index, demo).store.close()  # the demo index is built when missing
+        url = None if demo else server_store(store)  # --store, else TETHER_STORE
+        path = find_index(index, demo) if url is None else None
+        opened = open_workspace(index, demo, url)  # the demo index is built when missing
+        shown_at = opened.store.location  # opens it: a missing index is an error here
+        where = shown_at if url is not None else path
+        opened.close()
         ring = (
             load_keys(keys, allow_anonymous=True if allow_anonymous else None)
             if keys is not None
@@ -72,10 +77,10 @@ def serve(
     )  # fmt: skip
     who = "anonymous callers are public" if ring.allow_anonymous else "a key is needed"
     err.print(
-        f"serving {shown(path)} on http://{shown(host)}:{port}/ ({len(ring.keys)} keys; {who})",
+        f"serving {shown(where)} on http://{shown(host)}:{port}/ ({len(ring.keys)} keys; {who})",
         highlight=False,
     )
-    app = create_app(path, ring, config=config)
+    app = create_app(path, ring, config=config, store=url or "")
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=30)
 
 

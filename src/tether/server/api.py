@@ -169,7 +169,7 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
     )  # fmt: skip
     if not body.stream:
         result = await wait(
-            s.answer(lambda ws: _ask(ws, body.question, options)), s.config.deadline_s
+            s.answer(lambda ws: _ask(ws, body.question, options, key)), s.config.deadline_s
         )
         s.observe(result)
         return result
@@ -180,12 +180,17 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
         for item in _stage(stage, partial):
             loop.call_soon_threadsafe(line.put_nowait, item)
 
-    future = s.answer(lambda ws: _ask(ws, body.question, options, events))
+    future = s.answer(lambda ws: _ask(ws, body.question, options, key, events))
     return StreamingResponse(_stream(s, future, line), media_type="text/event-stream")
 
 
-def _ask(ws: Workspace, question: str, options: Any, events: Any = None) -> schemas.AskResult:
-    return schemas.AskResult.from_ask_result(ws.ask(question, options, events=events))
+def _ask(
+    ws: Workspace, question: str, options: Any, key: ApiKey, events: Any = None
+) -> schemas.AskResult:
+    """Answer on a worker, recorded in the audit as asked by the key's name ("anonymous")."""
+    return schemas.AskResult.from_ask_result(
+        ws.ask(question, options, events=events, who=key.name)
+    )
 
 
 def _event(name: str, data: Any) -> str:
@@ -339,10 +344,12 @@ def create_app(
     config: ServeConfig | None = None,
     models: Models | None = None,
     settings: Settings | None = None,
+    store: str | None = None,
 ) -> FastAPI:
-    """The app over `index` (a path, or Settings naming it; default: Settings' index),
-    accepting `keys` (default: none, anonymous callers allowed as the public audience).
-    Workspaces share `models` (the process's own by default) and are built per worker."""
+    """The app over `index` (a path, or Settings naming it; default: Settings' index) or the
+    server `store` (a postgresql:// URL; default: Settings' store, TETHER_STORE), accepting
+    `keys` (default: none, anonymous callers allowed as the public audience). Workspaces
+    share `models` (the process's own by default) and are built per worker."""
     if isinstance(index, Settings):
         settings, index = index, None
     chosen = settings if settings is not None else load_settings()
@@ -350,7 +357,7 @@ def create_app(
     ring = keys if keys is not None else KeyRing(allow_anonymous=True)
 
     def make() -> Workspace:
-        return Workspace(chosen, index=index, models=models)
+        return Workspace(chosen, index=index, models=models, store=store)
 
     app = FastAPI(
         title="tether", version=__version__,

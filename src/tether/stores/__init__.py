@@ -4,7 +4,8 @@ change set, generations) and passes the contract tests in tests/contract/.
 
 - `sqlite`: the embedded default, one SQLite file (writing in `sqlite_write`);
 - `dense`: cosine search over the vectors (brute force or a faiss HNSW graph);
-- `sqlite_audit`: the audit of answered questions (`open_audit_log`), a table in the index;
+- `sqlite_audit`, `postgres_audit`: the audit of answered questions (`open_audit_log`), a
+  table beside the index (`audit_rows`: what the two share);
 - `postgres`: a collection in a PostgreSQL database with pgvector, for a location
   `postgresql://user@host/db?collection=NAME` (connection, migrations and errors in
   `postgres_db`, SQL in `postgres_sql`, writing in `postgres_write`); `lexical` holds what
@@ -74,10 +75,17 @@ def open_store(
 
 
 def open_audit_log(location: Path | str, *, writable: bool = False) -> AuditLog:
-    """The audit of the index at `location` (which must exist): read-only to list, `writable`
-    to record (its own connection, with a short wait for the write lock)."""
+    """The audit of the index at `location` (which must exist; a file, or a `postgresql://`
+    collection): read-only to list, `writable` to record (its own connection, with a short
+    wait for a lock)."""
     if "://" in str(location):
-        raise TetherError(f"{str(location).split('://')[0]}:// stores have no audit yet")
+        from tether.stores.postgres_db import is_postgres
+
+        if not is_postgres(str(location)):
+            raise TetherError(f"{str(location).split('://')[0]}:// stores are not supported")
+        from tether.stores.postgres_audit import PostgresAuditLog
+
+        return PostgresAuditLog(str(location), writable=writable)
     from tether.stores.sqlite_audit import SqliteAuditLog
 
     return SqliteAuditLog(location, writable=writable)

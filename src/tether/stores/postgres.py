@@ -42,7 +42,14 @@ from tether.config import DEFAULT_LOCK_TIMEOUT
 from tether.errors import TetherError
 from tether.stores.dense import ANN_THRESHOLD, HNSW_EF_SEARCH
 from tether.stores.lexical import query_parts, tokenize
-from tether.stores.postgres_db import SCHEMA_LOCK, clear_errors, connect, ensure_schema, parse_url
+from tether.stores.postgres_db import (
+    SCHEMA_LOCK,
+    clear_errors,
+    collection_id,
+    connect,
+    ensure_schema,
+    parse_url,
+)
 from tether.stores.postgres_sql import (
     CHUNK_COLS,
     META_COLS,
@@ -119,15 +126,7 @@ class PostgresStore:
                     "INSERT INTO tether_collections (name) VALUES (%s) ON CONFLICT DO NOTHING",
                     (self.collection,),
                 )
-            row = self.db.execute(
-                "SELECT id FROM tether_collections WHERE name = %s", (self.collection,)
-            ).fetchone()
-        if row is None:
-            raise TetherError(
-                f"no collection {self.collection!r} at {self.location}: run"
-                f" `tether ingest FOLDER --store {self.location}` first"
-            )
-        return int(row[0])
+        return collection_id(self.db, self.collection, self.location)
 
     def close(self) -> None:
         self.db.close()

@@ -86,6 +86,20 @@ def _register_vector(conn: psycopg.Connection, location: str) -> None:
     register_vector(conn)
 
 
+def collection_id(conn: psycopg.Connection, collection: str, location: str) -> int:
+    """The id of `collection` (created already), else a TetherError saying to ingest first."""
+    with clear_errors(location):
+        row = conn.execute(
+            "SELECT id FROM tether_collections WHERE name = %s", (collection,)
+        ).fetchone()
+    if row is None:
+        raise TetherError(
+            f"no collection {collection!r} at {location}: run"
+            f" `tether ingest FOLDER --store {location}` first"
+        )
+    return int(row[0])
+
+
 def migrations() -> list[tuple[int, str, str]]:
     """The shipped migrations as (number, name, SQL), in order."""
     folder = files("tether.stores.migrations") / "postgres"

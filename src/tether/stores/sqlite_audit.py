@@ -20,20 +20,15 @@ IDs only); a staff passage relabelled public later does not re-open older staff 
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tether.errors import TetherError
+from tether.stores.audit_rows import COLUMNS, cutoff, entry_of, order_by, row_values, where
 from tether.stores.sqlite_open import clear_errors, connect
 from tether.stores.sqlite_sql import AUDIT_TABLE, SCHEMA
 from tether.types import AuditEntry, AuditQuery
 
 AUDIT_TIMEOUT = 2.0  # seconds a record waits for another writer's lock
-
-_COLUMNS = "id, at, who, audience, status, record"
-_FIELDS = frozenset(f.name for f in dataclasses.fields(AuditEntry)) - {"id"}
 
 
 class SqliteAuditLog:
@@ -55,7 +50,6 @@ class SqliteAuditLog:
         """Write `entry` (and apply the retention) in one short transaction; its id."""
         if not self.writable:
             raise TetherError(f"{self.path} was opened for reading: the audit cannot be written")
-        body = {k: v for k, v in entry.__dict__.items() if k not in ("id",)}
         with clear_errors(self.path, writing=True):
             self.db.execute("BEGIN IMMEDIATE")
             try:
@@ -64,15 +58,10 @@ class SqliteAuditLog:
                 cursor = self.db.execute(
                     "INSERT INTO audit (at, who, audience, status, flagged, flags, record)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (entry.at, entry.who, entry.audience, entry.status,
-                     int(bool(entry.flags)), " ".join(entry.flags),
-                     json.dumps(body, ensure_ascii=False, default=str)),
-                )  # fmt: skip
+                    row_values(entry),
+                )
                 if retention_days is not None:
-                    cutoff = datetime.now(UTC) - timedelta(days=retention_days)
-                    self.db.execute(
-                        "DELETE FROM audit WHERE at < ?", (cutoff.strftime("%Y-%m-%dT%H:%M:%SZ"),)
-                    )
+                    self.db.execute("DELETE FROM audit WHERE at < ?", (cutoff(retention_days),))
                 self.db.execute("COMMIT")
             except BaseException:
                 if self.db.in_transaction:
@@ -88,60 +77,20 @@ class SqliteAuditLog:
 
     def entries(self, query: AuditQuery) -> list[AuditEntry]:
         """The entries `query` selects (flagged first, then newest first)."""
-        where, args = _where(query)
-        sql = (
-            f"SELECT {_COLUMNS} FROM audit WHERE {where}"
-            " ORDER BY flagged DESC, at DESC, id DESC"
-        )
-        if query.limit:
-            sql += f" LIMIT {int(query.limit)}"
+        clause, args = where(query)
+        sql = f"SELECT {COLUMNS} FROM audit WHERE {clause}{order_by(query)}"
         with clear_errors(self.path, writing=False):
             if not self._has_table():
                 return []
-            return [_entry(row) for row in self.db.execute(sql, args).fetchall()]
+            return [entry_of(row) for row in self.db.execute(sql, args).fetchall()]
 
     def entry(self, entry_id: int, reader: str = "public") -> AuditEntry | None:
         """One entry by id, or None when there is none or `reader` may not see it."""
-        sql = f"SELECT {_COLUMNS} FROM audit WHERE id = ?"
-        args: list[object] = [entry_id]
+        sql = f"SELECT {COLUMNS} FROM audit WHERE id = ?"
         if reader != "staff":
             sql += " AND audience = 'public'"
         with clear_errors(self.path, writing=False):
             if not self._has_table():
                 return None
-            row = self.db.execute(sql, args).fetchone()
-        return _entry(row) if row else None
-
-
-def _where(query: AuditQuery) -> tuple[str, list[object]]:
-    clauses: list[str] = ["1"]
-    args: list[object] = []
-    if query.reader != "staff":  # fail closed: anything but staff reads public entries only
-        clauses.append("audience = 'public'")
-    if query.audience is not None:
-        clauses.append("audience = ?")
-        args.append(query.audience)
-    if query.since:
-        clauses.append("at >= ?")
-        args.append(query.since)
-    if query.until:
-        clauses.append("substr(at, 1, 10) <= ?")
-        args.append(query.until[:10])
-    if query.flagged_only:
-        clauses.append("flagged = 1")
-    if query.flag:
-        # a flag kind (number_not_found) or a whole flag (number_not_found:7)
-        clauses.append("((' ' || flags || ' ') LIKE ? ESCAPE '\\'"
-                       " OR (' ' || flags || ' ') LIKE ? ESCAPE '\\')")  # fmt: skip
-        kind = query.flag.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        args += [f"% {kind} %", f"% {kind}:%"]
-    return " AND ".join(clauses), args
-
-
-def _entry(row: tuple) -> AuditEntry:
-    entry_id, _at, _who, _audience, _status, record = row
-    data = {k: v for k, v in json.loads(record).items() if k in _FIELDS}  # a later field: kept out
-    data["passage_ids"] = tuple(data.get("passage_ids") or ())
-    data["claims"] = tuple(data.get("claims") or ())
-    return AuditEntry(id=int(entry_id), **data)
-
+            row = self.db.execute(sql, [entry_id]).fetchone()
+        return entry_of(row) if row else None

@@ -122,8 +122,17 @@ function showClaim(result, n) {
 function showResult(result) {
   $("result").hidden = false;
   $("passage").hidden = true;
-  const answer = result.answer ? result.answer.answer : "";
+  // a claim withheld from a public reader is never shown to one; staff see it marked
+  const publicView = result.audience !== "staff";
+  const hidden = (n) => publicView && result.checks[n] && result.checks[n].withheld;
+  const claims = result.answer ? result.answer.claims : [];
+  const anyHidden = claims.some((claim, n) => hidden(n));
+  const answer = !result.answer ? ""
+    : anyHidden ? claims.filter((claim, n) => !hidden(n)).map((claim) => claim.text).join(" ")
+    : result.answer.answer;
   $("answer").textContent = answer;
+  $("notice").textContent = result.notice || "";
+  $("notice").hidden = !result.notice;
   if (result.refused) {
     const gate = result.gate;
     const why = result.refused_by === "gate" && gate
@@ -137,15 +146,15 @@ function showResult(result) {
   }
   const list = $("claims");
   list.replaceChildren();
-  const claims = result.answer ? result.answer.claims : [];
   claims.forEach((claim, n) => {
+    if (hidden(n)) return;
     const check = result.checks[n];
     const button = el("button", claim.text);
     button.type = "button";
     button.dataset.n = String(n);
     button.setAttribute("aria-pressed", "false");
-    const verdict = !check ? "" : check.ok ? "ok" : "flagged";
-    if (verdict) button.append(el("span", verdict, "verdict " + verdict));
+    const verdict = !check ? "" : check.withheld ? "withheld" : check.ok ? "ok" : "flagged";
+    if (verdict) button.append(el("span", verdict, "verdict " + (verdict === "withheld" ? "flagged" : verdict)));
     button.addEventListener("click", () => showClaim(result, n));
     const item = el("li");
     item.append(button);

@@ -1,0 +1,78 @@
+"""`check_claims`: check given claims (each with the chunk IDs it cites) against given
+passages, as `ask` checks a model's answer (`Workspace.check`, `POST /v1/check`), and
+`CheckRequest`, how.
+
+A passage the audience may not see, or one not in force on `as_of`, is left out of the
+context exactly like an unknown ID, so a claim citing it reads `missing_id`.
+
+What it cannot do: it retrieves nothing and asks no model; the embedding judge needs an
+index with vectors (without one, entailment is not scored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from tether.answering.context import TokenCounter, header
+from tether.config import Profile
+from tether.protocols import Embedder, Store
+from tether.types import Answer, Audience, Claim, ClaimCheck, Context, Filters, Passage
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """How `Workspace.check` checks claims: the `audience` (public by default), the date
+    the claims speak of (`as_of`), their `language` (detected when None), the `question`
+    they answer (its numbers count as found) and whether the embedding `judge` scores
+    entailment (when the index has vectors)."""
+
+    audience: Audience = "public"
+    as_of: date | None = None
+    language: str | None = None
+    question: str = ""
+    judge: bool = True
+
+
+def check_claims(
+    store: Store,
+    claims: Sequence[Claim],
+    passage_ids: Sequence[str],
+    options: CheckRequest,
+    *,
+    tokens: TokenCounter,
+    embedder: Embedder | None,
+    profile: Profile,
+    cache: Any = None,
+) -> list[ClaimCheck]:
+    """The checks of `claims` against the passages `passage_ids` that `options.audience` may
+    see on `options.as_of` (see the module docstring)."""
+    from tether.answering.pipeline import answer_language
+    from tether.verify import check as verify
+    from tether.verify.judges import EmbeddingJudge
+
+    o = options
+    filters = Filters(as_of=o.as_of, audience=o.audience)
+    found = store.get_many(passage_ids)
+    count = tokens.count
+    shown = [found[i] for i in dict.fromkeys(passage_ids) if i in found]
+    shown = [c for c in shown if filters.allows(c.meta)]
+    context = Context(
+        tuple(Passage(c, header(c), count(c.text), n) for n, c in enumerate(shown, 1))
+    )
+    text = " ".join(c.text for c in claims)
+    language = o.language or answer_language(o.question or text)
+    judge = (
+        EmbeddingJudge(embedder, low=profile.judge_low, high=profile.judge_high)
+        if o.judge and embedder is not None
+        else None
+    )
+    check_options = verify.CheckOptions(
+        audience=filters.audience, language=language, as_of=o.as_of, judge=judge,
+        embedder=embedder, same_point_cosine=profile.same_point_cosine,
+        cross_language_cut=profile.cross_language_cut,
+    )  # fmt: skip
+    answer = Answer(True, text, tuple(claims))
+    return verify.check_answer(answer, store, context, o.question, check_options, cache=cache)
