@@ -260,7 +260,8 @@ def test_filters_default_to_the_public_audience_and_fail_closed(
 
 def test_the_api_defaults_to_public_and_refuses_an_unknown_audience(tmp_path: Path) -> None:
     from tether.answering.pipeline import AskOptions
-    from tether.app import Collection, SearchOptions
+    from tether.app import SearchOptions
+    from tether.collection import Collection
     from tether.errors import TetherError
 
     docs = _folder(tmp_path)

@@ -15,7 +15,8 @@ import pytest
 
 import tether
 from tether.answering.pipeline import AskOptions
-from tether.app import Collection, as_of_value
+from tether.app import as_of_value
+from tether.collection import Collection
 from tether.config import settings_from_mapping
 from tether.errors import TetherError
 from tether.providers.extractive import ExtractiveProvider

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tether.app import Collection, Models, SearchOptions, Workspace, retriever_for
+from tether.app import Models, SearchOptions, Workspace, retriever_for
 from tether.cli.main import app
+from tether.collection import Collection
 from tether.config import DEFAULT_PROFILE, profile_for, settings_from_mapping
 from tether.ingest.sync import sync
 from tether.stores import open_store

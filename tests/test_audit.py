@@ -17,8 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tether.answering.pipeline import AskOptions
-from tether.app import Collection, Workspace
+from tether.app import Workspace
 from tether.cli.main import app
+from tether.collection import Collection
 from tether.config import settings_from_mapping
 from tether.errors import TetherError
 from tether.providers.extractive import ExtractiveProvider

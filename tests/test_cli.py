@@ -297,7 +297,7 @@ def test_questions_over_the_limit_are_refused_before_retrieval(
     hostile_index: str, monkeypatch: pytest.MonkeyPatch
 ):
     from tether.answering.gate import MAX_QUESTION_CHARS
-    from tether.app import Collection
+    from tether.collection import Collection
     from tether.errors import TetherError
     from tether.retrieval.retriever import Retriever
 

@@ -13,12 +13,13 @@ from tether._version import __version__
 
 if TYPE_CHECKING:
     from tether.answering.pipeline import AskOptions
-    from tether.app import Collection, Models, SearchOptions, Workspace
+    from tether.app import Models, SearchOptions, Workspace
+    from tether.collection import Collection
     from tether.errors import TetherError
     from tether.types import AskResult, Hit
 
 _LAZY = {
-    "Collection": "tether.app",
+    "Collection": "tether.collection",
     "Workspace": "tether.app",
     "Models": "tether.app",
     "SearchOptions": "tether.app",

@@ -1,17 +1,13 @@
 """The Workspace: the ONE place that builds the parts of tether from Settings and hands them
-to the engine. Every face (the CLI, the Python API's `Collection`, later HTTP and MCP) calls a
-Workspace; no other module opens an index, loads a model or picks a provider.
+to the engine. Every face (the CLI, `tether.collection`'s Python API, the HTTP server, MCP)
+calls a Workspace; no other module opens an index, loads a model or picks a provider.
 
-- `Models`: the loaded models (the e5 embedder per choice, the local LLM's servers). Models
-  are heavy (the embedder takes a second to load, the local model 1.1 GB), so one `Models`
-  can serve several Workspaces: a server with many collections passes one to each. A
+- `Models`: the loaded models (the e5 embedder per choice, the local LLM's servers), heavy
+  enough that one `Models` serves several Workspaces (a server passes one to each); a
   Workspace built without one uses `shared_models()`, the process's own registry.
-- `Workspace`: one index and its caches (the retriever's query vectors and filter masks, the
-  verifier's prepared passages), the provider, the judge, the token counter, the Profile of
-  tuned values for the index's embedder. Each is built on first use, so a command that only
-  lists documents never loads a model.
-- `Collection`: the Python API, `Collection("docs").ask("...")`: a Workspace over a folder
-  and its index `<folder>/.tether/index.sqlite`.
+- `Workspace`: one index and its caches (query vectors, filter masks, the verifier's prepared
+  passages), the provider, the judge, the token counter, the Profile of tuned values for the
+  index's embedder, each built on first use (listing documents never loads a model).
 
 What it cannot do: a Workspace is meant for one thread at a time (the store's connection,
 the caches); a server holds one per worker thread over shared `Models`. It does not watch the
@@ -651,7 +647,7 @@ class Workspace:
         the model searches and reads within `caps`, and its claims are checked against the
         passages it read. The audience and date of `options` fix what it may see; the answer
         is audited like `ask`'s."""
-        from tether.answering.agent import run_agent
+        from tether.answering.agent import ToolCalls, run_agent
         from tether.answering.gate import check_question
         from tether.answering.pipeline import AskOptions, answer_language, checked
         from tether.types import AskResult
@@ -666,15 +662,16 @@ class Workspace:
             )
         retriever = self.retriever()
         method = retriever.resolve_method(o.method)
-        tools = _AgentTools(self, Filters(as_of=o.as_of, audience=audience), method, o.k)
+        filters = Filters(as_of=o.as_of, audience=audience)
+        search = lambda query: retriever.search(query, o.k, filters, method=method)  # noqa: E731
+        tools = ToolCalls(search, lambda chunk_id: self.read(chunk_id, audience))
         language = o.language or answer_language(question)
         base = AskResult(question, o.as_of, audience, language, method, provider=self.provider.name)
         as_of_text = o.as_of.isoformat() if o.as_of else "unknown"
         result = run_agent(base, self.provider, tools, caps, as_of_text=as_of_text)
-        context = result.context
-        assert context is not None  # run_agent always sets the passages it read
+        assert result.context is not None  # run_agent always sets the passages it read
         result = checked(
-            result, self.store, context, o, judge=self.judge(), embedder=retriever.embedder,
+            result, self.store, result.context, o, judge=self.judge(), embedder=retriever.embedder,
             verifier=self.verifier(), profile=self.profile,
         )  # fmt: skip
         if audit and self.settings.audit:
@@ -700,150 +697,3 @@ class Workspace:
             embedder=self.retriever().embedder, profile=self.profile,
             cache=self.verifier().cache,
         )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class _AgentTools:
-    """The agent loop's search and read over a Workspace, the filters fixed."""
-
-    workspace: Workspace
-    filters: Filters
-    method: str
-    k: int
-
-    def search(self, query: str) -> list[Hit]:
-        return self.workspace.retriever().search(query, self.k, self.filters, method=self.method)
-
-    def read(self, chunk_id: str) -> Chunk | None:
-        return self.workspace.read(chunk_id, self.filters.audience)
-
-
-class Collection:
-    """A document collection and its index: `Collection("docs").ask("...")`.
-
-    The index is `<folder>/.tether/index.sqlite` unless `index` is given; it is built on
-    first use when missing. The provider is the configured one (TETHER_PROVIDER and friends),
-    else the local model when installed, else the extractive answerer. Searches and questions
-    have the CLI's defaults: the public audience (staff-only documents are not seen) and the
-    versions in force today (`as_of="today"`; None for every version)."""
-
-    def __init__(
-        self,
-        folder: Path | str,
-        *,
-        index: Path | str | None = None,
-        provider: Provider | None = None,
-        settings: Settings | None = None,
-    ) -> None:
-        self.folder = Path(folder)
-        if not self.folder.is_dir():
-            raise TetherError(f"{self.folder} is not a folder")
-        path = Path(index) if index is not None else self.folder / DEFAULT_INDEX
-        self.workspace = Workspace(settings, index=path, provider=provider, create=True)
-
-    @property
-    def index(self) -> Path:
-        """The index file of this collection."""
-        return self.workspace.index
-
-    @property
-    def store(self) -> Store:
-        """The index, built from the folder on first use when it is missing."""
-        if not self.index.exists():
-            self.ingest()
-        return self.workspace.store
-
-    @property
-    def provider(self) -> Provider:
-        """The provider that answers questions (the configured one, built on first use)."""
-        return self.workspace.provider
-
-    def ingest(
-        self,
-        *,
-        embed: bool = True,
-        progress: Any = None,
-        rebuild: bool = False,
-        strict: bool = False,
-        chunker: ChunkerConfig | None = None,
-        follow_links: bool = False,
-        default_access: str | None = None,
-    ) -> SyncReport:
-        """Sync the index with the folder (only new or changed files are parsed and embedded)
-        and return the SyncReport; `embed=False` builds a lexical-only index, `rebuild`
-        starts over, `strict` writes nothing when any file has a problem, `default_access`
-        (public or staff) is what a document without an access label is indexed as (kept
-        with the index; None: the kept value, else staff)."""
-        return self.workspace.ingest(
-            self.folder, embed=embed, progress=progress, rebuild=rebuild, strict=strict,
-            chunker=chunker, follow_links=follow_links, default_access=default_access,
-        )  # fmt: skip
-
-    def search(
-        self,
-        query: str,
-        k: int = 5,
-        *,
-        method: str = "auto",
-        as_of: AsOf = "today",
-        audience: Audience = "public",
-    ) -> list[Hit]:
-        """The top `k` passages for `query` that `audience` may see among the versions in
-        force on `as_of` (today by default; None for every version); `method` is bm25, dense,
-        hybrid, rerank or auto (rerank when the index has vectors, else bm25)."""
-        from tether.answering.gate import check_question
-
-        options = SearchOptions(k, as_of_value(as_of), check_audience(audience), method)
-        check_question(query, "search query", empty_ok=True)  # before building the index
-        self.store  # noqa: B018 (builds the index when missing)
-        return self.workspace.search(query, options)
-
-    def ask(
-        self,
-        question: str,
-        options: AskOptions | None = None,
-        *,
-        as_of: AsOf = "today",
-        audience: Audience = "public",
-        language: str | None = None,
-        method: str = "auto",
-        k: int = 5,
-        budget: int | None = None,
-        min_support: int | None = None,
-        floor: float | None = None,
-        mode: str = "auto",
-        closed_book: bool = False,
-        strict: bool = False,
-        verify: bool = True,
-    ) -> AskResult:
-        """Answer `question` with claims checked against their cited passages.
-
-        The keywords are the fields of `AskOptions` (pass either an `AskOptions` or keywords,
-        not both): `as_of` (today by default, None for every version), `audience` (public by
-        default), `language` (detected from the question), `method`, `k` passages, the
-        context `budget` in tokens, `min_support` passages over the gate's `floor`, `mode`
-        (json or inline citations, select: evidence sentences chosen by number, auto: select
-        with the local model, else json), `closed_book`, `strict`, `verify`. A provider failure
-        does not raise: it is `result.problem`. The question is recorded in the index's
-        audit as asked by the OS user (TETHER_AUDIT=false: it is not)."""
-        from tether.answering.gate import check_question
-        from tether.answering.pipeline import AskOptions
-
-        given = dict(
-            as_of=as_of_value(as_of), audience=check_audience(audience), language=language,
-            method=method, k=k, closed_book=closed_book, floor=floor, mode=mode,
-            strict=strict, verify=verify,
-        )  # fmt: skip
-        if budget is not None:
-            given["budget"] = budget
-        if min_support is not None:
-            given["min_support"] = min_support
-        if options is None:
-            options = AskOptions(**given)  # type: ignore[arg-type]
-        elif not isinstance(options, AskOptions):
-            raise TypeError("options must be an AskOptions (or pass its fields as keywords)")
-        elif AskOptions(**given) != AskOptions(as_of=date.today()):  # type: ignore[arg-type]
-            raise TypeError("pass either an AskOptions or keyword options, not both")
-        check_question(question)  # before building the index
-        self.store  # noqa: B018 (builds the index when missing)
-        return self.workspace.ask(question, options)

@@ -111,6 +111,21 @@ class AgentTools(Protocol):
 
 
 @dataclass(frozen=True)
+class ToolCalls:
+    """`AgentTools` made of two functions (the Workspace binds its search and read to the
+    audience, date, method and k of one question)."""
+
+    search_fn: Callable[[str], list[Hit]]
+    read_fn: Callable[[str], Chunk | None]
+
+    def search(self, query: str) -> list[Hit]:
+        return self.search_fn(query)
+
+    def read(self, chunk_id: str) -> Chunk | None:
+        return self.read_fn(chunk_id)
+
+
+@dataclass(frozen=True)
 class AgentCaps:
     """How far the loop may go: `steps` actions (the first search counts), `tokens` of
     model input and output over every call, `wall_s` seconds."""
