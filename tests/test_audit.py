@@ -93,7 +93,7 @@ def test_ask_records_who_audience_passages_prompt_hash_model_and_checks(location
     result = ws.ask("How long does standard delivery take?", OPEN, who="desk-key")
     assert result.answer is not None
     assert ws.store.generation() == generation  # an audit write drops no cache
-    (entry,) = ws.audit_entries(AuditQuery())
+    (entry,) = ws.audit_entries(AuditQuery(reader="staff"))
     assert entry.who == "desk-key" and entry.audience == "public"
     assert entry.passage_ids == tuple(result.context.chunk_ids)
     assert len(entry.prompt_hash) == 64 and entry.provider == "extractive"
@@ -101,7 +101,7 @@ def test_ask_records_who_audience_passages_prompt_hash_model_and_checks(location
     assert entry.answer == result.answer.answer
     assert [c["text"] for c in entry.claims] == [ch.claim.text for ch in result.checks]
     assert set(entry.timings) >= {"retrieve_s", "model_s"}
-    assert ws.audit_entry(entry.id).question == entry.question
+    assert ws.audit_entry(entry.id, "staff").question == entry.question
     ws.ask("Delivery?", OPEN)  # after a read, this Workspace still records
     assert len(ws.audit_entries(AuditQuery())) == 2
     if isinstance(location, Path):  # the Python API records too, as the OS user
@@ -126,8 +126,11 @@ def test_a_public_reader_never_sees_a_staff_entry(location: Path | str):
     everything = ws.audit_entries(AuditQuery(reader="staff"))
     assert {e.audience for e in everything} == {"public", "staff"}
     staff_id = next(e.id for e in everything if e.audience == "staff")
-    with pytest.raises(Exception, match=f"no audit entry {staff_id}"):
-        ws.audit_entry(staff_id, "public")
+    with pytest.raises(Exception, match="for staff readers"):
+        ws.audit_entry(staff_id, "public")  # a public reader sees no ids at all
+    # no id (ids count staff entries too: a gap would show one) and no asker (a staff key
+    # may ask for the public view; its name is not for public readers)
+    assert [(e.id, e.who) for e in public] == [(None, "")]
     # through the CLI, a public reader's list, show and export hold no staff text
     for args in (["audit"], ["audit", "show", str(staff_id)], ["audit", "export"],
                  ["audit", "export", "--format", "csv"], ["audit", "--json"]):  # fmt: skip
@@ -231,21 +234,28 @@ def test_audit_cli_lists_shows_and_exports(index: Path):
     ask = runner.invoke(app, ["ask", "How long does standard delivery take?", "--provider",
                               "extractive", "--index", str(index)])  # fmt: skip
     assert ask.exit_code == 5, ask.output  # refused by the gate: recorded all the same
-    listed = runner.invoke(app, ["audit", "--index", str(index)])
+    listed = runner.invoke(app, ["audit", "--audience", "staff", "--index", str(index)])
     assert listed.exit_code == 0 and "cli" in listed.stdout and "delivery" in listed.stdout
-    data = json.loads(runner.invoke(app, ["audit", "--json", "--index", str(index)]).stdout)
+    data = json.loads(runner.invoke(app, ["audit", "--json", "--audience", "staff", "--index", str(index)]).stdout)
     assert data[0]["who"] == "cli" and data[0]["status"] == "refused"
-    shown = runner.invoke(app, ["audit", "show", str(data[0]["id"]), "--index", str(index)])
+    shown = runner.invoke(app, ["audit", "show", str(data[0]["id"]), "--audience", "staff",
+                                "--index", str(index)])
     assert shown.exit_code == 0 and "refused_by: gate" in shown.stdout
-    lines = runner.invoke(app, ["audit", "export", "--index", str(index)]).stdout.splitlines()
+    lines = runner.invoke(app, ["audit", "export", "--audience", "staff", "--index", str(index)]).stdout.splitlines()
     assert json.loads(lines[0])["question"] == "How long does standard delivery take?"
-    text = runner.invoke(app, ["audit", "export", "--format", "csv", "--index", str(index)])
+    text = runner.invoke(app, ["audit", "export", "--format", "csv", "--audience", "staff",
+                                 "--index", str(index)])
     rows = list(csv.DictReader(io.StringIO(text.stdout)))
     assert rows[0]["who"] == "cli" and rows[0]["refused_by"] == "gate"
+    public = json.loads(runner.invoke(app, ["audit", "--json", "--index", str(index)]).stdout)
+    assert public[0]["who"] == "" and public[0]["id"] == 0  # a public reader: no id, no asker
     bad = runner.invoke(app, ["audit", "export", "--format", "xml", "--index", str(index)])
     assert bad.exit_code == 2
-    missing = runner.invoke(app, ["audit", "show", "999", "--index", str(index)])
+    missing = runner.invoke(app, ["audit", "show", "999", "--audience", "staff", "--index",
+                                  str(index)])  # fmt: skip
     assert missing.exit_code == 1 and "no audit entry 999" in missing.output
+    public_show = runner.invoke(app, ["audit", "show", "1", "--index", str(index)])
+    assert public_show.exit_code == 1 and "for staff readers" in public_show.output
 
 
 def test_a_locked_postgresql_audit_does_not_stop_the_answer(docs: Path, capsys, monkeypatch):

@@ -20,7 +20,7 @@ import json
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from functools import cached_property
 from pathlib import Path
@@ -533,8 +533,6 @@ class Workspace:
     def set_gate_floors(self, floors: dict[str, float], record: dict | None = None) -> None:
         """Store calibrated gate floors in the index (reopening it for writing), with `record`
         (which question set, when, the trade-off chosen) for `tether info`."""
-        import json
-
         values = {f"gate_floor:{m}": repr(float(v)) for m, v in floors.items()}
         if record is not None:
             values["calibration"] = json.dumps(record, ensure_ascii=False)
@@ -543,8 +541,6 @@ class Workspace:
     def record_eval(self, summary: dict[str, Any]) -> str | None:
         """Keep an answer evaluation's summary with the index (`tether info` shows it);
         None when written, else why not (an index that cannot be written here)."""
-        import json
-
         try:
             self._store_for_writing().set_meta({"last_eval:answers": json.dumps(summary)})
         except (TetherError, OSError) as exc:
@@ -576,11 +572,16 @@ class Workspace:
             return None
 
     def audit_entries(self, query: AuditQuery) -> list[AuditEntry]:
-        """The audit entries `query` selects, as its reader may see them."""
-        return self._audit_reader().entries(query)
+        """The entries `query` selects, as its reader may see them: a public reader gets public
+        entries without id or asker (ids count staff entries too; a staff key may ask for the
+        public view), so neither a gap nor a name gives staff away."""
+        found = self._audit_reader().entries(query)
+        return found if query.reader == "staff" else [replace(e, id=None, who="") for e in found]
 
     def audit_entry(self, entry_id: int, reader: Audience = "public") -> AuditEntry:
-        """One audit entry; a TetherError when there is none that `reader` may see."""
+        """One audit entry for a staff reader (a public one sees no ids); else a TetherError."""
+        if check_audience(reader) != "staff":
+            raise TetherError("`tether audit show` is for staff readers (--audience staff)")
         found = self._audit_reader().entry(entry_id, check_audience(reader))
         if found is None:
             raise TetherError(f"no audit entry {entry_id} (see `tether audit`)")

@@ -108,7 +108,7 @@ def audit(
     )
     for e in entries:
         listed.add_row(
-            str(e.id), e.at, shown(e.who, one_line=True), e.audience, e.status,
+            str(e.id or "-"), e.at, shown(e.who, one_line=True), e.audience, e.status,
             shown(", ".join(e.flags) or "—", one_line=True), shown(e.question, one_line=True),
         )  # fmt: skip
     out.print(listed)
