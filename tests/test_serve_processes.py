@@ -111,4 +111,7 @@ def test_two_servers_share_one_postgresql_store(collection, tmp_path: Path) -> N
     asked_by = sorted((e["who"], e["audience"]) for e in json.loads(listed.stdout))
     assert asked_by == [("desk-a", "staff"), ("widget-b", "public")]
     public = CliRunner().invoke(app, ["audit", "--store", url, "--json"])
-    assert [e["who"] for e in json.loads(public.stdout)] == ["widget-b"]
+    # a public reader sees the public entry only, without its asker or id
+    assert [(e["who"], e["audience"], e["id"]) for e in json.loads(public.stdout)] == [
+        ("", "public", 0)
+    ]
