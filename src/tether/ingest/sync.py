@@ -46,7 +46,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import stat as stat_module
 import time
 from dataclasses import dataclass, field, replace
@@ -228,7 +227,10 @@ def read_folder(
     plan.unsupported = tuple(sorted(found.unsupported.items(), key=lambda kv: (-kv[1], kv[0])))
     seen: set[str] = set()
     batch: list[ParseTask] = []
-    run = _parse_executor(executor or SerialExecutor(), window)
+    # the token window counts with the embedder's own tokenizer, a bound method of a loaded
+    # model that does not travel to workers: sized chunking parses here (the cheap part of an
+    # ingest); embedding still goes through `executor`
+    run = SerialExecutor() if window is not None else executor or SerialExecutor()
     for source, reason in found.skipped:  # what was read through such a link is removed
         plan.problems.append(FileProblem(source, reason))
     for rel, reason in found.unreadable:  # its documents keep their previous version
@@ -292,19 +294,6 @@ def _read_one(
     return ParseTask(
         state, data, fmt, row, default_access, cutting[0], source not in plan.known, cutting[1]
     )
-
-
-def _parse_executor(executor: Executor, window: TokenWindow | None) -> Executor:
-    """`executor`, or this process when the token window cannot travel to its workers (an
-    embedder's tokenizer that does not pickle); parsing is the cheap part of an ingest, and
-    embedding still goes through `executor`."""
-    if window is None or isinstance(executor, SerialExecutor):
-        return executor
-    try:
-        pickle.dumps(window)
-    except Exception:  # ctypes handles, locks: whatever the tokenizer holds
-        return SerialExecutor()
-    return executor
 
 
 def _parse_window(plan: _Plan, window: list[ParseTask], executor: Executor) -> None:
