@@ -476,12 +476,11 @@ def token_window_of(embedder: Embedder) -> TokenWindow | None:
 def window_report(texts: Sequence[str], embedder: Embedder) -> dict[str, int]:
     """How many texts exceed the embedder's window (they are embedded as averaged windows,
     never cut), counted with the embedder's own tokenizer."""
-    count = getattr(embedder, "token_count", None)
-    limit = getattr(embedder, "max_tokens", None)
-    if count is None or not limit:
+    window = token_window_of(embedder)
+    if window is None:
         return {"over_window": 0, "truncated": 0}
-    over = sum(count(t) > limit for t in texts)
-    return {"over_window": over, "truncated": 0, "window_tokens": int(limit)}
+    over = sum(window.count(t) > window.limit for t in texts)
+    return {"over_window": over, "truncated": 0, "window_tokens": window.limit}
 
 
 def embed_text_report(
