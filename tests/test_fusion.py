@@ -12,6 +12,7 @@ import pytest
 from tether.app import retriever_for
 from tether.retrieval.calibrate import (
     META_KEY,
+    WEIGHT_BOUNDS,
     calibrate_fusion,
     heading_questions,
     load_calibration,
@@ -61,17 +62,35 @@ def test_identifiers_are_listed_as_written_and_shouting_is_not_sql():
     assert identifiers("WHY DOES MY BIKE SQUEAK WHEN I BRAKE HARD") == []
 
 
-def test_weights_lean_lexical_for_identifiers_and_dense_for_paraphrase(demo_store):
+def test_weights_lean_lexical_for_identifiers_and_dense_across_languages(demo_store, monkeypatch):
     adaptive = retriever_for(demo_store, adaptive=True)
+    plain_weight = adaptive.lexical_prior / (1 - adaptive.lexical_prior)
     (code_bm25, code_dense), code_gated = adaptive.fusion_weights("PW-2200-07")
     (para_bm25, para_dense), para_gated = adaptive.fusion_weights(
         "Can I bring back a bicycle after riding it?"
     )
     assert code_dense == para_dense == 1.0
-    assert code_bm25 > adaptive.rrf_weights[0] > para_bm25
-    assert not code_gated and para_gated  # identifiers keep every BM25 candidate at full weight
+    assert code_bm25 == pytest.approx(2 * plain_weight)  # identifiers: twice the BM25 weight
+    assert para_bm25 == pytest.approx(plain_weight)
+    assert not code_gated and not para_gated  # the adaptive fusion gates no BM25 candidate
+    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))  # an English collection
+    (french_bm25, _), _ = adaptive.fusion_weights(FRENCH)
+    assert french_bm25 == pytest.approx(0.3 * plain_weight)  # shared words mislead across
     fixed = retriever_for(demo_store, adaptive=False)
     assert fixed.fusion_weights("PW-2200-07") == (fixed.rrf_weights, True)
+
+
+def test_the_fusion_weight_follows_the_sentence_ratio():
+    from tether.config import DEFAULT_PROFILE
+    from tether.retrieval.calibrate import WEIGHT_BOUNDS, fusion_weight
+
+    center = DEFAULT_PROFILE.fusion_ratio_center
+    assert fusion_weight(center) == pytest.approx(1.0)
+    ratios = [0.3, 0.46, 0.56, 0.7, 0.75, 1.0]
+    weights = [fusion_weight(r) for r in ratios]
+    assert weights == sorted(weights, reverse=True)  # the weaker dense, the more BM25 counts
+    assert 2.5 < fusion_weight(0.46) < 3.5 and 0.4 < fusion_weight(0.75) < 0.6
+    assert weights[0] == WEIGHT_BOUNDS[1] and weights[-1] == WEIGHT_BOUNDS[0]
 
 
 def test_adaptive_hybrid_drops_no_bm25_candidate(demo_store):
@@ -119,14 +138,23 @@ def test_calibration_is_stored_in_the_index_and_used_by_the_retriever(
     assert load_calibration(store) is None
     before = retriever_for(store)
     found = calibrate_fusion(store, before, before.lexical_prior)
-    assert 0.2 <= found["lexical_prior"] <= 0.6
-    assert found["questions"] >= 20 and "pseudo-questions" in found["fitted_on"]
+    low, high = WEIGHT_BOUNDS
+    assert low <= found["lexical_weight"] <= high
+    share = found["lexical_weight"] / (1 + found["lexical_weight"])
+    assert found["lexical_prior"] == pytest.approx(share, abs=1e-3)
+    assert found["questions"] >= 20 and "sentence questions" in found["fitted_on"]
     assert 0 <= found["bm25_mrr"] <= 1 and 0 <= found["dense_mrr"] <= 1
+    assert found["sentence_ratio"] == pytest.approx(
+        found["dense_mrr"] / found["bm25_mrr"], abs=0.01
+    )
     assert load_calibration(store) == found
     assert retriever_for(store).lexical_prior == found["lexical_prior"]
     assert retriever_for(store, adaptive=False).lexical_prior == before.lexical_prior
     store.set_meta({META_KEY: "not json"})
     assert load_calibration(store) is None
+    older = '{"lexical_prior": 0.5, "questions": 80, "fitted_on": "the older rule"}'
+    store.set_meta({META_KEY: older})
+    assert load_calibration(store) is None  # measured again at the next ingest
     store.close()
 
 
@@ -144,8 +172,8 @@ def test_a_section_label_matches_a_heading_with_its_permalink_sign(demo_store):
 
 
 def test_the_top_of_each_list_leads_the_adaptive_hybrid(demo_store, monkeypatch):
-    adaptive: Retriever = retriever_for(demo_store, adaptive=True)
-    assert adaptive.protect_each == 2
+    assert retriever_for(demo_store, adaptive=True).protect_each == 0  # the Profile's, k = 10
+    adaptive: Retriever = retriever_for(demo_store, adaptive=True, protect_each=2)
     order = ["shared1", "shared2", "shared3", "dense1", "bm25first"]
     bm25 = {"shared1": (3.0, 3), "shared2": (2.0, 4), "shared3": (1.0, 5), "bm25first": (9.0, 1)}
     dense = {"dense1": (0.9, 1), "shared1": (0.8, 2), "shared2": (0.7, 3), "shared3": (0.6, 4)}

@@ -122,6 +122,7 @@ def retriever_for(
     kwargs.setdefault("lexical_rerank_weights", profile.rerank_lexical_weights)
     kwargs.setdefault("per_document_one_language", profile.rerank_per_document)
     kwargs.setdefault("protect_each", profile.fusion_protect_each)
+    kwargs.setdefault("rrf_k", profile.fusion_rrf_k)
     if kwargs["adaptive"] and "lexical_prior" not in kwargs:
         from tether.retrieval.calibrate import load_calibration
 
@@ -486,9 +487,9 @@ class Workspace:
         return report
 
     def calibrate_fusion(self) -> dict[str, Any]:
-        """Measure the collection's BM25 share of the fusion on pseudo-questions made from
-        its own public headings and sentences, and store it in the index
-        (`tether.retrieval.calibrate`); the retriever uses it from then on."""
+        """Measure the collection's BM25 weight in the fusion on pseudo-questions made from
+        its own public sentences (how far dense search keeps up with BM25 on them), and store
+        it in the index (`tether.retrieval.calibrate`); the retriever uses it from then on."""
         from tether.retrieval.calibrate import calibrate_fusion
 
         prior = retriever_for(self.store, dense=False, adaptive=False).lexical_prior

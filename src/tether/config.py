@@ -483,21 +483,35 @@ class Profile:
     # candidates (share of the dense top-50 cosine range a BM25 candidate must reach)
     rrf_weights: tuple[float, float] = (0.7, 1.0)
     lexical_gate: float = 0.4
-    # adaptive fusion (tether.retrieval.query): the BM25 share follows the query's shape and
-    # the collection's calibrated prior; no candidate of either list is dropped before the
-    # reranker sees it. The shifts were set on bench/corpora/python, checked on PostgreSQL
-    # and Larkfield (bench/results/real_corpora.md). False: the fixed weights and gate above.
+    # adaptive fusion: the BM25 weight is the collection's (measured at ingest,
+    # tether.retrieval.calibrate: exp(slope x (center - rho)), rho the dense/BM25 MRR ratio on
+    # sentence pseudo-questions) times the query's shape factor (tether.retrieval.query), in a
+    # reciprocal rank fusion with k = fusion_rrf_k (sharper than the classic 60: a list's first
+    # hits count for more than what the two lists merely share); no cosine gate, no candidate
+    # dropped. Fitted on the bundled set, Larkfield and the Python and PostgreSQL manuals, the
+    # SQLite manual held out (bench/results/real_corpora.md). False: the fixed weights and gate
+    # above.
     adaptive_fusion: bool = True
+    fusion_rrf_k: int = 10
+    fusion_ratio_center: float = 0.635
+    fusion_ratio_slope: float = 6.3
     # adaptive rerank: the lexical features' weights at a BM25 share of 0.5 (scaled by twice
-    # the query's share; replaces their fixed weights above); set on bench/corpora/python
-    # (structure parser, with the two changes below: bm25 2 -> 1 raised rerank MRR 0.771 -> 0.783)
+    # the query's share; replaces their fixed weights above); bm25, coverage and heading set on
+    # bench/corpora/python (structure parser, with the two changes below: bm25 2 -> 1 raised
+    # rerank MRR 0.771 -> 0.783); rrf (the fused score over the best candidate's) 2 with the
+    # calibrated fusion: the sentence reranker's other features are the embedder's, weak where
+    # the collection leans lexical, and without it rerank fell below hybrid there (hit@5
+    # Python 0.908 vs 0.938, PostgreSQL 0.892 vs 0.908; with it 0.954 and 0.908)
     rerank_lexical_weights: Mapping[str, float] = field(
-        default_factory=lambda: MappingProxyType({"bm25": 1.0, "coverage": 1.0, "heading": 1.0})
+        default_factory=lambda: MappingProxyType(
+            {"bm25": 1.0, "coverage": 1.0, "heading": 1.0, "rrf": 2.0}
+        )
     )
     # adaptive hybrid in a collection written in one language: the top this many of the BM25
-    # and of the dense list lead the fused list
-    # (set on bench/corpora/python: 0 hit@5 0.892, 1 0.908, 2 0.923)
-    fusion_protect_each: int = 2
+    # and of the dense list lead the fused list. 0 since the fusion's k is 10 (it was 2 with
+    # k = 60, where a list's first hit sank below what both lists shared; with k = 10 leading
+    # them cost hit@5 on the PostgreSQL manual)
+    fusion_protect_each: int = 0
     # adaptive rerank in a collection written in one language: at most this many chunks of one
     # document in the top 10 (None: no cap; the fixed fusion and several languages keep 3). Set on bench/corpora/python with the structure parser, whose
     # chunks follow a reference page's entries: the cap of 3 pushed the answer out of the top
@@ -506,10 +520,12 @@ class Profile:
     # what the fusion values were fitted on (a collection's own calibration, stored in its
     # index as meta `fusion_calibration`, names its own pseudo-questions)
     fusion_fitted_on: str = (
-        "rrf_weights and lexical_gate: bundled Harbor & Pine questions; query-shape shifts,"
-        " rerank_lexical_weights, rerank_per_document and fusion_protect_each: the Python 3.11"
+        "rrf_weights and lexical_gate: bundled Harbor & Pine questions; fusion_rrf_k,"
+        " fusion_ratio_center, fusion_ratio_slope, fusion_protect_each and the query-shape"
+        " factors: the bundled set, Larkfield and the Python 3.11 and PostgreSQL 15 manual"
+        " questions (bench/corpora), the SQLite manual held out (also rerank_lexical_weights'"
+        " rrf); the other rerank_lexical_weights and rerank_per_document: the Python 3.11"
         " manual questions"
-        " (bench/corpora/python)"
     )
     # rerank: feature weights of the sentence reranker (random search on the bundled set)
     rerank_weights: Mapping[str, float] = field(

@@ -11,26 +11,39 @@ labels and no model call:
   chunk answers it.
 Only public chunks are used (a staff passage must not move what the public sees). A
 deterministic sample (by a hash of the chunk ID) of at most `n` of each is searched by BM25
-and by dense; the BM25 share of the fusion is then measured MRR@10 of BM25 / (BM25 + dense),
-shrunk halfway towards the Profile's prior and kept within 0.2..0.6. The result is stored in
-the index (meta `fusion_calibration`, JSON: the share, the two MRRs, what it was fitted on and
-when) and read by `tether.app.retriever_for`.
+and by dense, and MRR@10 measured. The BM25 weight of the fusion (dense weighs 1) follows the
+sentence questions' ratio rho = dense MRR / BM25 MRR: `exp(slope x (center - rho))`, within
+`WEIGHT_BOUNDS` (the Profile's `fusion_ratio_center` 0.635 and `fusion_ratio_slope` 6.3). Both
+lists find a thinned sentence's own passage easily, BM25 more so (it matches the very words),
+so rho says how far the embedder keeps up on this collection's language: on the four
+collections the rule was fitted on it ran from 0.46 (the PostgreSQL manual, where dense search
+is weakest) to 0.75 (the bundled set, where it is strongest), and the weight that made the
+hybrid at least as good as the better of its two lists from about 3 to 0.5, log-linear in rho.
+Heading questions are measured and recorded too; they did not order the collections (a
+heading is as easy for both lists). The result is stored in the index (meta
+`fusion_calibration`, JSON: the weight, its share, the MRRs, what it was fitted on and when)
+and read by `tether.app.retriever_for`; a record written by an older rule (no
+`lexical_weight`) reads as none, so the next ingest measures again.
 
 What it cannot do: pseudo-questions are not users' questions (they share more words with
-their passage than a paraphrase does, which favours BM25: hence the shrinking); a collection
-with fewer than `MIN_QUESTIONS` usable questions keeps the Profile's prior; it needs chunk
-vectors and the embedder that made them.
+their passage than a paraphrase does, which favours BM25: the rule maps rho, it does not use
+the fused MRR of the pseudo-questions, which asks for a large BM25 weight everywhere); the
+centre and slope come from four collections and one embedder (multilingual-e5-small); a
+collection with fewer than `MIN_QUESTIONS` sentence questions keeps the Profile's prior; it
+needs chunk vectors and the embedder that made them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from tether.config import DEFAULT_PROFILE
 from tether.protocols import Store
 from tether.text import content_words, sentences
 from tether.types import Chunk, Filters
@@ -38,8 +51,7 @@ from tether.types import Chunk, Filters
 META_KEY = "fusion_calibration"
 MIN_QUESTIONS = 20
 DEPTH = 10
-SHRINK = 0.5  # halfway between the measured share and the prior
-LOW, HIGH = 0.2, 0.6
+WEIGHT_BOUNDS = (0.33, 4.0)  # BM25 weight against dense 1: from a third to four times
 PUBLIC = Filters()  # public chunks only: a staff passage must not move what the public sees
 
 
@@ -92,33 +104,63 @@ def _mrr(ranked: Sequence[str], targets: set[str]) -> float:
     return 0.0
 
 
+def fusion_weight(ratio: float, center: float | None = None, slope: float | None = None) -> float:
+    """The BM25 weight (dense 1) for a dense/BM25 MRR ratio on sentence questions (module
+    docstring), within `WEIGHT_BOUNDS`."""
+    center = DEFAULT_PROFILE.fusion_ratio_center if center is None else center
+    slope = DEFAULT_PROFILE.fusion_ratio_slope if slope is None else slope
+    low, high = WEIGHT_BOUNDS
+    return min(high, max(low, math.exp(slope * (center - ratio))))
+
+
+def _mrrs(
+    store: Store, retriever: Any, questions: Sequence[tuple[str, set[str]]]
+) -> tuple[float, float]:
+    """(BM25 MRR@10, dense MRR@10) over `questions`."""
+    bm25 = dense = 0.0
+    for text, targets in questions:
+        lexical = [cid for cid, _ in store.lexical_ranking(text, DEPTH, PUBLIC)]
+        semantic = [
+            cid for cid, _ in store.search_dense(retriever.query_vector(text), DEPTH, PUBLIC)
+        ]
+        bm25 += _mrr(lexical, targets)
+        dense += _mrr(semantic, targets)
+    n = max(1, len(questions))
+    return bm25 / n, dense / n
+
+
 def calibrate_fusion(store: Store, retriever: Any, prior: float, n: int = 40) -> dict[str, Any]:
-    """Measure the BM25 share on pseudo-questions (module docstring), store it, return it."""
+    """Measure the BM25 weight on pseudo-questions (module docstring), store it, return it.
+    `prior` (a BM25 share) is kept when the collection gives too few questions."""
     public = store.allowed_ids(PUBLIC)
     chunks = [c for c in store.chunks() if c.chunk_id in public]
-    questions = heading_questions(chunks, n) + sentence_questions(chunks, n)
-    record: dict[str, Any] = {"lexical_prior": prior, "questions": len(questions)}
-    if len(questions) < MIN_QUESTIONS or not store.has_vectors():
-        record["fitted_on"] = f"nothing: {len(questions)} pseudo-questions (the prior kept)"
+    headings = heading_questions(chunks, n)
+    sentence = sentence_questions(chunks, n)
+    record: dict[str, Any] = {
+        "lexical_prior": prior,
+        "lexical_weight": round(prior / (1.0 - prior), 3) if prior < 1 else WEIGHT_BOUNDS[1],
+        "questions": len(sentence),
+    }
+    if len(sentence) < MIN_QUESTIONS or not store.has_vectors():
+        record["fitted_on"] = f"nothing: {len(sentence)} sentence questions (the prior kept)"
     else:
-        bm25 = dense = 0.0
-        for text, targets in questions:
-            lexical = [cid for cid, _ in store.lexical_ranking(text, DEPTH, PUBLIC)]
-            semantic = [
-                cid for cid, _ in store.search_dense(retriever.query_vector(text), DEPTH, PUBLIC)
-            ]
-            bm25 += _mrr(lexical, targets)
-            dense += _mrr(semantic, targets)
-        bm25, dense = bm25 / len(questions), dense / len(questions)
-        measured = bm25 / (bm25 + dense) if bm25 + dense > 0 else prior
-        share = min(HIGH, max(LOW, prior + SHRINK * (measured - prior)))
+        bm25, dense = _mrrs(store, retriever, sentence)
+        ratio = dense / bm25 if bm25 > 0 else 1.0
+        weight = fusion_weight(ratio)
+        heading_bm25, heading_dense = _mrrs(store, retriever, headings)
         record.update(
-            lexical_prior=round(share, 3),
+            lexical_prior=round(weight / (1.0 + weight), 3),
+            lexical_weight=round(weight, 3),
+            sentence_ratio=round(ratio, 3),
             bm25_mrr=round(bm25, 3),
             dense_mrr=round(dense, 3),
+            heading_questions=len(headings),
+            heading_bm25_mrr=round(heading_bm25, 3),
+            heading_dense_mrr=round(heading_dense, 3),
             fitted_on=(
-                f"{len(questions)} pseudo-questions from this collection's public headings"
-                f" and sentences, {datetime.now(UTC):%Y-%m-%d}"
+                f"{len(sentence)} sentence questions from this collection's public passages"
+                f" ({len(headings)} heading questions recorded),"
+                f" {datetime.now(UTC):%Y-%m-%d}"
             ),
         )
     store.set_meta({META_KEY: json.dumps(record)})
@@ -134,4 +176,6 @@ def load_calibration(store: Store) -> dict[str, Any] | None:
         found = json.loads(raw)
     except json.JSONDecodeError:
         return None
-    return found if isinstance(found, dict) and "lexical_prior" in found else None
+    if not isinstance(found, dict) or not isinstance(found.get("lexical_weight"), int | float):
+        return None  # none, or written by the older rule: measured again at the next ingest
+    return found

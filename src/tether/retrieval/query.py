@@ -14,10 +14,11 @@ questions lean dense.
 - a query in another language than most of the collection (when the caller says which),
   without identifiers, is `cross-language`: shared words then mostly point at passages in
   the query's language, not at the answer.
-Its `lexical_shift` moves the share of BM25 in the fusion (`Retriever` adds it to the
-collection's lexical prior): +0.45 identifier or quoted, +0.1 keyword, -0.1 natural, 0 mixed
-(a question that names an identifier), -0.3 cross-language. The shifts were set on the Python development corpus
-(bench/corpora/python) and checked on PostgreSQL and Larkfield (bench/results/real_corpora.md).
+Its `lexical_factor` multiplies the collection's BM25 weight in the fusion (`Retriever`):
+x2 identifier or quoted, x0.3 cross-language, x1 otherwise (keyword, natural, mixed: on the
+development corpora a factor for those moved nothing, bench/results/real_corpora.md). The
+factors were set on four collections (the bundled set, Larkfield, the Python and PostgreSQL
+manuals) and checked on the SQLite manual, held out.
 
 What it cannot do: it reads surface form only; a paraphrased question that happens to name an
 identifier counts as `mixed`, a product name in capitals counts as an identifier, and it knows
@@ -40,10 +41,9 @@ _QUESTION_WORDS = frozenset(
 )
 _WORD = re.compile(r"[\w'-]+")
 
-IDENTIFIER_SHIFT = 0.45
-KEYWORD_SHIFT = 0.1
-NATURAL_SHIFT = -0.1
-CROSS_LANGUAGE_SHIFT = -0.3
+IDENTIFIER_FACTOR = 2.0
+CROSS_LANGUAGE_FACTOR = 0.3
+PLAIN_FACTOR = 1.0
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class QueryShape:
     kind: str
     identifiers: tuple[str, ...]
     quoted: tuple[str, ...]
-    lexical_shift: float
+    lexical_factor: float
 
 
 def identifiers(query: str) -> list[str]:
@@ -95,13 +95,13 @@ def query_shape(query: str, collection_language: str | None = None) -> QueryShap
     first = words[0].lower() if words else ""
     question = first in _QUESTION_WORDS or query.rstrip().endswith("?")
     if quoted or (found and (not question or len(words) <= 4)):
-        return QueryShape("identifier", found, quoted, IDENTIFIER_SHIFT)
+        return QueryShape("identifier", found, quoted, IDENTIFIER_FACTOR)
     if collection_language and detect_language(query) != collection_language:
-        return QueryShape("cross-language", found, quoted, CROSS_LANGUAGE_SHIFT)
+        return QueryShape("cross-language", found, quoted, CROSS_LANGUAGE_FACTOR)
     if found:
-        return QueryShape("mixed", found, quoted, 0.0)
+        return QueryShape("mixed", found, quoted, PLAIN_FACTOR)
     if question and len(words) >= 5:
-        return QueryShape("natural", found, quoted, NATURAL_SHIFT)
+        return QueryShape("natural", found, quoted, PLAIN_FACTOR)
     if len(words) <= 4:
-        return QueryShape("keyword", found, quoted, KEYWORD_SHIFT)
-    return QueryShape("natural", found, quoted, NATURAL_SHIFT)
+        return QueryShape("keyword", found, quoted, PLAIN_FACTOR)
+    return QueryShape("natural", found, quoted, PLAIN_FACTOR)

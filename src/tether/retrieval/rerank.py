@@ -12,7 +12,8 @@
   to 0..1 (b / (b + 5)); `coverage`, the share of the query's content words (accents folded,
   plurals folded) found in the chunk; `heading`, the share found in its title and headings;
   `code`, the share of the query's exact codes (PW-2200-07, SPRING15) that the chunk contains,
-  and `rrf`, the hybrid fusion score scaled to 0..1. The weights were tuned on the bundled
+  and `rrf`, the hybrid fusion score over the best one among the candidates (0..1, whatever
+  the fusion's k and weights). The weights were tuned on the bundled
   questions and checked on the held-out Larkfield set (bench/results/retrieval.md).
 - `LLMReranker`: pointwise yes/no by a language model (prompt `prompts/rerank.txt`); the
   score is P(yes) from the first token's log-probabilities when the provider returns them,
@@ -112,6 +113,7 @@ class SentenceReranker:
         qterms = _terms(query)
         qcodes = _code_keys(query)
         out: list[dict[str, float]] = []
+        best_rrf = max((float(h.signals.get("rrf", 0.0) or 0.0) for h in hits), default=0.0)
         for h in hits:
             c = h.chunk
             dense = h.signals.get("dense")
@@ -145,7 +147,7 @@ class SentenceReranker:
                         if qcodes
                         else 0.0
                     ),
-                    "rrf": min(1.0, rrf * 61 / 2),
+                    "rrf": rrf / best_rrf if best_rrf > 0 else 0.0,
                 }
             )
         return out

@@ -17,18 +17,16 @@ see) BEFORE ranking, so a passage the filters refuse can never take a place in t
   the plain lists. (Measured in bench/results/retrieval.md; the share and the weight were
   chosen on the bundled questions and checked on Larkfield.)
   That is the fixed fusion (`adaptive=False`). The Profile's default is adaptive
-  (`adaptive=True`, set by `tether.app.retriever_for`): the BM25 share is the collection's
-  `lexical_prior` (measured at ingest on pseudo-questions from its own headings and
-  sentences, `tether.retrieval.calibrate`; else the fixed weights' share) moved by the
-  query's shape (`tether.retrieval.query`: identifiers and quoted phrases +0.45, paraphrased
-  questions -0.1, a question in another language than the collection -0.3); a BM25 candidate
-  under the cosine gate is never dropped: it keeps `gate_factor` (0.5) of its weight, none
-  for a question in another language or in a collection written in several languages (the
-  case the gate is for), and identifier queries are not gated at all; in a collection written
-  in one language the top `protect_each` (2) of each list lead the fused list (BM25's not
-  for a question in another language), so a list's first hit that the other list lacks is
-  not sunk by the flat fusion. Compared with the
-  fixed fusion and plain RRF on real manuals in bench/results/real_corpora.md.
+  (`adaptive=True`, set by `tether.app.retriever_for`): a reciprocal rank fusion with k =
+  `rrf_k` (the Profile's 10: sharper than 60, so a list's first hits count for more than what
+  both lists merely share), no cosine gate, and a BM25 weight (dense 1) that is the
+  collection's (`lexical_prior` as a share; measured at ingest from how far dense search keeps
+  up with BM25 on pseudo-questions made from its own sentences, `tether.retrieval.calibrate`;
+  else the fixed weights' share) times the query's shape factor (`tether.retrieval.query`:
+  x2 identifiers and quoted phrases, x0.3 a question in another language than the
+  collection). With `protect_each` > 0 (the Profile's is 0) the top that many of each list
+  lead the fused list in a collection written in one language. Compared with the fixed
+  fusion and plain RRF on real manuals in bench/results/real_corpora.md.
 - rerank: the hybrid top 20 reordered by a `Reranker` (the default, `SentenceReranker`, runs
   in milliseconds; see `tether.retrieval.rerank`); hits past 20 keep their hybrid order.
   Adaptive: the top `keep_each` (5) of the BM25 and of the dense list join the reordered head
@@ -94,7 +92,6 @@ RULE_TYPES: tuple[str, ...] = ("governance",)  # doc types whose passages are st
 RULES_WINDOW = 5  # rerank: the top places a standing rule is checked for and put into
 KEEP_EACH = 5  # rerank: the top of each list (bm25, dense) that always reaches the reranker
 SECOND_LANGUAGE = 0.1  # share of chunks that makes a collection multilingual (adaptive)
-GATE_FACTOR = 0.5  # adaptive hybrid: the weight share a BM25 candidate under the cosine gate keeps
 PROTECT_EACH = DEFAULT_PROFILE.fusion_protect_each  # adaptive hybrid: each list's top that leads
 
 
@@ -156,8 +153,8 @@ class Retriever:
         rerank_weights: Mapping[str, float] | None = None,
         adaptive: bool = False,
         lexical_prior: float | None = None,
+        rrf_k: int = RRF_K,
         keep_each: int = KEEP_EACH,
-        gate_factor: float = GATE_FACTOR,
         lexical_rerank_weights: Mapping[str, float] | None = None,
         protect_each: int = PROTECT_EACH,
         per_document_one_language: int | None = PER_DOCUMENT,
@@ -177,8 +174,8 @@ class Retriever:
         self.lexical_prior = (
             lexical_prior if lexical_prior is not None else w_bm25 / ((w_bm25 + w_dense) or 1.0)
         )
+        self.rrf_k = rrf_k  # the adaptive fusion's (the fixed one keeps RRF_K)
         self.keep_each = keep_each
-        self.gate_factor = gate_factor
         self.protect_each = protect_each
         self.per_document_one_language = per_document_one_language
         self._rules: tuple[int, list[Chunk]] | None = None
@@ -279,20 +276,21 @@ class Retriever:
     def fusion_weights(self, query: str) -> tuple[tuple[float, float], bool]:
         """(bm25, dense) fusion weights for `query`, and whether the cosine gate applies.
 
-        Fixed (`rrf_weights`, gate on) unless `adaptive`: then the BM25 share is the
-        collection's `lexical_prior` moved by the query's shape (`query_shape`), the dense
-        weight stays 1, and a query of identifiers or quoted phrases is not gated (its
-        exact words are the point, whatever their cosine)."""
+        Fixed (`rrf_weights`, gate on) unless `adaptive`: then the BM25 weight is the
+        collection's (its `lexical_prior` share as a weight against dense 1) times the query's
+        shape factor (`query_shape`), and no candidate is gated."""
         if not self.adaptive:
             return self.rrf_weights, True
         share = self.lexical_share(query)
-        return (share / (1.0 - share), 1.0), self._shape(query).kind != "identifier"
+        return (share / (1.0 - share), 1.0), False
 
     def lexical_share(self, query: str) -> float:
-        """The BM25 share of the fusion for `query`: the collection's prior moved by the
-        query's shape, within 0.05..0.95 (the adaptive reranker scales its lexical features
-        by it too)."""
-        return min(0.95, max(0.05, self.lexical_prior + self._shape(query).lexical_shift))
+        """The BM25 share of the fusion for `query`: the collection's weight times the
+        query's shape factor, as a share, within 0.05..0.95 (the adaptive reranker scales its
+        lexical features by it too)."""
+        prior = min(0.95, max(0.05, self.lexical_prior))
+        weight = prior / (1.0 - prior) * self._shape(query).lexical_factor
+        return min(0.95, max(0.05, weight / (1.0 + weight)))
 
     def _rerank_share(self, query: str) -> float:
         """The share the adaptive reranker scales its lexical features by: the fusion's, but
@@ -303,13 +301,6 @@ class Retriever:
         if kind == "cross-language" or (self._languages()[1] and kind != "identifier"):
             return 0.0
         return self.lexical_share(query)
-
-    def _gate_factor(self, query: str) -> float:
-        """What a BM25 candidate under the cosine gate keeps of its weight: `gate_factor`,
-        or none (the fixed gate) for a question in another language than the collection or
-        in a collection written in several languages: the gate exists for those."""
-        cross = self._shape(query).kind == "cross-language"
-        return 0.0 if cross or self._languages()[1] else self.gate_factor
 
     def _shape(self, query: str) -> QueryShape:
         return query_shape(query, self._languages()[0])
@@ -336,20 +327,13 @@ class Retriever:
         dense = self._dense_ranked(query, depth, filters)
         weights, gated = self.fusion_weights(query)
         fusing = [cid for cid, _ in lexical]
-        below: list[str] = []
         if self.lexical_gate is not None and dense and gated:
             top, low = dense[0][1], dense[-1][1]
             floor = top - self.lexical_gate * (top - low)
             lexical_cos = self._cosines(query, fusing)
-            below = [cid for cid in fusing if lexical_cos[cid] < floor]
             fusing = [cid for cid in fusing if lexical_cos[cid] >= floor]
-        fused = rrf_scores([fusing, [cid for cid, _ in dense]], weights=weights)
-        if self.adaptive:  # a BM25 candidate under the gate counts less, it is never dropped
-            rank_of = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
-            factor = self._gate_factor(query)
-            for cid in below:
-                damped = factor * weights[0] / (RRF_K + rank_of[cid])
-                fused[cid] = fused.get(cid, 0.0) + damped
+        k_rrf = self.rrf_k if self.adaptive else RRF_K
+        fused = rrf_scores([fusing, [cid for cid, _ in dense]], k=k_rrf, weights=weights)
         bm25 = {cid: (s, i) for i, (cid, s) in enumerate(lexical, start=1)}
         dense_rank = {cid: (s, i) for i, (cid, s) in enumerate(dense, start=1)}
         order = sorted(
@@ -392,7 +376,8 @@ class Retriever:
         on), and BM25's top not for a question in another language than the collection."""
         if self.protect_each < 1 or self._languages()[1]:
             return order
-        lexical = self.protect_each if self._gate_factor(query) > 0 else 0
+        cross = self._shape(query).kind == "cross-language"
+        lexical = 0 if cross else self.protect_each
         never = (0.0, 10**9)
         first = [
             c
