@@ -86,10 +86,11 @@ def test_the_fusion_weight_follows_the_sentence_ratio():
 
     center = DEFAULT_PROFILE.fusion_ratio_center
     assert fusion_weight(center) == pytest.approx(1.0)
-    ratios = [0.3, 0.46, 0.56, 0.7, 0.75, 1.0]
+    ratios = [0.3, 0.57, 0.63, 0.71, 0.78, 1.0]
     weights = [fusion_weight(r) for r in ratios]
     assert weights == sorted(weights, reverse=True)  # the weaker dense, the more BM25 counts
-    assert 2.5 < fusion_weight(0.46) < 3.5 and 0.4 < fusion_weight(0.75) < 0.6
+    assert fusion_weight(0.57) > 3 and 1.5 < fusion_weight(0.63) < 2.5
+    assert 0.5 < fusion_weight(0.71) < 0.8 and fusion_weight(0.78) < 0.5
     assert weights[0] == WEIGHT_BOUNDS[1] and weights[-1] == WEIGHT_BOUNDS[0]
 
 

@@ -72,6 +72,23 @@ def test_no_chunk_of_a_real_page_exceeds_the_e5_window(name: str) -> None:
     assert max(window.count(embed_text(c)) for c in chunks) <= 512
 
 
+@pytest.mark.parametrize(
+    "name", ["docbook-sql-vacuum.html", "docbook-runtime-config-connection.html"]
+)
+def test_docbooks_navigation_header_and_footer_are_not_content(name: str) -> None:
+    raw = lxml.html.fromstring((PAGES / name).read_bytes())
+    nav = " ".join(
+        " ".join(el.text_content().split())
+        for el in raw.xpath("//div[@class='navheader' or @class='navfooter']")
+    )
+    assert "Prev" in nav and "Home" in nav  # the page has them
+    doc = doc_of(name)
+    text = " ".join(b.text for b in doc.blocks)
+    assert "Prev" not in text.split() and "Home" not in text.split()
+    assert doc.blocks[0].kind == "heading"  # the page starts at its title, not at a link table
+    assert all(len(c.text.split()) > 3 for c in chunk_document(doc)[:1])
+
+
 def test_sphinx_reference_entries_own_what_follows_them() -> None:
     blocks = doc_of("sphinx-glob.html").blocks
     entry = next(b for b in blocks if b.text.startswith("glob.glob("))

@@ -493,8 +493,8 @@ class Profile:
     # above.
     adaptive_fusion: bool = True
     fusion_rrf_k: int = 10
-    fusion_ratio_center: float = 0.635
-    fusion_ratio_slope: float = 6.3
+    fusion_ratio_center: float = 0.68
+    fusion_ratio_slope: float = 12.0
     # adaptive rerank: the lexical features' weights at a BM25 share of 0.5 (scaled by twice
     # the query's share; replaces their fixed weights above); bm25, coverage and heading set on
     # bench/corpora/python (structure parser, with the two changes below: bm25 2 -> 1 raised

@@ -2,7 +2,9 @@
 
 nav, script, style, svg, noscript, template, iframe/object/embed/canvas, form controls,
 elements with a `hidden` attribute, `aria-hidden="true"`, an inline `display:none` style or
-`role="navigation"` are dropped. Page-level `<header>`/`<footer>` (not inside article, main,
+`role="navigation"` are dropped, and so are blocks whose class names them navigation
+(DocBook's `navheader`/`navfooter`, Javadoc's `topNav`/`bottomNav`/`subNav`, Doxygen's
+`navpath`, `breadcrumb(s)`). Page-level `<header>`/`<footer>` (not inside article, main,
 section or aside) and `role="banner"`/`role="contentinfo"` are dropped too, unless they hold an
 `<h1>`; so are sidebars and dialogs (`<aside>`, `role="complementary"`, `<dialog>`,
 `role="dialog"`) outside an `<article>`, and link bars: an element whose text outside its links
@@ -81,6 +83,9 @@ _CHROME_ID = re.compile(
     r"(?:[a-z]+[-_]?)?(?:menu|submenu|menubutton|nav|navbar|navigation|sidebar|sidebarbutton"
     r"|searchbox|searchbar|toolbar|breadcrumbs?|topbar)(?:[-_][a-z0-9]+)?"
 )
+# navigation blocks named by class in generated manuals: DocBook XSL's navheader/navfooter,
+# Javadoc's topNav/bottomNav/subNav, Doxygen's navpath, breadcrumb trails
+_NAV_CLASS = re.compile(r"nav(?:header|footer|path)|(?:top|bottom|sub)nav|breadcrumbs?")
 _ADMONITIONS = frozenset(
     {"note", "warning", "tip", "caution", "important", "admonition", "hint", "danger"}
 )
@@ -122,6 +127,14 @@ def _is_page_chrome(el: Any) -> bool:
     else:
         return False
     return chrome and next(el.iter("h1"), None) is None
+
+
+def _is_nav_class(el: Any) -> bool:
+    """A block whose class names it navigation (`_NAV_CLASS`): a generated manual's
+    header and footer link tables, which carry the page title and its neighbours' names."""
+    if _tag(el) not in _BLOCK_TAGS:
+        return False
+    return any(_NAV_CLASS.fullmatch(c) for c in (el.get("class") or "").lower().split())
 
 
 def _is_sidebar(el: Any) -> bool:
@@ -499,6 +512,7 @@ def parse(data: bytes) -> Parsed:
         or _tag(el) in _DROP_TAGS
         or (_is_hidden(el) and not _is_empty_anchor(el))
         or (el.get("role") or "").strip().lower() == "navigation"
+        or _is_nav_class(el)
         or _is_page_chrome(el)
         or _is_sidebar(el)
     ]
