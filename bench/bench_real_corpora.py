@@ -4,6 +4,8 @@
 evaluates every method (bm25, dense, hybrid, rerank; k = 5) on:
 - the Python 3.11 manual subset (`bench/corpora/python`: the fusion was TUNED on it);
 - the PostgreSQL 15 manual subset (`bench/corpora/postgresql`: never tuned on);
+- the SQLite 3.40 manual subset (`bench/corpora/sqlite`: never tuned on; hand-written HTML from
+  SQLite's own doc generator, a third generator after Sphinx and DocBook);
 - Larkfield (../shared/benchmarks/larkfield, audience staff: never tuned on);
 each under three fusion settings: `before` (the fixed Profile: BM25 0.7, cosine gate 0.4,
 rerank of the hybrid top 20), `plain RRF` (weights 1 and 1, no gate: the baseline) and
@@ -51,7 +53,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
 def corpora(root: Path) -> list[tuple[str, Path, Path, str | None, bool]]:
     """(name, index, questions, audience, tuned on it) of each corpus present."""
     found = []
-    for name, tuned in (("python", True), ("postgresql", False)):
+    for name, tuned in (("python", True), ("postgresql", False), ("sqlite", False)):
         index = root / name / ".tether" / "index.sqlite"
         if index.is_file():
             found.append(
