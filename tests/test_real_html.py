@@ -35,6 +35,7 @@ EXPECTED = {
     "sqlite-faq.html": "//a[starts-with(@name,'q')]/@name",
     "sqlite-different.html": "//a[@name]/@name",
     "sqlite-lang_vacuum.html": "//a[@name]/@name | //h1/@id | //h2/@id",
+    "sqlite-pragma.html": "//a[starts-with(@name,'pragma_')]/@name",
     "node-path.html": "//h2//a/@id | //h3//a/@id",
 }
 
@@ -87,6 +88,44 @@ def test_docbooks_navigation_header_and_footer_are_not_content(name: str) -> Non
     assert "Prev" not in text.split() and "Home" not in text.split()
     assert doc.blocks[0].kind == "heading"  # the page starts at its title, not at a link table
     assert all(len(c.text.split()) > 3 for c in chunk_document(doc)[:1])
+
+
+def test_sqlites_hidden_pragma_titles_become_the_entries_headings() -> None:
+    raw = lxml.html.fromstring((PAGES / "sqlite-pragma.html").read_bytes())
+    titled = raw.xpath("//h[@style='display:none']/@_id")
+    assert len(titled) >= 60  # every pragma's title is hidden on the page
+    doc = doc_of("sqlite-pragma.html")
+    headings = {b.anchor: b.text for b in doc.blocks if b.kind == "heading"}
+    assert set(titled) <= set(headings)  # each is a heading, at its own anchor
+    assert headings["pragma_foreign_keys"] == "PRAGMA foreign_keys"  # one an unclosed <p> held
+    chunks = chunk_document(doc, window=e5_window())
+    keys = [c for c in chunks if "Query, set, or clear the enforcement of foreign key" in c.text]
+    assert keys and keys[0].heading_path[-1] == "PRAGMA foreign_keys"
+    assert keys[0].anchor == "pragma_foreign_keys"
+
+
+def test_a_title_in_a_styled_block_is_the_page_heading_and_the_site_menu_is_chrome() -> None:
+    doc = doc_of("sqlite-lang_conflict.html")
+    assert (doc.blocks[0].kind, doc.blocks[0].text) == ("heading", "The ON CONFLICT Clause")
+    text = " ".join(b.text for b in doc.blocks)
+    assert "Choose any three" not in text and "Purchase" not in text.split()
+    chunks = chunk_document(doc, window=e5_window())
+    assert all(c.heading_path[:1] == ("The ON CONFLICT Clause",) for c in chunks)
+    # the footer's "last modified" link is a location of the chunk that holds it, not of the page
+    assert [("This page last modified" in c.text) for c in chunks] == [
+        ("mtimelink" in c.anchors) for c in chunks
+    ]
+
+
+def test_a_page_without_headings_takes_no_anchor_from_its_footer() -> None:
+    data = (PAGES / "sqlite-lang_conflict.html").read_bytes().replace(b"fancy_title", b"plain")
+    doc = parse_bytes(data, "untitled.html", "html", None, default_access="public")
+    assert not [b for b in doc.blocks if b.kind == "heading"]
+    chunks = chunk_document(doc, window=e5_window())
+    assert len(chunks) >= 2 and chunks[0].anchor != "mtimelink"
+    assert [("This page last modified" in c.text) for c in chunks] == [
+        ("mtimelink" in c.anchors) for c in chunks
+    ]
 
 
 def test_sphinx_reference_entries_own_what_follows_them() -> None:

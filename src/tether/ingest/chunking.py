@@ -202,7 +202,9 @@ def _structure_spans(doc: Document, max_words: int, window: TokenWindow | None) 
         last = section[-1]
         heads = [b for b in section if b.kind == "heading"]
         path = heads[-1].heading_path if heads else last.heading_path
-        anchor = heads[-1].anchor if heads else last.anchor
+        # a section without a heading (a page's opening) starts with the anchor in force at
+        # its first block; its last block's may be a footer link far below
+        anchor = heads[-1].anchor if heads else section[0].anchor
         head = embed_head(doc.meta.title, path)
         headers: dict[int | None, str] = {}  # table index -> its header row
         for piece, lead in _pack(section, _Budget(max_words, None, head, memo), "", headers):

@@ -4,7 +4,9 @@ nav, script, style, svg, noscript, template, iframe/object/embed/canvas, form co
 elements with a `hidden` attribute, `aria-hidden="true"`, an inline `display:none` style or
 `role="navigation"` are dropped, and so are blocks whose class names them navigation
 (DocBook's `navheader`/`navfooter`, Javadoc's `topNav`/`bottomNav`/`subNav`, Doxygen's
-`navpath`, `breadcrumb(s)`). Page-level `<header>`/`<footer>` (not inside article, main,
+`navpath`, `breadcrumb(s)`, menus: SQLite's `menu mainmenu`, a site's `tagline`). A title
+standing in a styled block before any heading (`class="fancy_title"`, `page-title`) becomes an
+`<h1>`. Page-level `<header>`/`<footer>` (not inside article, main,
 section or aside) and `role="banner"`/`role="contentinfo"` are dropped too, unless they hold an
 `<h1>`; so are sidebars and dialogs (`<aside>`, `role="complementary"`, `<dialog>`,
 `role="dialog"`) outside an `<article>`, and link bars: an element whose text outside its links
@@ -34,8 +36,9 @@ that libxml2 stops (2048 levels) is refused rather than cut short.
 
 What it cannot do: no rendering: CSS-hidden content other than inline
 `display:none`/`visibility:hidden` is kept, and JavaScript-built pages yield only their static
-HTML; chrome is recognised by tags, roles and common id names, so a site's own menu built of
-plain lists (SQLite's) is read as content; a bold paragraph that is a label, not a question,
+HTML; chrome is recognised by tags, roles and common id and class names, so a site's menu
+built of plain lists with no such name is read as content; text drawn in SVG (SQLite's syntax
+diagrams) is dropped with the SVG; a bold paragraph that is a label, not a question,
 becomes a heading only after an anchor.
 """
 
@@ -85,7 +88,12 @@ _CHROME_ID = re.compile(
 )
 # navigation blocks named by class in generated manuals: DocBook XSL's navheader/navfooter,
 # Javadoc's topNav/bottomNav/subNav, Doxygen's navpath, breadcrumb trails
-_NAV_CLASS = re.compile(r"nav(?:header|footer|path)|(?:top|bottom|sub)nav|breadcrumbs?")
+_NAV_CLASS = re.compile(
+    r"nav(?:header|footer|path)|(?:top|bottom|sub)nav|breadcrumbs?"
+    r"|(?:[a-z]+[-_]?)?(?:menu|navbar|navigation|toolbar|topbar|tagline|slogan)"
+)  # not "sidebar": Sphinx's sidebar directive is content
+# a page title set in a styled block rather than a heading (SQLite's `fancy_title`)
+_TITLE_CLASS = re.compile(r"(?:[a-z]+[-_]?)?title")
 _ADMONITIONS = frozenset(
     {"note", "warning", "tip", "caution", "important", "admonition", "hint", "danger"}
 )
@@ -135,6 +143,23 @@ def _is_nav_class(el: Any) -> bool:
     if _tag(el) not in _BLOCK_TAGS:
         return False
     return any(_NAV_CLASS.fullmatch(c) for c in (el.get("class") or "").lower().split())
+
+
+def _promote_title_block(root: Any) -> None:
+    """A page whose title stands in a styled block before any heading (`<div
+    class="fancy_title">`, `page-title`...: a short text with no block inside): that block
+    becomes an `<h1>`."""
+    for el in root.iter():
+        tag = _tag(el)
+        if tag in _HEADINGS:
+            return  # a heading comes first: the page titles itself
+        if tag not in ("div", "p", "span"):
+            continue
+        classes = (el.get("class") or "").lower().split()
+        titled = any(_TITLE_CLASS.fullmatch(c) for c in classes) and not _has_block_child(el)
+        if titled and 0 < len(clean(_text_of(el)).split()) <= 20:
+            el.tag = "h1"
+            return
 
 
 def _is_sidebar(el: Any) -> bool:
@@ -307,13 +332,26 @@ def _has_block_child(el: Any) -> bool:
 
 def _promote_hidden_headings(body: Any) -> None:
     """A heading hidden with `display:none` whose visible stand-in is the bold paragraph
-    after it: that paragraph becomes the heading (its level, its id)."""
-    for el in list(body.iter(*_HEADINGS)):
+    after it (a rule `<hr>` may stand between): that paragraph becomes the heading (its level,
+    its id). A hidden heading that marks a location (a named anchor just before it, or its
+    own id) with no such stand-in is shown as it is: it is the entry's title (SQLite's
+    pragma page hides `<h _id=pragma_x>` titles above each entry). SQLite's non-standard
+    `<h>` counts as a heading of level 6."""
+    for el in list(body.iter(*_HEADINGS, "h")):
         if not _is_hidden(el):
             continue
+        if _tag(el) == "h":
+            el.tag = "h6"
         nxt = el.getnext()
-        while nxt is not None and not _tag(nxt):
+        while nxt is not None and (not _tag(nxt) or _tag(nxt) == "hr"):
             nxt = nxt.getnext()
+        if nxt is None or not _is_bold_only(nxt):
+            prev = _previous_element(el)
+            anchor = prev if prev is not None and _is_empty_anchor(prev) else None
+            if clean(_text_of(el)) and (el.get("id") or anchor is not None):
+                del el.attrib["style"]  # shown: the anchor's own title
+                _lift_out_of_paragraph(el, anchor)
+            continue
         if nxt is not None and _is_bold_only(nxt):
             nxt.tag = _tag(el)
             names = locations(el)
@@ -321,6 +359,28 @@ def _promote_hidden_headings(body: Any) -> None:
                 nxt.set("id", names[0])
             for extra in names[1:]:
                 nxt.insert(0, nxt.makeelement("a", {"name": extra}))
+
+
+def _lift_out_of_paragraph(heading: Any, anchor: Any | None) -> None:
+    """A heading the HTML parser left inside a paragraph (an unknown `<h>` tag is inline to
+    it, so an unclosed `<p>` swallows it) moves after that paragraph, with its anchor."""
+    parent = heading.getparent()
+    if parent is None or _tag(parent) != "p" or parent.getparent() is None:
+        return
+    at = parent.getparent().index(parent) + 1
+    for el in ([anchor] if anchor is not None and anchor.getparent() is parent else []) + [
+        heading
+    ]:
+        tail, el.tail = el.tail, None
+        parent.remove(el)  # lxml moves the tail with the element: keep it in the paragraph
+        if tail:
+            last = parent[-1] if len(parent) else None
+            if last is not None:
+                last.tail = (last.tail or "") + tail
+            else:
+                parent.text = (parent.text or "") + tail
+        parent.getparent().insert(at, el)
+        at += 1
 
 
 def _promote_bold_questions(body: Any) -> None:
@@ -525,6 +585,7 @@ def parse(data: bytes) -> Parsed:
     _quiet_permalinks(body)
     _promote_bold_questions(body)
     root = _content_root(body)
+    _promote_title_block(root)
     _flatten_deep(root)
     b = Builder()
     title = next(body.iter("h1"), None)
