@@ -8,6 +8,8 @@ evaluates every method (bm25, dense, hybrid, rerank; k = 5) on:
 - the SQLite 3.40 manual subset (`bench/corpora/sqlite`: HELD OUT, never tuned on;
   hand-written HTML from SQLite's own doc generator, a third generator after Sphinx and
   DocBook);
+- the Git 2.39 manual subset (`bench/corpora/git`: HELD OUT, never tuned on; AsciiDoc HTML,
+  a fourth generator);
 - Larkfield (../shared/benchmarks/larkfield, audience staff: fitted on, with the bundled set);
 each under three fusion settings: `before` (the fixed Profile: BM25 0.7, cosine gate 0.4,
 rerank of the hybrid top 20), `plain RRF` (weights 1 and 1, no gate: the baseline) and
@@ -56,7 +58,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
 def corpora(root: Path) -> list[tuple[str, Path, Path, str | None, bool]]:
     """(name, index, questions, audience, tuned on it) of each corpus present."""
     found = []
-    for name, tuned in (("python", True), ("postgresql", True), ("sqlite", False)):
+    for name, tuned in (("python", True), ("postgresql", True), ("sqlite", False), ("git", False)):
         index = root / name / ".tether" / "index.sqlite"
         if index.is_file():
             found.append(

@@ -1,12 +1,12 @@
-"""Install, copy and ingest the real development corpora (PostgreSQL 15, Python 3.11, SQLite manuals).
+"""Install, copy and ingest the real development corpora (PostgreSQL 15, Python 3.11, SQLite, Git manuals).
 
 `python bench/corpora/setup.py [--root DIR] [NAME ...]`:
-1. installs Debian's `postgresql-doc-15` (DocBook HTML), `python3.11-doc` (Sphinx HTML) and
-   `sqlite3-doc` (hand-written HTML from SQLite's own doc generator) with apt-get when their
-   HTML folder is missing (needs root; `--no-install` skips it);
+1. installs Debian's `postgresql-doc-15` (DocBook HTML), `python3.11-doc` (Sphinx HTML),
+   `sqlite3-doc` (hand-written HTML from SQLite's own doc generator) and `git-doc` (AsciiDoc
+   HTML) with apt-get when their HTML folder is missing (needs root; `--no-install` skips it);
 2. copies the fixed list of pages in `bench/corpora/NAME/pages.txt` into `ROOT/NAME/` (default
    root `/work/corpora`, or `TETHER_CORPORA`), keeping their relative paths (so the document IDs
-   are `sql-copy`, `library/itertools`, `lang_upsert`...), removing any other file there and leaving unchanged
+   are `sql-copy`, `library/itertools`, `lang_upsert`, `git-rebase`...), removing any other file there and leaving unchanged
    files untouched;
 3. ingests the folder with embeddings (`tether ingest ROOT/NAME --default-access public`), into
    `ROOT/NAME/.tether/index.sqlite`: the index stays outside the repository, so a second run
@@ -15,8 +15,8 @@
 
 The manuals are not committed (Debian ships them); the page lists and the questions
 (`bench/corpora/NAME/questions.jsonl`) are. It cannot fetch the manuals without apt access, and
-the page list names files of these exact Debian packages (15.x, 3.11.x and SQLite 3.40.x): another
-release may lack a page, which is reported as an error.
+the page list names files of these exact Debian packages (15.x, 3.11.x, SQLite 3.40.x and
+Git 2.39.x): another release may lack a page, which is reported as an error.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ CORPORA = {
     "postgresql": ("postgresql-doc-15", Path("/usr/share/doc/postgresql-doc-15/html")),
     "python": ("python3.11-doc", Path("/usr/share/doc/python3.11/html")),
     "sqlite": ("sqlite3-doc", Path("/usr/share/doc/sqlite3")),
+    "git": ("git-doc", Path("/usr/share/doc/git-doc")),
 }
 
 
