@@ -128,6 +128,19 @@ def test_a_page_without_headings_takes_no_anchor_from_its_footer() -> None:
     ]
 
 
+def test_an_option_term_without_an_id_stays_with_its_description() -> None:
+    doc = doc_of("asciidoc-git-commit.html")
+    terms = [b for b in doc.blocks if b.term]
+    assert len(terms) >= 40 and not any(b.anchors for b in terms)  # AsciiDoc gives them no id
+    for window in (None, e5_window()):
+        chunks = chunk_document(doc, window=window)
+        for c in chunks:
+            inside = [b for b in doc.blocks if c.start <= b.start and b.end <= c.end]
+            assert not inside[-1].term, (c.heading_path, inside[-1].text)  # no bare option name
+        amend = next(c for c in chunks if "Replace the tip of the current branch" in c.text)
+        assert "--amend" in amend.text
+
+
 def test_sphinx_reference_entries_own_what_follows_them() -> None:
     blocks = doc_of("sphinx-glob.html").blocks
     entry = next(b for b in blocks if b.text.startswith("glob.glob("))

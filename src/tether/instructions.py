@@ -134,12 +134,20 @@ _DIRECTIVE = re.compile(
     r"mentionnez|recommandez|assurez|garantissez|dire|repondre|indiquer|affirmer|promettre)\b"
     r"|(?:^|[:;,.!?]\s*)(?:always|never|toujours|jamais)\b"
 )
+_IGNORE_VERB = r"(?:ignore|disregard|forget|override|bypass)"
+_RULE_WORDS = r"(?:instructions?|rules?|prompts?|directions?|guidelines?)\b"
 _IGNORE_PREVIOUS = re.compile(
-    r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+)?(?:of\s+)?"
-    r"(?:the\s+|your\s+|my\s+|these\s+)?(?:previous|prior|above|earlier|preceding|former|"
-    r"original|existing|system|other|your)?\s*(?:instructions?|rules?|prompts?|directions?|"
-    r"guidelines?)\b"
-    r"|\b(?:ignore|disregard|forget)\s+(?:everything|all|anything)\s+(?:above|before\b|"
+    # with a word that points at the rules in force: "ignore all previous instructions",
+    # "disregard the rules", "forget your guidelines"
+    rf"\b{_IGNORE_VERB}\s+(?:all\s+|any\s+)?(?:of\s+)?"
+    r"(?:(?:the\s+|your\s+|my\s+|these\s+)?(?:previous|prior|above|earlier|preceding|former|"
+    r"original|existing|system|other|your)\s*|(?:the|your|my|these|all|any)\s+)"
+    + _RULE_WORDS
+    # bare ("ignore instructions") only where a clause starts: "the standard ignore rules"
+    # (Git's manual) names a kind of rule, it tells no one anything
+    + rf"|(?:^|[:;,.!?]\s*|\b(?:and|then|please|now|just|so|you)\s+){_IGNORE_VERB}\s+"
+    + _RULE_WORDS
+    + r"|\b(?:ignore|disregard|forget)\s+(?:everything|all|anything)\s+(?:above|before\b|"
     r"(?:that )?(?:you (?:were|have been) told|came before|was said))"
     r"|\b(?:ignorez|ignore|oubliez|oublie|ne tenez pas compte|faites abstraction)\s+"
     r"(?:de\s+|des\s+|d')?(?:toutes\s+|tous\s+)?(?:les\s+|vos\s+|ces\s+)?(?:instructions|"

@@ -62,6 +62,7 @@ class Block:
     header_row: bool = False  # a table row that is the table's header
     table: int | None = None  # which table (0-based, per document) a table row belongs to
     anchors: tuple[str, ...] = ()  # the locations (ids, named anchors) that start at this block
+    term: bool = False  # a definition-list term (HTML `<dt>`): it opens an entry
 
 
 @dataclass(frozen=True)

@@ -245,12 +245,16 @@ def _pack(
 
 def _entry_cut(piece: list[Block]) -> int:
     """Where a full piece ends: before the last entry that starts in it (a block where a
-    marked location begins, such as a reference page's `<dt id>`), so an entry is not cut in
-    two; at its end when none starts after its first block or a table follows."""
+    marked location begins, such as a reference page's `<dt id>`, or a definition term, such
+    as an AsciiDoc man page's `<dt class="hdlist1">--amend</dt>` with no id: several terms in
+    a row open one entry), so an entry is not cut in two; at its end when none starts after
+    its first block or a table follows."""
     for i in range(len(piece) - 1, 0, -1):
         if piece[i].kind == "table_row":
             break
         if piece[i].kind != "heading" and piece[i].anchor in piece[i].anchors:
+            return i
+        if piece[i].term and not piece[i - 1].term:
             return i
     return len(piece)
 

@@ -150,11 +150,12 @@ class Builder:
         page: int | None = None,
         header_row: bool = False,
         table: int | None = None,
+        term: bool = False,
     ) -> bool:
         text = clean_code(text) if kind == "code" else clean(text)
         if not text:
             return False
-        self._push(kind, text, page=page, header_row=header_row, table=table)
+        self._push(kind, text, page=page, header_row=header_row, table=table, term=term)
         return True
 
     def _push(self, kind: BlockKind, text: str, **fields: Any) -> None:

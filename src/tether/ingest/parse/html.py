@@ -70,7 +70,7 @@ _BLOCK_TAGS = frozenset(
     }
 )  # fmt: skip
 _NESTED_IN_LI = frozenset({"ul", "ol", "dl", "table", "pre"})
-_LEAVES = frozenset({"p", "pre", "li", "tr"})  # blocks whose inner ids start at them
+_LEAVES = frozenset({"p", "pre", "li", "tr", "dt"})  # blocks whose inner ids start at them
 _ALL = frozenset({"*"})  # skip every child: only the element's own id
 _PSEUDO = "data-tether-heading"  # marks a bold paragraph read as a heading
 # ids of page wrappers and chrome, not locations of the content
@@ -449,6 +449,8 @@ class _HtmlWalker:
         self.mark(el, skip=_ALL if tag not in _LEAVES else _NESTED_IN_LI)
         if tag == "p":
             self.b.add("paragraph", _text_of(el))
+        elif tag == "dt" and not _has_block_child(el):  # a term: it opens an entry
+            self.b.add("paragraph", _text_of(el), term=True)
         elif tag == "pre":
             self.b.add("code", _pre_text(el))
         elif tag == "li":
