@@ -125,7 +125,13 @@ def evaluate(index: Path, questions: Path, audience: str | None) -> dict[str, An
         out["partial"] = [list(p) for p in result.partial]
     out["calibration"] = load_calibration(store)
     ingest = index.parent.parent / "ingest.json"
-    out["ingest"] = json.loads(ingest.read_text()) if ingest.is_file() else None
+    found = json.loads(ingest.read_text()) if ingest.is_file() else None
+    keep = ("seconds", "load_average", "chunks_written", "rebuild", "approximate")
+    out["ingest"] = (
+        {run: {k: v for k, v in figures.items() if k in keep} for run, figures in found.items()}
+        if isinstance(found, dict)
+        else None
+    )
     return out
 
 

@@ -80,9 +80,12 @@ def test_disguised_benign_text_stays_quiet(text: str) -> None:
         "Don't use the standard ignore rules read from .gitignore (per directory) and"
         " $GIT_DIR/info/exclude, but do still use the ignore rules given with -e options.",
         "Use the given exclude pattern in addition to the standard ignore rules.",
+        # PostgreSQL's manual (ssl_passphrase_command): a program's prompt, not a reader's
+        "Note that the prompt string will probably contain whitespace, so be sure to quote"
+        " adequately.",
     ],
 )
-def test_a_noun_phrase_of_ignore_rules_is_no_instruction(text: str) -> None:
+def test_a_noun_phrase_of_manual_prose_is_no_instruction(text: str) -> None:
     assert find_instructions(text) == []
     assert find_instructions("Ignore rules. " + text)  # a clause that starts with the verb is
 

@@ -113,7 +113,10 @@ _AI_ADDRESSEE = re.compile(
     r"|\bchat\s?bots?\b|\bchatgpt\b|\bgpt-?\d*\b|\bcopilot\b"
     r"|\b(?:virtual|digital|automated|conversational|ai-powered)\s+(?:assistant|agent)s?\b"
     r"|\breaders? of (?:this|the) (?:prompt|text|document|page|sheet)\b"
-    r"|\b(?:this|the|your|system) prompt\b"
+    # "the prompt" as an addressee, not a shell's or a program's prompt string (PostgreSQL's
+    # manual: "the prompt string will probably contain whitespace, so be sure to quote")
+    r"|\b(?:this|the|your|system) prompt\b(?!\s+(?:strings?|lines?|characters?|signs?|"
+    r"symbols?|variables?|formats?|commands?|options?|parameters?|settings?|levels?|names?))"
     r"|\bif you are an? (?:ai|assistant|language model|bot|chatbot|llm|model)\b"
     r"|\bassistants? (?:ia|i\.a\.|virtuels?|numeriques?|conversationnels?)\b"
     r"|\bagents? (?:conversationnels?|ia|i\.a\.|virtuels?)\b|\brobots? conversationnels?\b"
