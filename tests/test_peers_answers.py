@@ -45,9 +45,28 @@ def test_a_marker_after_the_full_stop_belongs_to_the_sentence_before():
     assert claims == [Claim("Delivery takes 3 to 7 days.", ("c1",)), Claim("Express is faster.")]
 
 
+def test_a_list_of_markers_after_the_last_sentence():
+    claims = citation_claims("One fact. Another fact. [1], [2], [3]", SOURCES)
+    assert claims == [Claim("One fact."), Claim("Another fact.", ("c1", "c2", "c3"))]
+
+
 def test_uncited_and_out_of_range_markers_stay_visible_to_the_verifier():
     claims = citation_claims("Yes. It costs $5 [Source 2][7].", SOURCES)
     assert claims == [Claim("Yes."), Claim("It costs $5.", ("c2", "marker:[7]"))]
+
+
+def test_carry_lets_a_closing_marker_cover_the_uncited_sentences_before_it():
+    text = "Yes. Delivery is free [1]. Returns take 5 days. Cheques are refused [2].\n\nAsk us."
+    assert citation_claims(text, SOURCES, carry=True) == [
+        Claim("Yes.", ("c1",)),
+        Claim("Delivery is free.", ("c1",)),
+        Claim("Returns take 5 days.", ("c2",)),
+        Claim("Cheques are refused.", ("c2",)),
+        Claim("Ask us."),  # after the last marker, in a paragraph of its own
+    ]
+    para = "A fact.\n\nAnother fact [1]."
+    assert citation_claims(para, SOURCES, carry=True)[0] == Claim("A fact.")
+    assert citation_claims(text, SOURCES)[0] == Claim("Yes.")
 
 
 def test_repeated_markers_and_empty_sentences():
@@ -59,7 +78,10 @@ def test_refusals_are_read_only_without_citations():
     assert is_refusal_text("The provided sources do not mention ski boots.")
     assert is_refusal_text("The passages do not answer this question.")
     assert is_refusal_text("  ")
+    assert is_refusal_text("The provided sources do not mention ski boots [2]. We rent skis [1].")
+    assert is_refusal_text("None of the sources are helpful.")
     assert not is_refusal_text("We do not provide gift wrapping [2].")
+    assert not is_refusal_text("Returns are free [1]. The sources do not mention fees [2].")
     assert not is_refusal_text("Standard delivery takes 3 to 7 business days.")
 
 

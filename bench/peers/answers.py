@@ -17,16 +17,17 @@ The systems, on the bundled demo collection and its index (tether's chunks, e5 v
   and audience filter (`systems/llamaindex_answers.py`). Its answer is cut into sentences;
   each sentence is a claim citing the chunks of its [n] markers (`citation_claims`), and the
   claims go through tether's verifier (`Workspace.check`, the embedding judge, as `ask` uses
-  for an OpenAI-compatible provider).
+  for an OpenAI-compatible provider). A second reading lets a marker closing a paragraph
+  cover the uncited sentences before it (`carry`); `--rescore` scores a kept run again.
 Both are scored by `tether.evaluation.answer_eval.score` (the keys of `eval --answers`).
 Questions: the first N - R English public questions of kind `answerable` and the first R of
 kind `unanswerable` (R = N // 4, at least 1), by ID.
 
 What it cannot do: LlamaIndex has no refusal of its own; its answer counts as a refusal when
-it has no [n] marker and matches `REFUSAL` (phrases such as "do not provide", "no
-information"), a rule that can misread an answer. The model is weak (1.5B, 4-bit); the
-point is the same model for both. One request at a time; timings are on a shared 2-core
-machine (the load average is recorded).
+its first sentence says the sources do not answer, or when it has no [n] marker and a refusal
+phrase (`is_refusal_text`), a rule that can misread an answer. The model is weak (1.5B,
+4-bit); the point is the same model for both. One request at a time; timings are on a shared
+2-core machine (the load average is recorded).
 """
 
 from __future__ import annotations
@@ -209,7 +210,7 @@ class Endpoint:
 # ------------------------------------------------------------------ an answer's claims
 
 _MARKER = re.compile(r"\[(?:source\s*)?(\d+(?:\s*,\s*(?:source\s*)?\d+)*)\]", re.IGNORECASE)
-_LEADING = re.compile(r"^(?:\s*\[(?:source\s*)?\d+(?:\s*,\s*(?:source\s*)?\d+)*\])+[.,;:]?",
+_LEADING = re.compile(r"^(?:[\s,;]*\[(?:source\s*)?\d+(?:\s*,\s*(?:source\s*)?\d+)*\])+[.,;:]?",
                       re.IGNORECASE)  # fmt: skip
 REFUSAL = re.compile(
     r"(do(es)? not|don't|doesn't) (provide|contain|mention|include|specify|say|answer|state)"
@@ -218,30 +219,48 @@ REFUSAL = re.compile(
     r"|none of the (provided )?sources|i don't know",
     re.IGNORECASE,
 )
+SOURCES_SILENT = re.compile(
+    r"\b(sources?|passages?|context|documents?|information)\b.*"
+    r"\b(do(es)? not|don't|doesn't|no|not|none|cannot)\b"
+    r"|\b(no|none of the)\b.*\b(sources?|passages?|context|documents?|information)\b",
+    re.IGNORECASE,
+)
 
 
 def _numbers(marker: str) -> list[int]:
     return [int(n) for n in re.findall(r"\d+", marker)]
 
 
-def citation_claims(text: str, sources: Sequence[str]) -> list[Any]:
+def citation_claims(text: str, sources: Sequence[str], carry: bool = False) -> list[Any]:
     """One claim per sentence of `text`, citing the chunks its [n] markers name
     (`sources[n - 1]`; a number outside 1..len(sources) becomes `marker:[n]`, which the
     verifier flags as missing). Markers that open a sentence ("... wet. [2] Next") belong to
     the sentence before; the claim's text has its markers removed; a sentence with no words
-    left is dropped."""
+    left is dropped. With `carry`, a sentence citing nothing takes the markers of the next
+    sentence of its paragraph that cites something (a marker closing a paragraph read as
+    covering the uncited sentences before it); sentences after the last marker cite nothing."""
     from tether.text import sentences
     from tether.types import Claim
 
-    spans = [text[a:b] for a, b in sentences(text.strip())]
+    text = text.strip()
     parts: list[tuple[str, list[int]]] = []
-    for sentence in spans:
-        lead = _LEADING.match(sentence)
-        if lead and parts:
-            parts[-1][1].extend(_numbers(lead.group(0)))
-            sentence = sentence[lead.end() :]
-        cited = [n for m in _MARKER.finditer(sentence) for n in _numbers(m.group(1))]
-        parts.append((sentence, cited))
+    for paragraph in re.split(r"\n\s*\n", text):
+        first = len(parts)
+        for a, b in sentences(paragraph):
+            sentence = paragraph[a:b]
+            lead = _LEADING.match(sentence)
+            if lead and len(parts) > first:
+                parts[-1][1].extend(_numbers(lead.group(0)))
+                sentence = sentence[lead.end() :]
+            cited = [n for m in _MARKER.finditer(sentence) for n in _numbers(m.group(1))]
+            parts.append((sentence, cited))
+        if carry:
+            later: list[int] = []
+            for i in range(len(parts) - 1, first - 1, -1):
+                if parts[i][1]:
+                    later = parts[i][1]
+                elif later and re.search(r"\w", _MARKER.sub("", parts[i][0])):
+                    parts[i] = (parts[i][0], list(later))
     claims = []
     for sentence, cited in parts:
         words = " ".join(_MARKER.sub("", sentence).split())
@@ -254,12 +273,17 @@ def citation_claims(text: str, sources: Sequence[str]) -> list[Any]:
 
 
 def is_refusal_text(text: str) -> bool:
-    """LlamaIndex's answer read as a refusal: no [n] marker and a refusal phrase (`REFUSAL`),
-    or empty, or tether's own refusal sentence."""
-    from tether.text import is_refusal
+    """LlamaIndex's answer read as a refusal: empty, tether's own refusal sentence, a first
+    sentence saying the sources do not answer (`SOURCES_SILENT`: it names the sources,
+    passages, context or information and negates), or no [n] marker and a refusal phrase
+    (`REFUSAL`)."""
+    from tether.text import is_refusal, sentences
 
     stripped = text.strip()
     if not stripped or is_refusal(stripped):
+        return True
+    first = next((stripped[a:b] for a, b in sentences(stripped)), stripped)
+    if SOURCES_SILENT.search(first):
         return True
     return not _MARKER.search(stripped) and bool(REFUSAL.search(stripped))
 
@@ -305,6 +329,7 @@ def _row_record(row: Any, checks: Sequence[Any], usage: dict[str, Any], extra: d
         "flagged_claims": sum(1 for ch in checks if ch.flags),
         "flagged_citations": sum(len(ch.claim.chunk_ids) for ch in checks if ch.flags),
         "flag_kinds": kinds,
+        "reads_refusal": is_refusal_text(row.answer),
         "checks": [{"claim": ch.claim.text, "cites": list(ch.claim.chunk_ids),
                     "flags": [str(f) for f in ch.flags]} for ch in checks],
         **usage, **extra,
@@ -334,18 +359,16 @@ def ask_tether(ws: Any, qs: Sequence[Any], mode: str, endpoint: Endpoint) -> lis
 
 
 def ask_llamaindex(ws: Any, ref: Any, qs: Sequence[Any], endpoint: Endpoint) -> list[dict]:
+    """LlamaIndex's answers as they came: text, the chunk ID of each source number,
+    seconds, the endpoint's usage, and the error when the request failed."""
     from bench.peers.systems.llamaindex_answers import LlamaAnswers, chunk_nodes
-    from tether.answering.claim_check import CheckRequest
-    from tether.evaluation.answer_eval import score
+    from tether.app import shared_models
     from tether.text import embed_text
-    from tether.types import Answer, AskResult
 
     ids, matrix = ws.store.vectors()
     row_of = {cid: i for i, cid in enumerate(ids)}
     given = [(c.chunk_id, c.meta.source, embed_text(c), matrix[row_of[c.chunk_id]])
              for c in ws.store.chunks() if c.chunk_id in row_of]  # fmt: skip
-    from tether.app import shared_models
-
     llama = LlamaAnswers(chunk_nodes(given), shared_models().embedder(), endpoint.base_url,
                          endpoint.model, MAX_TOKENS, TIMEOUT_S)  # fmt: skip
     out = []
@@ -359,9 +382,25 @@ def ask_llamaindex(ws: Any, ref: Any, qs: Sequence[Any], endpoint: Endpoint) -> 
         except Exception as exc:  # a failed request is recorded, not fatal
             text, sources, problem = "", [], f"{type(exc).__name__}: {exc}"
         seconds = time.perf_counter() - began
-        usage = _usage(endpoint.stats()[before:])
+        out.append({"id": q.id, "raw": text, "sources": sources, "problem": problem,
+                    "seconds": seconds, **_usage(endpoint.stats()[before:])})  # fmt: skip
+        print(f"  llamaindex {q.id}: {seconds:.0f}s", file=sys.stderr, flush=True)
+    return out
+
+
+def llamaindex_rows(ws: Any, qs: Sequence[Any], asked: Sequence[dict], carry: bool) -> list[dict]:
+    """LlamaIndex's answers read as claims (`citation_claims`), checked by tether's verifier
+    against the sources it was given, and scored like tether's."""
+    from tether.answering.claim_check import CheckRequest
+    from tether.evaluation.answer_eval import score
+    from tether.types import Answer, AskResult
+
+    by_id = {q.id: q for q in qs}
+    out = []
+    for a in asked:
+        q, text, sources, problem = by_id[a["id"]], a["raw"], a["sources"], a["problem"]
         refused = is_refusal_text(text) and not problem
-        claims = [] if refused else citation_claims(text, sources)
+        claims = [] if refused else citation_claims(text, sources, carry)
         checks = ws.check(claims, list(dict.fromkeys(sources)), CheckRequest(
             audience=q.audience, as_of=q.as_of, language=q.language, question=q.question,
         )) if claims else []  # fmt: skip
@@ -369,12 +408,11 @@ def ask_llamaindex(ws: Any, ref: Any, qs: Sequence[Any], endpoint: Endpoint) -> 
         answer = Answer(not refused, said, tuple(claims)) if not problem else None
         result = AskResult(q.question, q.as_of, q.audience, q.language, "llamaindex",
                            answer=answer, checks=tuple(checks))  # fmt: skip
-        row = score(q, result, seconds)
+        row = score(q, result, a["seconds"])
+        usage = {k: a[k] for k in ("requests", "prompt_tokens", "completion_tokens", "model_s")}
         extra = {"mode": "CitationQueryEngine", "problem": problem, "sources": sources,
                  "raw": text}  # fmt: skip
         out.append(_row_record(row, checks, usage, extra))
-        print(f"  llamaindex {q.id}: {row.status} correct={row.correct} {seconds:.0f}s",
-              file=sys.stderr, flush=True)  # fmt: skip
     return out
 
 
@@ -394,6 +432,8 @@ def summary(rows: Sequence[dict]) -> dict[str, Any]:
         "must_refuse": len(must),
         "refused_when_should": sum(r["refused_by"] is not None for r in must),
         "refused_when_should_not": sum(r["refused_by"] is not None for r in answerable),
+        "reads_refusal_when_should": sum(r["reads_refusal"] for r in must),
+        "reads_refusal_when_should_not": sum(r["reads_refusal"] for r in answerable),
         "failed": sum(bool(r["problem"]) for r in rows),
         "claims": sum(r["claims"] for r in rows),
         "citations": sum(r["citations"] for r in rows),
@@ -425,10 +465,11 @@ def section(data: dict[str, Any]) -> str:
         " answer with the sources of its [n] markers, through `Workspace.check`).",
         "",
         "| system | questions | correct (of answerable) | refused when it should |"
-        " refused when it should not | claims | citations | claims flagged |"
+        " refused when it should not | reads as a refusal, one phrase rule for all (should /"
+        " should not) | claims | citations | claims flagged |"
         " citations in flagged claims | flags (claims) | median s per answer |"
         " prompt tokens | completion tokens |",
-        "|---" * 13 + "|",
+        "|---" * 14 + "|",
     ]  # fmt: skip
     for name, s in data["summary"].items():
         flags = ", ".join(f"{k} {v}" for k, v in s["flag_kinds"].items()) or "none"
@@ -436,68 +477,118 @@ def section(data: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {s['questions']}{failed} | {s['correct']} / {s['answerable']} |"
             f" {s['refused_when_should']} / {s['must_refuse']} |"
-            f" {s['refused_when_should_not']} | {s['claims']} | {s['citations']} |"
+            f" {s['refused_when_should_not']} | {s['reads_refusal_when_should']} /"
+            f" {s['reads_refusal_when_should_not']} | {s['claims']} | {s['citations']} |"
             f" {s['flagged_claims']} | {s['flagged_citations']} | {flags} |"
             f" {s['median_s']:.0f} | {s['prompt_tokens']} | {s['completion_tokens']} |"
         )
-    lines += ["", *data["notes"], ""]
+    lines += ["", *NOTES, ""]
     return "\n".join(lines) + "\n"
 
 
 NOTES = [
     "Read with care: a 1.5B model at 4 bits is weak, and a dozen questions move a figure by"
-    " a whole question; the point is one model behind both engines. tether in json mode is"
-    " what it uses with any OpenAI-compatible provider; in select mode (what it uses with"
-    " its local provider) the model picks passage sentences by number and tether quotes"
-    " them, so its claims are the passages' own sentences and its citations are right by"
-    " construction (the verifier still checks them). A tether refusal may come from its"
-    " support gate before any model call. LlamaIndex has no refusal of its own: an answer"
-    " with no [n] marker and a refusal phrase counts as one (`REFUSAL` in answers.py)."
-    " tether's figures count the claims it checked (withheld ones included); 'correct' is"
-    " scored on the text the model said, before anything is withheld. Each row's answer,"
-    " claims and flags are in peers.json under `answers`.",
+    " a whole question; the point is one model behind both engines.",
+    "",
+    "- tether (json) is what tether does with any OpenAI-compatible provider: the model"
+    " writes claims and cites chunk IDs. tether (select) is what it does with its local"
+    " provider: the model picks passage sentences by number and tether quotes them, so its"
+    " claims are the passages' own sentences and its citations are right by construction"
+    " (the verifier still checks them).",
+    "- A tether refusal may come from its support gate (no model call) or from the verifier"
+    " (every claim failed a check a public reader is not shown, so the reader gets the"
+    " refusal sentence); 'correct' is scored on the text the reader gets in that case and"
+    " on what the model said otherwise.",
+    "- LlamaIndex has no refusal of its own: an answer whose first sentence says the sources"
+    " do not answer, or with no [n] marker and a refusal phrase, counts as one"
+    " (`is_refusal_text`). The column 'reads as a refusal' applies that same phrase rule to"
+    " every system's answer text (a tether answer such as 'the price is not provided in the"
+    " given passages' is no refusal by tether's own rule).",
+    "- LlamaIndex's answers are read twice: one claim per sentence with its own [n] markers"
+    " (the CitationQueryEngine row), and with a marker closing a paragraph taken to cover"
+    " the uncited sentences before it (the second row; same answers, same correctness). The"
+    " small model often puts one marker at the end of a paragraph, so the first reading"
+    " flags most of its sentences `no_citation`; the second shows what the verifier finds"
+    " in the text itself.",
+    "- Seconds per answer: tether's whole `ask` (retrieval, gate, model, verifier);"
+    " LlamaIndex's query (retrieval and model; the verifier run afterwards is not counted)."
+    " Tokens are those the endpoint counted for each system's requests.",
+    "- Each row's answer, claims and flags are in peers.json under `answers`"
+    " (`llamaindex_asked`: LlamaIndex's raw answers and the chunk ID of each source number).",
 ]
+
+
+LLAMA = "llamaindex CitationQueryEngine"
+LLAMA_CARRY = "llamaindex, a marker covering the uncited sentences before it"
+
+
+def scored(ws: Any, qs: Sequence[Any], data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with LlamaIndex's rows (both readings of its markers) and every summary made
+    from its tether rows and LlamaIndex's answers as they came (`llamaindex_asked`)."""
+    rows = {k: v for k, v in data["rows"].items() if k.startswith("tether")}
+    for r in (r for v in rows.values() for r in v):
+        r["reads_refusal"] = is_refusal_text(r["answer"])
+    asked = data["llamaindex_asked"]
+    rows[LLAMA] = llamaindex_rows(ws, qs, asked, carry=False)
+    rows[LLAMA_CARRY] = llamaindex_rows(ws, qs, asked, carry=True)
+    return data | {"rows": rows, "summary": {k: summary(v) for k, v in rows.items()},
+                   "notes": NOTES}  # fmt: skip
+
+
+def _workspace(work: Path, provider: Any = None) -> tuple[Any, Any]:
+    from bench.peers.common import question_sets
+    from tether import Collection
+
+    qset = question_sets(work, ["bundled"])[0]
+    index = work / "bundled.sqlite"
+    col = Collection(qset.folder, index=index, provider=provider)
+    if not index.exists():
+        print("[answers] building tether's index of the demo collection …", file=sys.stderr)
+        col.ingest()
+    return col.workspace, qset
 
 
 def run(n: int, work: Path, server_python: str, modes: Sequence[str]) -> dict[str, Any]:
     """Serve the model, ask every system the chosen questions, and return the figures."""
-    from bench.peers.common import Reference, question_sets
-    from tether import Collection
+    from bench.peers.common import Reference
+    from tether.providers.openai import OpenAICompatibleProvider
 
     load0 = os.getloadavg()[0]
-    qset = question_sets(work, ["bundled"])[0]
-    qs = pick_questions(qset.questions, n)
-    index = work / "bundled.sqlite"
     endpoint = Endpoint(server_python)
     try:
-        from tether.providers.openai import OpenAICompatibleProvider
-
         provider = OpenAICompatibleProvider(endpoint.model, base_url=endpoint.base_url,
                                             timeout=TIMEOUT_S, max_retries=0)  # fmt: skip
-        col = Collection(qset.folder, index=index, provider=provider)
-        if not index.exists():
-            print("[answers] building tether's index of the demo collection …", file=sys.stderr)
-            col.ingest()
-        ws = col.workspace
-        ref = Reference(ws.store, qset)
-        rows: dict[str, list[dict]] = {}
-        for mode in modes:
-            rows[f"tether ({mode})"] = ask_tether(ws, qs, mode, endpoint)
-        rows["llamaindex CitationQueryEngine"] = ask_llamaindex(ws, ref, qs, endpoint)
+        ws, qset = _workspace(work, provider)
+        qs = pick_questions(qset.questions, n)
+        rows = {f"tether ({mode})": ask_tether(ws, qs, mode, endpoint) for mode in modes}
+        asked = ask_llamaindex(ws, Reference(ws.store, qset), qs, endpoint)
     finally:
         endpoint.close()
-    return {
+    data = {
         "date": date.today().isoformat(), "model": endpoint.model, "server": endpoint.info,
         "load": [load0, os.getloadavg()[0]], "questions": [q.id for q in qs],
         "answerable": sum(not q.abstain for q in qs), "must_refuse": sum(q.abstain for q in qs),
-        "summary": {name: summary(r) for name, r in rows.items()}, "rows": rows,
-        "notes": NOTES,
+        "rows": rows, "llamaindex_asked": asked,
     }  # fmt: skip
+    return scored(ws, qs, data)
 
 
-def write(data: dict[str, Any], out: Path) -> None:
+def rescore(work: Path) -> dict[str, Any]:
+    """The figures of the run kept in `work`/answers.json scored again (the answers are not
+    asked again: after a change to the reading of LlamaIndex's markers or to the verifier)."""
+    data = json.loads((work / "answers.json").read_text())
+    if "llamaindex_asked" not in data:  # a run before the answers were kept as they came
+        keep = ("id", "raw", "sources", "problem", "seconds", "requests", "prompt_tokens",
+                "completion_tokens", "model_s")  # fmt: skip
+        data["llamaindex_asked"] = [{k: r[k] for k in keep} for r in data["rows"][LLAMA]]
+    ws, qset = _workspace(work)
+    by_id = {q.id: q for q in qset.questions}
+    return scored(ws, [by_id[i] for i in data["questions"]], data)
+
+
+def write(data: dict[str, Any], out: Path, html: bool = True) -> None:
     """Put the section in `out` (peers.md, replacing an earlier one) and the figures in its
-    .json under `answers`; the .html is redrawn by `run.py` only (it holds the chart)."""
+    .json under `answers`; with `html`, redraw its .html (the retrieval chart and the text)."""
     md = out.read_text() if out.exists() else "# tether and its peers\n\n"
     if HEADING in md:
         md = md[: md.index(HEADING)].rstrip() + "\n\n"
@@ -506,6 +597,11 @@ def write(data: dict[str, Any], out: Path) -> None:
     results = json.loads(js.read_text()) if js.exists() else {}
     results["answers"] = data
     js.write_text(json.dumps(results, indent=1))
+    sets = {k: v for k, v in results.items() if k != "answers"}
+    if html and sets:
+        from bench.peers.run import chart
+
+        chart(sets, out.with_suffix(".html"))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -519,12 +615,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     ap.add_argument("--work", type=Path, default=Path("/tmp/tether-peers"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "peers.md")
+    ap.add_argument(
+        "--rescore",
+        action="store_true",
+        help="score the answers kept in WORK/answers.json again (no model)",
+    )
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args, _ = ap.parse_known_args(argv)
     if args.serve:
         return serve(0)
     args.work.mkdir(parents=True, exist_ok=True)
-    data = run(args.answers, args.work, args.server_python, args.modes.split(","))
+    if args.rescore:
+        data = rescore(args.work)
+    else:
+        data = run(args.answers, args.work, args.server_python, args.modes.split(","))
     (args.work / "answers.json").write_text(json.dumps(data, indent=1))  # kept if write fails
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write(data, args.out)

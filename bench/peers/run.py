@@ -354,7 +354,7 @@ def main() -> None:
     if args.answers:
         before = answers.run(args.answers, args.work, args.server_python, ("json", "select"))
     if before:  # this run's answers, or the run before's
-        answers.write(before, args.out)
+        answers.write(before, args.out, html=False)
     chart(results, args.out.with_suffix(".html"))
     print(f"wrote {args.out}", file=sys.stderr)
 
