@@ -17,7 +17,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $(VENV)/.demo-installed $@
 
-.PHONY: install install-dev demo test lint bench bench-peers
+.PHONY: install install-dev demo test lint bench bench-peers bench-peers-answers
 install: $(VENV)/.demo-installed
 install-dev: $(VENV)/.dev-installed
 
@@ -42,3 +42,12 @@ bench-peers:
 	test -x .venv-peers/bin/python || $(PY) -m venv .venv-peers
 	.venv-peers/bin/pip install -q -e '.[peers]'
 	.venv-peers/bin/python bench/peers/run.py
+
+# Answers with citations: tether and LlamaIndex's CitationQueryEngine with the same local model
+# on one loopback endpoint (served by tether's own venv, which has xllamacpp); N questions,
+# 20-60 s each on 2 cores. The section is added to bench/results/peers.md and peers.json.
+N ?= 12
+bench-peers-answers: install
+	test -x .venv-peers/bin/python || $(PY) -m venv .venv-peers
+	.venv-peers/bin/pip install -q -e '.[peers]'
+	.venv-peers/bin/python bench/peers/answers.py --answers $(N) --server-python $(BIN)/python

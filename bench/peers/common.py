@@ -17,8 +17,8 @@ Filters: tether applies a question's as_of and audience before ranking. The peer
 filter over their own chunks, so they retrieve 50 passages and the ones from a document
 version the question may not see are dropped afterwards (a benefit tether does not get).
 
-What it cannot do: it measures retrieval only (answers with citations are not compared yet);
-the shingle rule can miss a passage that paraphrases its section (no system here rewrites
+What it cannot do: it measures retrieval only (answers with citations are compared by
+`answers.py`); the shingle rule can miss a passage that paraphrases its section (no system here rewrites
 text, so this does not arise).
 """
 

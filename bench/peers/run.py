@@ -8,9 +8,12 @@ tether's vectors, to separate chunking from ranking), asked every scorable quest
 50, then asked again at k = 5 for the latency figures. The parent scores every ranking with
 the same rules (see `common.py`). Needs the `peers` extra (`pip install -e '.[peers]'`).
 
-What it cannot do: answers with citations (LlamaIndex's CitationQueryEngine scored by
-`eval --answers`) are not run here yet; timings are medians on whatever else the machine was
-running (the load is recorded).
+`--answers N` then compares answers with citations on N questions (`answers.py`: tether and
+LlamaIndex's CitationQueryEngine with the same local model behind one loopback endpoint; also
+`make bench-peers-answers`); a run without it keeps the answers section of the run before.
+
+What it cannot do: timings are medians on whatever else the machine was running (the load is
+recorded).
 """
 
 from __future__ import annotations
@@ -326,6 +329,10 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/tether-peers"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "peers.md")
     ap.add_argument("--reuse", action="store_true", help="keep tether's indexes from a run before")
+    ap.add_argument("--answers", type=int, default=0, metavar="N",
+                    help="also compare answers with citations on N questions (answers.py)")
+    ap.add_argument("--server-python", default=sys.executable,
+                    help="for --answers: a Python with xllamacpp (default: this one)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--set", help=argparse.SUPPRESS)
     ap.add_argument("--out-json", dest="out_json", type=Path, help=argparse.SUPPRESS)
@@ -338,8 +345,16 @@ def main() -> None:
         qset.name: run_set(qset, args.work, args.systems.split(","), args.reuse)
         for qset in question_sets(args.work, args.sets.split(","))
     }
+    from bench.peers import answers
+
+    js = args.out.with_suffix(".json")
+    before = json.loads(js.read_text()).get("answers") if js.exists() else None
     args.out.write_text(report(results, (load0, os.getloadavg()[0])))
-    args.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    js.write_text(json.dumps(results, indent=1))
+    if args.answers:
+        before = answers.run(args.answers, args.work, args.server_python, ("json", "select"))
+    if before:  # this run's answers, or the run before's
+        answers.write(before, args.out, html=False)
     chart(results, args.out.with_suffix(".html"))
     print(f"wrote {args.out}", file=sys.stderr)
 
