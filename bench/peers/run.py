@@ -384,7 +384,11 @@ def main() -> None:
 
     js = args.out.with_suffix(".json")
     before = json.loads(js.read_text()).get("answers") if js.exists() else None
-    args.out.write_text(report(results, (load0, os.getloadavg()[0])))
+    text = report(results, (load0, os.getloadavg()[0]))
+    notes = args.out.with_name("peers_notes.md")  # the reading of the figures, kept by hand
+    if notes.exists():
+        text += "\n" + notes.read_text(encoding="utf-8")
+    args.out.write_text(text)
     js.write_text(json.dumps(results, indent=1))
     if args.answers:
         before = answers.run(args.answers, args.work, args.server_python, ("json", "select"))
