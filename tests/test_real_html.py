@@ -117,6 +117,20 @@ def test_a_title_in_a_styled_block_is_the_page_heading_and_the_site_menu_is_chro
     ]
 
 
+def test_a_menu_of_links_is_chrome_and_a_menu_of_dishes_is_content() -> None:
+    page = (
+        b'<html><body><div class="menu mainmenu"><a href="/">Home</a> <a href="/a">About</a>'
+        b' <a href="/d">Docs</a></div><h1>Lunch</h1><div class="menu"><p>Soup of the day,'
+        b" 6 dollars</p><p>Club sandwich with fries, 11 dollars</p></div></body></html>"
+    )
+    doc = parse_bytes(page, "lunch.html", "html", None, default_access="public")
+    assert [b.text for b in doc.blocks] == [
+        "Lunch",
+        "Soup of the day, 6 dollars",
+        "Club sandwich with fries, 11 dollars",
+    ]
+
+
 def test_a_page_without_headings_takes_no_anchor_from_its_footer() -> None:
     data = (PAGES / "sqlite-lang_conflict.html").read_bytes().replace(b"fancy_title", b"plain")
     doc = parse_bytes(data, "untitled.html", "html", None, default_access="public")

@@ -89,9 +89,12 @@ _CHROME_ID = re.compile(
 # navigation blocks named by class in generated manuals: DocBook XSL's navheader/navfooter,
 # Javadoc's topNav/bottomNav/subNav, Doxygen's navpath, breadcrumb trails
 _NAV_CLASS = re.compile(
-    r"nav(?:header|footer|path)|(?:top|bottom|sub)nav|breadcrumbs?"
-    r"|(?:[a-z]+[-_]?)?(?:menu|navbar|navigation|toolbar|topbar|tagline|slogan)"
+    r"nav(?:header|footer|path)|(?:top|bottom|sub)nav|breadcrumbs?|(?:[a-z]+[-_]?)?(?:tagline|slogan)"
 )  # not "sidebar": Sphinx's sidebar directive is content
+# a menu is chrome only when it is mostly links (a restaurant's <div class="menu"> of dishes
+# is content)
+_MENU_CLASS = re.compile(r"(?:[a-z]+[-_]?)?(?:menu|navbar|navigation|toolbar|topbar)")
+MENU_LINK_SHARE = 0.6
 # a page title set in a styled block rather than a heading (SQLite's `fancy_title`)
 _TITLE_CLASS = re.compile(r"(?:[a-z]+[-_]?)?title")
 _ADMONITIONS = frozenset(
@@ -138,11 +141,19 @@ def _is_page_chrome(el: Any) -> bool:
 
 
 def _is_nav_class(el: Any) -> bool:
-    """A block whose class names it navigation (`_NAV_CLASS`): a generated manual's
-    header and footer link tables, which carry the page title and its neighbours' names."""
+    """A block whose class names it navigation (`_NAV_CLASS`: a generated manual's header and
+    footer link tables, which carry the page title and its neighbours' names), or names it a
+    menu (`_MENU_CLASS`) and whose words are mostly link text (`MENU_LINK_SHARE`)."""
     if _tag(el) not in _BLOCK_TAGS:
         return False
-    return any(_NAV_CLASS.fullmatch(c) for c in (el.get("class") or "").lower().split())
+    classes = (el.get("class") or "").lower().split()
+    if any(_NAV_CLASS.fullmatch(c) for c in classes):
+        return True
+    if not any(_MENU_CLASS.fullmatch(c) for c in classes):
+        return False
+    words = len(clean(_text_of(el)).split())
+    linked = sum(len(clean(_text_of(a)).split()) for a in el.iter("a"))
+    return words > 0 and linked / words >= MENU_LINK_SHARE
 
 
 def _promote_title_block(root: Any) -> None:
