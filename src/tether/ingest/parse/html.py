@@ -345,31 +345,77 @@ def _promote_hidden_headings(body: Any) -> None:
     """A heading hidden with `display:none` whose visible stand-in is the bold paragraph
     after it (a rule `<hr>` may stand between): that paragraph becomes the heading (its level,
     its id). A hidden heading that marks a location (a named anchor just before it, or its
-    own id) with no such stand-in is shown as it is: it is the entry's title (SQLite's
-    pragma page hides `<h _id=pragma_x>` titles above each entry). SQLite's non-standard
-    `<h>` counts as a heading of level 6."""
+    own id) whose words the next visible block all repeats is shown as it is: it is the entry's
+    title, and it adds nothing a reader does not see (SQLite's pragma page hides `<h
+    _id=pragma_x>PRAGMA x</h>` above "PRAGMA x = N;"). Hidden text that is not repeated stays
+    hidden: it is how a page slips words past its readers. SQLite's non-standard `<h>` counts
+    as a heading of level 6."""
     for el in list(body.iter(*_HEADINGS, "h")):
         if not _is_hidden(el):
             continue
         if _tag(el) == "h":
             el.tag = "h6"
-        nxt = el.getnext()
-        while nxt is not None and (not _tag(nxt) or _tag(nxt) == "hr"):
-            nxt = nxt.getnext()
-        if nxt is None or not _is_bold_only(nxt):
-            prev = _previous_element(el)
-            anchor = prev if prev is not None and _is_empty_anchor(prev) else None
-            if clean(_text_of(el)) and (el.get("id") or anchor is not None):
-                del el.attrib["style"]  # shown: the anchor's own title
-                _lift_out_of_paragraph(el, anchor)
-            continue
+        nxt = _next_shown(el)
+        prev = _previous_element(el)
+        anchor = prev if prev is not None and _is_empty_anchor(prev) else None
         if nxt is not None and _is_bold_only(nxt):
             nxt.tag = _tag(el)
             names = locations(el)
+            if not names and anchor is not None:  # the named anchor above the hidden title
+                names = list(_names(anchor))
+                _remove_keeping_tail(anchor)
             if names and not nxt.get("id"):
                 nxt.set("id", names[0])
             for extra in names[1:]:
                 nxt.insert(0, nxt.makeelement("a", {"name": extra}))
+            continue
+        title = set(re.findall(r"\w+", _text_of(el).casefold()))
+        repeated = nxt is not None and title <= set(re.findall(r"\w+", _shown_text(nxt)))
+        if title and repeated and (el.get("id") or anchor is not None):
+            del el.attrib["style"]  # shown: the anchor's own title, which the entry repeats
+            _lift_out_of_paragraph(el, anchor)
+
+
+def _remove_keeping_tail(el: Any) -> None:
+    """Take `el` out of the tree; the text after it stays where it was."""
+    parent = el.getparent()
+    if parent is None:
+        return
+    tail = el.tail or ""
+    before = el.getprevious()
+    if before is not None:
+        before.tail = (before.tail or "") + tail
+    else:
+        parent.text = (parent.text or "") + tail
+    parent.remove(el)
+
+
+def _shown_text(el: Any) -> str:
+    """The text that starts at `el`, casefolded: a block's own, or an inline element's with
+    the inline siblings and loose text that follow it up to the next block."""
+    if _tag(el) in _BLOCK_TAGS:
+        return _text_of(el).casefold()
+    parts = []
+    at: Any | None = el
+    while at is not None and _tag(at) not in _BLOCK_TAGS:
+        parts += [_text_of(at) if _tag(at) else "", at.tail or ""]
+        at = at.getnext()
+    return " ".join(parts).casefold()
+
+
+def _next_shown(el: Any) -> Any | None:
+    """The element after `el`, past rules (`<hr>`) and, when `el` ends a paragraph that
+    swallowed it, past that paragraph's end."""
+    at = el
+    while at is not None:
+        nxt = at.getnext()
+        while nxt is not None and (not _tag(nxt) or _tag(nxt) == "hr"):
+            nxt = nxt.getnext()
+        if nxt is not None:
+            return nxt
+        parent = at.getparent()
+        at = parent if parent is not None and _tag(parent) == "p" else None
+    return None
 
 
 def _lift_out_of_paragraph(heading: Any, anchor: Any | None) -> None:
