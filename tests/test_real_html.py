@@ -148,6 +148,19 @@ def test_a_menu_of_links_is_chrome_and_a_menu_of_dishes_is_content() -> None:
     ]
 
 
+def test_a_tagline_above_the_first_heading_is_chrome_and_below_it_content() -> None:
+    page = (
+        b'<html><body><div class="tagline">Small. Fast. Reliable.</div><h1>Trail tent</h1>'
+        b'<p class="tagline">The lightest tent we make.</p><p>It weighs 2 kg.</p></body></html>'
+    )
+    doc = parse_bytes(page, "tent.html", "html", None, default_access="public")
+    assert [b.text for b in doc.blocks] == [
+        "Trail tent",
+        "The lightest tent we make.",
+        "It weighs 2 kg.",
+    ]
+
+
 def test_a_page_without_headings_takes_no_anchor_from_its_footer() -> None:
     data = (PAGES / "sqlite-lang_conflict.html").read_bytes().replace(b"fancy_title", b"plain")
     doc = parse_bytes(data, "untitled.html", "html", None, default_access="public")

@@ -4,7 +4,8 @@ nav, script, style, svg, noscript, template, iframe/object/embed/canvas, form co
 elements with a `hidden` attribute, `aria-hidden="true"`, an inline `display:none` style or
 `role="navigation"` are dropped, and so are blocks whose class names them navigation
 (DocBook's `navheader`/`navfooter`, Javadoc's `topNav`/`bottomNav`/`subNav`, Doxygen's
-`navpath`, `breadcrumb(s)`, menus: SQLite's `menu mainmenu`, a site's `tagline`). A title
+`navpath`, `breadcrumb(s)`, a menu of links: SQLite's `menu mainmenu`, a `tagline` above the
+page's first heading). A title
 standing in a styled block before any heading (`class="fancy_title"`, `page-title`) becomes an
 `<h1>`. Page-level `<header>`/`<footer>` (not inside article, main,
 section or aside) and `role="banner"`/`role="contentinfo"` are dropped too, unless they hold an
@@ -89,8 +90,11 @@ _CHROME_ID = re.compile(
 # navigation blocks named by class in generated manuals: DocBook XSL's navheader/navfooter,
 # Javadoc's topNav/bottomNav/subNav, Doxygen's navpath, breadcrumb trails
 _NAV_CLASS = re.compile(
-    r"nav(?:header|footer|path)|(?:top|bottom|sub)nav|breadcrumbs?|(?:[a-z]+[-_]?)?(?:tagline|slogan)"
+    r"nav(?:header|footer|path)|(?:top|bottom|sub)nav|breadcrumbs?"
 )  # not "sidebar": Sphinx's sidebar directive is content
+# a site's tagline above the page's first heading (SQLite's "Small. Fast. Reliable."); below
+# it, a product's tagline is content
+_TAGLINE_CLASS = re.compile(r"(?:[a-z]+[-_]?)?(?:tagline|slogan)")
 # a menu is chrome only when it is mostly links (a restaurant's <div class="menu"> of dishes
 # is content)
 _MENU_CLASS = re.compile(r"(?:[a-z]+[-_]?)?(?:menu|navbar|navigation|toolbar|topbar)")
@@ -154,6 +158,20 @@ def _is_nav_class(el: Any) -> bool:
     words = len(clean(_text_of(el)).split())
     linked = sum(len(clean(_text_of(a)).split()) for a in el.iter("a"))
     return words > 0 and linked / words >= MENU_LINK_SHARE
+
+
+def _has_class(el: Any, pattern: re.Pattern[str]) -> bool:
+    return any(pattern.fullmatch(c) for c in (el.get("class") or "").lower().split())
+
+
+def _before_first_heading(body: Any) -> set[Any]:
+    """The elements that come before the page's first heading, in document order."""
+    found: set[Any] = set()
+    for el in body.iter():
+        if _tag(el) in _HEADINGS:
+            break
+        found.add(el)
+    return found
 
 
 def _promote_title_block(root: Any) -> None:
@@ -624,6 +642,7 @@ def parse(data: bytes) -> Parsed:
     if body is None:
         body = root
     _promote_hidden_headings(body)
+    masthead = _before_first_heading(body)
     doomed = [
         el
         for el in body.iter()
@@ -632,6 +651,7 @@ def parse(data: bytes) -> Parsed:
         or (_is_hidden(el) and not _is_empty_anchor(el))
         or (el.get("role") or "").strip().lower() == "navigation"
         or _is_nav_class(el)
+        or (el in masthead and _has_class(el, _TAGLINE_CLASS))
         or _is_page_chrome(el)
         or _is_sidebar(el)
     ]
