@@ -151,6 +151,10 @@ def test_calibration_is_stored_in_the_index_and_used_by_the_retriever(
     assert load_calibration(store) == found
     assert retriever_for(store).lexical_prior == found["lexical_prior"]
     assert retriever_for(store, adaptive=False).lexical_prior == before.lexical_prior
+    from tether.app import Workspace
+
+    shown = Workspace(index=tmp_path / "index.sqlite").info()["fusion_calibration"]
+    assert shown == found  # an object an agent can read, not a JSON string
     store.set_meta({META_KEY: "not json"})
     assert load_calibration(store) is None
     older = '{"lexical_prior": 0.5, "questions": 80, "fitted_on": "the older rule"}'

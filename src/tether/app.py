@@ -16,6 +16,7 @@ folder: `ingest()` syncs when asked.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
@@ -306,6 +307,11 @@ class Workspace:
         data = self.store.info()
         for key in ("calibration", "last_eval:answers"):  # the handoff shows them, per audience
             data.pop(key, None)
+        for key in ("fusion_calibration", "gate_self"):  # JSON records: objects, not strings
+            raw = data.get(key)
+            if isinstance(raw, str):
+                with contextlib.suppress(ValueError):
+                    data[key] = json.loads(raw)
         allowed: list[Chunk] | None = None
         if check_audience(audience) != "staff":
             data.pop("default_access", None)  # how unlabelled files are indexed: a staff matter
