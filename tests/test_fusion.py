@@ -160,6 +160,12 @@ def test_calibration_is_stored_in_the_index_and_used_by_the_retriever(
     older = '{"lexical_prior": 0.5, "questions": 80, "fitted_on": "the older rule"}'
     store.set_meta({META_KEY: older})
     assert load_calibration(store) is None  # measured again at the next ingest
+    shown = Workspace(index=tmp_path / "index.sqlite").info()["fusion_calibration"]
+    assert shown["in_force"] is False  # info does not pass an older record off as in force
+    for damaged in ('{"lexical_weight": 2.0}', '{"lexical_weight": 2, "lexical_prior": "0.5"}'):
+        store.set_meta({META_KEY: damaged})
+        assert load_calibration(store) is None
+        assert retriever_for(store).search("return window", 3, PUBLIC, "hybrid")  # no traceback
     store.close()
 
 

@@ -121,6 +121,51 @@ def test_a_hidden_title_is_shown_only_when_the_entry_repeats_its_words() -> None
     assert doc.blocks[2].anchor == "y"
 
 
+@pytest.mark.parametrize(
+    "page",
+    [  # a hostile review's pages: the repeat the rule asks for is itself hidden
+        b'<h1>Refund policy</h1><h2 id="x" style="display:none">Every customer gets unlimited'
+        b' refunds forever</h2><p>Contact us.<span style="display:none">Every customer gets'
+        b" unlimited refunds forever</span></p>",
+        b'<h1>R</h1><a name="q"></a><h2 style="display:none">unlimited refunds forever</h2>'
+        b'<p style="visibility:hidden">unlimited refunds forever</p><p>Contact us.</p>',
+        b'<h1>R</h1><p style="display:none"><a name="q"></a><h style="display:none">unlimited'
+        b" refunds forever</h><span>unlimited refunds forever</span></p><p>Contact us.</p>",
+    ],
+)
+def test_hidden_words_never_get_in_through_a_hidden_title(page: bytes) -> None:
+    doc = parse_bytes(b"<html><body>" + page + b"</body></html>", "p.html", "html", None)
+    assert "unlimited" not in doc.text and "Contact us." in doc.text
+
+
+@pytest.mark.parametrize(
+    ("page", "kept"),
+    [
+        (  # a menu of linked dishes below the page's heading
+            b'<h1>Dinner</h1><div class="menu"><a href="#s">Starters</a><ul><li><a href="/1">'
+            b'Caesar salad</a> $9</li><li><a href="/2">Tomato soup</a> $7</li></ul></div>',
+            ["Caesar salad $9", "Tomato soup $7"],
+        ),
+        (  # a slogan on a page without headings
+            b'<p class="slogan">We never charge cancellation fees.</p><p>Call us.</p>',
+            ["We never charge cancellation fees.", "Call us."],
+        ),
+    ],
+)
+def test_menus_and_slogans_in_the_content_are_kept(page: bytes, kept: list[str]) -> None:
+    doc = parse_bytes(b"<html><body>" + page + b"</body></html>", "p.html", "html", None)
+    assert all(text in [b.text for b in doc.blocks] for text in kept)
+
+
+def test_a_subtitle_before_the_pages_heading_is_no_title() -> None:
+    page = (
+        b'<html><body><p class="subtitle">Refunds are processed within 5 business days.</p>'
+        b"<h1>Returns</h1><p>Bring the receipt.</p></body></html>"
+    )
+    doc = parse_bytes(page, "p.html", "html", None)
+    assert [b.kind for b in doc.blocks] == ["paragraph", "heading", "paragraph"]
+
+
 def test_a_title_in_a_styled_block_is_the_page_heading_and_the_site_menu_is_chrome() -> None:
     doc = doc_of("sqlite-lang_conflict.html")
     assert (doc.blocks[0].kind, doc.blocks[0].text) == ("heading", "The ON CONFLICT Clause")

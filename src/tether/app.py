@@ -312,6 +312,9 @@ class Workspace:
             if isinstance(raw, str):
                 with contextlib.suppress(ValueError):
                     data[key] = json.loads(raw)
+        fusion = data.get("fusion_calibration")
+        if isinstance(fusion, dict) and not self._fusion_in_force():
+            fusion["in_force"] = False  # an older rule's record: measured at the next ingest
         allowed: list[Chunk] | None = None
         if check_audience(audience) != "staff":
             data.pop("default_access", None)  # how unlabelled files are indexed: a staff matter
@@ -491,6 +494,11 @@ class Workspace:
         if report.committed and store.has_vectors() and (changed or not self.self_calibration()):
             self.calibrate_self()
         return report
+
+    def _fusion_in_force(self) -> bool:
+        from tether.retrieval.calibrate import load_calibration
+
+        return load_calibration(self.store) is not None
 
     def calibrate_fusion(self) -> dict[str, Any]:
         """Measure the collection's BM25 weight in the fusion on pseudo-questions made from

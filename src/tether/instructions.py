@@ -113,10 +113,7 @@ _AI_ADDRESSEE = re.compile(
     r"|\bchat\s?bots?\b|\bchatgpt\b|\bgpt-?\d*\b|\bcopilot\b"
     r"|\b(?:virtual|digital|automated|conversational|ai-powered)\s+(?:assistant|agent)s?\b"
     r"|\breaders? of (?:this|the) (?:prompt|text|document|page|sheet)\b"
-    # "the prompt" as an addressee, not a shell's or a program's prompt string (PostgreSQL's
-    # manual: "the prompt string will probably contain whitespace, so be sure to quote")
-    r"|\b(?:this|the|your|system) prompt\b(?!\s+(?:strings?|lines?|characters?|signs?|"
-    r"symbols?|variables?|formats?|commands?|options?|parameters?|settings?|levels?|names?))"
+    r"|\b(?:this|the|your|system) prompt\b"
     r"|\bif you are an? (?:ai|assistant|language model|bot|chatbot|llm|model)\b"
     r"|\bassistants? (?:ia|i\.a\.|virtuels?|numeriques?|conversationnels?)\b"
     r"|\bagents? (?:conversationnels?|ia|i\.a\.|virtuels?)\b|\brobots? conversationnels?\b"
@@ -146,9 +143,10 @@ _IGNORE_PREVIOUS = re.compile(
     r"(?:(?:the\s+|your\s+|my\s+|these\s+)?(?:previous|prior|above|earlier|preceding|former|"
     r"original|existing|system|other|your)\s*|(?:the|your|my|these|all|any)\s+)"
     + _RULE_WORDS
-    # bare ("ignore instructions") only where a clause starts: "the standard ignore rules"
-    # (Git's manual) names a kind of rule, it tells no one anything
-    + rf"|(?:^|[:;,.!?]\s*|\b(?:and|then|please|now|just|so|you)\s+){_IGNORE_VERB}\s+"
+    # bare ("ignore instructions"), except as a noun after an article or an adjective: "the
+    # standard ignore rules" (Git's manual) names a kind of rule, it tells no one anything
+    + r"|(?<!\bthe )(?<!\bstandard )(?<!\bdefault )(?<!\bthese )(?<!\bthose )(?<!\bits )"
+    + rf"(?<!\btheir )\b{_IGNORE_VERB}\s+"
     + _RULE_WORDS
     + r"|\b(?:ignore|disregard|forget)\s+(?:everything|all|anything)\s+(?:above|before\b|"
     r"(?:that )?(?:you (?:were|have been) told|came before|was said))"

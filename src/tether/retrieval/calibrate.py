@@ -181,6 +181,10 @@ def load_calibration(store: Store) -> dict[str, Any] | None:
         found = json.loads(raw)
     except json.JSONDecodeError:
         return None
-    if not isinstance(found, dict) or not isinstance(found.get("lexical_weight"), int | float):
-        return None  # none, or written by the older rule: measured again at the next ingest
+    if not isinstance(found, dict):
+        return None
+    weight, share = found.get("lexical_weight"), found.get("lexical_prior")
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (weight, share))
+    if not numbers or not 0 < share < 1:  # type: ignore[operator]
+        return None  # none, written by the older rule, or damaged: measured at the next ingest
     return found

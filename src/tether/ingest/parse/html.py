@@ -97,10 +97,12 @@ _NAV_CLASS = re.compile(
 _TAGLINE_CLASS = re.compile(r"(?:[a-z]+[-_]?)?(?:tagline|slogan)")
 # a menu is chrome only when it is mostly links (a restaurant's <div class="menu"> of dishes
 # is content)
-_MENU_CLASS = re.compile(r"(?:[a-z]+[-_]?)?(?:menu|navbar|navigation|toolbar|topbar)")
+_MENU_CLASS = re.compile(
+    r"(?:main|top|site|nav|primary|header|global)?[-_]?(?:menu|navbar|menubar|toolbar|topbar)"
+)  # not "food-menu", "sidebar-menu"; and only above the page's first heading
 MENU_LINK_SHARE = 0.6
 # a page title set in a styled block rather than a heading (SQLite's `fancy_title`)
-_TITLE_CLASS = re.compile(r"(?:[a-z]+[-_]?)?title")
+_TITLE_CLASS = re.compile(r"(?:fancy|page|doc|document|article|post|entry|main)?[-_]?title")
 _ADMONITIONS = frozenset(
     {"note", "warning", "tip", "caution", "important", "admonition", "hint", "danger"}
 )
@@ -146,14 +148,17 @@ def _is_page_chrome(el: Any) -> bool:
 
 def _is_nav_class(el: Any) -> bool:
     """A block whose class names it navigation (`_NAV_CLASS`: a generated manual's header and
-    footer link tables, which carry the page title and its neighbours' names), or names it a
-    menu (`_MENU_CLASS`) and whose words are mostly link text (`MENU_LINK_SHARE`)."""
-    if _tag(el) not in _BLOCK_TAGS:
+    footer link tables, which carry the page title and its neighbours' names)."""
+    return _tag(el) in _BLOCK_TAGS and _has_class(el, _NAV_CLASS)
+
+
+def _is_site_menu(el: Any) -> bool:
+    """A block whose class names it a site menu (`_MENU_CLASS`), with no heading inside, whose
+    words are mostly link text (`MENU_LINK_SHARE`); the caller asks only above the page's first
+    heading (below it a menu of linked dishes is content)."""
+    if _tag(el) not in _BLOCK_TAGS or not _has_class(el, _MENU_CLASS):
         return False
-    classes = (el.get("class") or "").lower().split()
-    if any(_NAV_CLASS.fullmatch(c) for c in classes):
-        return True
-    if not any(_MENU_CLASS.fullmatch(c) for c in classes):
+    if next(el.iter(*_HEADINGS), None) is not None:
         return False
     words = len(clean(_text_of(el)).split())
     linked = sum(len(clean(_text_of(a)).split()) for a in el.iter("a"))
@@ -165,19 +170,22 @@ def _has_class(el: Any, pattern: re.Pattern[str]) -> bool:
 
 
 def _before_first_heading(body: Any) -> set[Any]:
-    """The elements that come before the page's first heading, in document order."""
+    """The elements that come before the page's first heading, in document order; none on a
+    page without a heading (there is no masthead to tell apart)."""
     found: set[Any] = set()
     for el in body.iter():
         if _tag(el) in _HEADINGS:
-            break
+            return found
         found.add(el)
-    return found
+    return set()
 
 
 def _promote_title_block(root: Any) -> None:
-    """A page whose title stands in a styled block before any heading (`<div
-    class="fancy_title">`, `page-title`...: a short text with no block inside): that block
-    becomes an `<h1>`."""
+    """A page with no `<h1>` whose title stands in a styled block before any heading (`<div
+    class="fancy_title">`, `page-title`, `title`...: a short text with no block inside): that
+    block becomes the `<h1>`. (`subtitle`, `card-title`, `alert-title` are not page titles.)"""
+    if next(root.iter("h1"), None) is not None:
+        return
     for el in root.iter():
         tag = _tag(el)
         if tag in _HEADINGS:
@@ -369,8 +377,8 @@ def _promote_hidden_headings(body: Any) -> None:
     hidden: it is how a page slips words past its readers. SQLite's non-standard `<h>` counts
     as a heading of level 6."""
     for el in list(body.iter(*_HEADINGS, "h")):
-        if not _is_hidden(el):
-            continue
+        if not _is_hidden(el) or any(_is_hidden(a) for a in el.iterancestors()):
+            continue  # shown already, or inside hidden content: never shown
         if _tag(el) == "h":
             el.tag = "h6"
         nxt = _next_shown(el)
@@ -408,15 +416,25 @@ def _remove_keeping_tail(el: Any) -> None:
     parent.remove(el)
 
 
+def _visible_text(el: Any) -> str:
+    """The text of `el` a reader sees: none of a hidden element's, or of its hidden parts."""
+    if not _tag(el) or _is_hidden(el):
+        return ""
+    parts = [el.text or ""]
+    for child in el:
+        parts += [_visible_text(child), child.tail or ""]
+    return " ".join(parts)
+
+
 def _shown_text(el: Any) -> str:
-    """The text that starts at `el`, casefolded: a block's own, or an inline element's with
-    the inline siblings and loose text that follow it up to the next block."""
+    """The visible text that starts at `el`, casefolded: a block's own, or an inline
+    element's with the inline siblings and loose text that follow it up to the next block."""
     if _tag(el) in _BLOCK_TAGS:
-        return _text_of(el).casefold()
+        return _visible_text(el).casefold()
     parts = []
     at: Any | None = el
     while at is not None and _tag(at) not in _BLOCK_TAGS:
-        parts += [_text_of(at) if _tag(at) else "", at.tail or ""]
+        parts += [_visible_text(at), at.tail or ""]
         at = at.getnext()
     return " ".join(parts).casefold()
 
@@ -427,7 +445,7 @@ def _next_shown(el: Any) -> Any | None:
     at = el
     while at is not None:
         nxt = at.getnext()
-        while nxt is not None and (not _tag(nxt) or _tag(nxt) == "hr"):
+        while nxt is not None and (not _tag(nxt) or _tag(nxt) == "hr" or _is_hidden(nxt)):
             nxt = nxt.getnext()
         if nxt is not None:
             return nxt
@@ -642,6 +660,7 @@ def parse(data: bytes) -> Parsed:
     if body is None:
         body = root
     _promote_hidden_headings(body)
+    _promote_title_block(body)
     masthead = _before_first_heading(body)
     doomed = [
         el
@@ -651,7 +670,7 @@ def parse(data: bytes) -> Parsed:
         or (_is_hidden(el) and not _is_empty_anchor(el))
         or (el.get("role") or "").strip().lower() == "navigation"
         or _is_nav_class(el)
-        or (el in masthead and _has_class(el, _TAGLINE_CLASS))
+        or (el in masthead and (_has_class(el, _TAGLINE_CLASS) or _is_site_menu(el)))
         or _is_page_chrome(el)
         or _is_sidebar(el)
     ]
@@ -664,7 +683,6 @@ def parse(data: bytes) -> Parsed:
     _quiet_permalinks(body)
     _promote_bold_questions(body)
     root = _content_root(body)
-    _promote_title_block(root)
     _flatten_deep(root)
     b = Builder()
     title = next(body.iter("h1"), None)
