@@ -594,3 +594,70 @@ def test_sync_reports_conflicts_and_inventory_rows_that_match_no_file(tmp_path: 
     assert access == {"Guide": "public", "both": "staff"}  # the other-case row: not applied
     report = ws.ingest(docs, embed=False)
     assert any("missing.md" in w for w in report.warnings)
+
+
+PUBLIC_ALLOYS = (
+    "---\ndoc_id: alloys\naccess: public\n---\n# Alloys\n\n"
+    "Zirconium alloys resist corrosion in seawater and keep their strength.\n"
+)
+PUBLIC_HULLS = "---\ndoc_id: hulls\naccess: public\n---\n# Hulls\n\nSteel hulls need fresh paint.\n"
+STAFF_ZIRCONIUM = (
+    "---\ndoc_id: supplier-notes\naccess: staff\n---\n# Supplier notes\n\n"
+    "Zirconium zirconium zirconium: the supplier's zirconium price rises in March.\n"
+)
+
+
+def _scores(ws: Workspace, audience: str) -> list[tuple[str, float]]:
+    from tether.app import SearchOptions
+
+    hits = ws.search(
+        "zirconium corrosion", SearchOptions(k=5, method="bm25", audience=audience, as_of=None)
+    )
+    return [(h.chunk.doc_id, round(h.score, 9)) for h in hits]
+
+
+def test_a_staff_passage_never_moves_a_public_bm25_score(tmp_path: Path, server_store) -> None:
+    """BM25's statistics (chunk count, mean length, document frequency) for a public caller
+    come from public passages only: adding a staff document full of a query's word leaves
+    every public score as it was, so scores cannot tell a public caller the word is there."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "alloys.md").write_text(PUBLIC_ALLOYS)
+    (docs / "hulls.md").write_text(PUBLIC_HULLS)
+    ws = _workspace(tmp_path, docs, store=server_store)
+    public_before, staff_before = _scores(ws, "public"), _scores(ws, "staff")
+    (docs / "supplier.md").write_text(STAFF_ZIRCONIUM)
+    ws.ingest(docs, embed=False)
+    public_after, staff_after = _scores(ws, "public"), _scores(ws, "staff")
+    assert public_before and public_after == public_before
+    assert sorted(d for d, _ in staff_after) == ["alloys", "supplier-notes"]
+    assert dict(staff_after)["alloys"] != dict(staff_before)["alloys"]  # staff: whole index
+    (docs / "supplier.md").unlink()
+    ws.ingest(docs, embed=False)
+    assert _scores(ws, "public") == public_before == _scores(ws, "staff")
+
+
+def test_an_index_of_schema_4_gets_its_public_lexicon_at_the_next_write(tmp_path: Path) -> None:
+    import sqlite3
+
+    from tether.stores.sqlite import SCHEMA_VERSION, SqliteStore
+    from tether.types import Filters
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in (("a.md", PUBLIC_ALLOYS), ("h.md", PUBLIC_HULLS), ("s.md", STAFF_ZIRCONIUM)):
+        (docs / name).write_text(text)
+    ws = _workspace(tmp_path, docs)
+    fresh = ws.store.lexical_ranking("zirconium corrosion", 5, Filters())
+    ws.close()
+    path = tmp_path / "i.sqlite"
+    with sqlite3.connect(path) as db:  # the index as tether wrote it before the public lexicon
+        db.execute("DROP TABLE chunks_fts_public")
+        db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    reader = SqliteStore(path, create=False, writable=False)
+    assert reader.lexical_ranking("zirconium corrosion", 5, Filters())  # served, whole table
+    reader.close()
+    store = SqliteStore(path, create=True)  # as ingest opens it: migrated
+    assert store.meta_value("schema_version") == str(SCHEMA_VERSION)
+    assert store.lexical_ranking("zirconium corrosion", 5, Filters()) == fresh
+    store.close()

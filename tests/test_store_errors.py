@@ -437,7 +437,7 @@ def test_a_demo_index_of_an_older_tether_is_upgraded_not_refused(
     assert "ingested the demo collection" in done.output
     with sqlite3.connect(demo) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
-            "4",
+            str(SCHEMA_VERSION),
         )
     other = tmp_path / "other.sqlite"
     shutil.copy(demo, other)

@@ -77,7 +77,8 @@ from tether.types import (
     Progress,
 )
 
-SCHEMA_VERSION = 4  # 2: the instructions table; 3: the audit table; 4: every anchor of a chunk
+SCHEMA_VERSION = 5  # 2: the instructions table; 3: the audit table; 4: every anchor of a chunk;
+# 5: the public lexical table (BM25 statistics of public chunks only)
 READS_FROM = 4  # the oldest schema a reader serves as it is (a reader needs the anchors column)
 DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 
@@ -118,6 +119,7 @@ class SqliteStore:
         self.ann = ann
         self.ann_threshold = ann_threshold
         self._depth = 0  # nesting of `_reading`
+        self._public_lexicon: bool | None = None
         self._generation = -1
         self._cache = _Caches()
         self.db = connect(
@@ -178,6 +180,15 @@ class SqliteStore:
         self.db.close()
 
     # ---- generations and read transactions -------------------------------------------------
+
+    def _has_public_lexicon(self) -> bool:
+        """Whether the index has the public lexical table (schema 5; checked once)."""
+        if self._public_lexicon is None:
+            row = self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts_public'"
+            ).fetchone()
+            self._public_lexicon = row is not None
+        return self._public_lexicon
 
     def _stored_generation(self) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
@@ -498,7 +509,7 @@ class SqliteStore:
             return {i for i in ids if filters.allows(chunks[i].meta)}
 
         with self._reading():
-            ranked = self._bm25(query, k, allowed)
+            ranked = self._bm25(query, k, allowed, filters.public)
         return bm25_hits(ranked, chunks)
 
     def lexical_ranking(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
@@ -506,7 +517,7 @@ class SqliteStore:
         chunks (for fusing rankings: hybrid search)."""
         with self._reading():
             allowed = self._allowed(filters)
-            return self._bm25(query, k, lambda ids: allowed)
+            return self._bm25(query, k, lambda ids: allowed, filters.public)
 
     def count_lexical(self, query: str, filters: Filters) -> int:
         """How many chunks the filters allow match `query` lexically: a count only, so a
@@ -613,18 +624,26 @@ class SqliteStore:
         }
 
     def _bm25(
-        self, query: str, k: int, allowed: Callable[[list[str]], Container[str]]
+        self,
+        query: str,
+        k: int,
+        allowed: Callable[[list[str]], Container[str]],
+        public: bool = True,
     ) -> list[tuple[str, float]]:
-        """The top k (chunk_id, BM25 score) among the IDs `allowed` lets through.
+        """The top k (chunk_id, BM25 score) among the IDs `allowed` lets through; for a
+        `public` caller from the public lexical table, whose statistics (chunk count, mean
+        length, document frequencies) no staff passage enters (an index of schema 4, read
+        without being migrated, has none: the whole table serves then).
 
         The FTS table is ranked alone (a join per match costs 4x), over a candidate window
         that grows until k allowed chunks are found or the matches run out."""
         match = fts_query(query)
         if not match:
             return []
+        table = "chunks_fts_public" if public and self._has_public_lexicon() else "chunks_fts"
         sql = (
-            "SELECT chunk_id, bm25(chunks_fts, 2.0, 1.0, 4.0) AS s FROM chunks_fts"
-            " WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?"
+            f"SELECT chunk_id, bm25({table}, 2.0, 1.0, 4.0) AS s FROM {table}"
+            f" WHERE {table} MATCH ? ORDER BY s LIMIT ?"
         )
         window = max(50, 10 * k)
         while True:

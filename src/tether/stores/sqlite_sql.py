@@ -50,6 +50,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
   heading, text, codes, chunk_id UNINDEXED,
   tokenize = 'porter unicode61 remove_diacritics 2'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts_public USING fts5 (
+  heading, text, codes, chunk_id UNINDEXED,
+  tokenize = 'porter unicode61 remove_diacritics 2'
+);
 CREATE TABLE IF NOT EXISTS embeddings (
   chunk_id TEXT PRIMARY KEY, text_hash TEXT NOT NULL, vector BLOB NOT NULL
 );

@@ -2,7 +2,9 @@
 
 Every table and index a document reaches is written here and nowhere else: `files`,
 `documents`, `chunks`, the FTS5 table `chunks_fts` (heading, text and a column of codes
-written without separators, so PW-2200-07 is found typed with or without its dashes),
+written without separators, so PW-2200-07 is found typed with or without its dashes) and its
+twin `chunks_fts_public`, which holds the chunks of public documents only (BM25's statistics
+for a public caller come from it, so staff passages never move a public score),
 `embeddings`, `sentence_embeddings` and `instructions` (the spans addressed to AI assistants
 that ingest found in each chunk). Removing a source removes its rows from all of them.
 `migrate` brings an index of an older schema up to this one.
@@ -29,8 +31,8 @@ from tether.stores.lexical import lexical_columns
 from tether.types import ChangeSet, FileChange, Progress
 
 _DATA_TABLES = (
-    "instructions", "sentence_embeddings", "embeddings", "chunks_fts", "chunks", "documents",
-    "files",
+    "instructions", "sentence_embeddings", "embeddings", "chunks_fts", "chunks_fts_public",
+    "chunks", "documents", "files",
 )  # fmt: skip
 _BATCH = 500  # IDs per IN (...) clause
 
@@ -110,6 +112,7 @@ def delete_source(db: sqlite3.Connection, source: str) -> None:
         part = ids[i : i + _BATCH]
         marks = ",".join("?" * len(part))
         db.execute(f"DELETE FROM chunks_fts WHERE chunk_id IN ({marks})", part)
+        db.execute(f"DELETE FROM chunks_fts_public WHERE chunk_id IN ({marks})", part)
         db.execute(f"DELETE FROM instructions WHERE chunk_id IN ({marks})", part)
     db.execute("DELETE FROM chunks WHERE doc_id = ? AND version = ?", row)
     db.execute("DELETE FROM documents WHERE doc_id = ? AND version = ?", row)
@@ -140,10 +143,12 @@ def insert(db: sqlite3.Connection, change: FileChange, chunker: str) -> None:
             ),
         )  # fmt: skip
         heading, _, code_col = lexical_columns(m, c)
-        db.execute(
-            "INSERT INTO chunks_fts (heading, text, codes, chunk_id) VALUES (?, ?, ?, ?)",
-            (heading, c.text, code_col, c.chunk_id),
-        )
+        tables = ("chunks_fts", "chunks_fts_public") if m.access == "public" else ("chunks_fts",)
+        for table in tables:
+            db.execute(
+                f"INSERT INTO {table} (heading, text, codes, chunk_id) VALUES (?, ?, ?, ?)",
+                (heading, c.text, code_col, c.chunk_id),
+            )
     _insert_instructions(db, [(i.chunk_id, i.start, i.end) for i in change.instructions])
     f = change.file
     db.execute(
@@ -177,7 +182,17 @@ def migrate(db: sqlite3.Connection, version: int) -> None:
     the schema creates (nothing to copy); 3 → 4 adds the `anchors` column (each chunk's one
     anchor until then) and marks every HTML file as changed, so the ingest that upgrades the
     index parses and chunks them again with every anchor they hold (chunks whose text is
-    unchanged keep their ID and their vectors); other formats keep their chunks."""
+    unchanged keep their ID and their vectors); other formats keep their chunks; 4 → 5 fills
+    `chunks_fts_public` (created with the schema) with the lexical rows of public documents."""
+    if version < 5:
+        db.execute("DELETE FROM chunks_fts_public")
+        db.execute(
+            "INSERT INTO chunks_fts_public (heading, text, codes, chunk_id)"
+            " SELECT f.heading, f.text, f.codes, f.chunk_id FROM chunks_fts f"
+            " JOIN chunks c ON c.chunk_id = f.chunk_id"
+            " JOIN documents d ON d.doc_id = c.doc_id AND d.version = c.version"
+            " WHERE d.access = 'public'"
+        )
     if version < 4:
         columns = {r[1] for r in db.execute("PRAGMA table_info(chunks)")}
         if "anchors" not in columns:
