@@ -51,7 +51,9 @@ class Store(Protocol):
 
     Reads see one committed generation: `generation()` changes after every committed write
     (also one made by another process), and caches keyed on it stay valid until it moves.
-    Filters (as_of, audience) are applied before ranking in every search. `apply` writes a
+    Filters (as_of, audience) are applied before ranking in every search, and a public
+    caller's lexical scores use statistics of public passages only (no staff passage moves
+    them). `apply` writes a
     whole `ChangeSet` or nothing; `vector_hashes` is {chunk_id: text hash} of the stored chunk
     vectors, `sentence_vector_hashes` {chunk_id: text hash or None} for every chunk.
     """
