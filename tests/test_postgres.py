@@ -153,6 +153,116 @@ def test_codes_and_accents_rank_exactly_as_in_the_sqlite_store(tmp_path: Path, p
     pg.close()
 
 
+AUDIENCE_DOCS = {
+    "alloys.md": ("public", "# Alloys\n\nZirconium alloys resist corrosion in the pump housing."),
+    "pumps.md": ("public", "# Pumps\n\nThe pump housing is cast steel; seals last two years."),
+    "seals.md": ("public", "# Seals\n\nReplace the seals of a pump every two years."),
+    "valves.md": ("public", "# Valves\n\nA valve of the housing is checked yearly."),
+}
+STAFF_DOC = ("staff", "# Supplier\n\nOur zirconium supplier charges extra for pump housing seals.")
+AUDIENCE_QUERIES = ["zirconium", "zirconium pump", "pump housing seals", "seals two years"]
+
+
+def _write_docs(folder: Path, docs: dict[str, tuple[str, str]]) -> None:
+    for name, (access, body) in docs.items():
+        (folder / name).write_text(f"---\naccess: {access}\n---\n{body}\n", encoding="utf-8")
+
+
+def _scores(store, filters: Filters) -> dict[str, list[tuple[str, float]]]:
+    """Per query, the ranking as (doc_id, score) pairs."""
+    return {
+        q: [(h.chunk.doc_id, h.score) for h in store.search_lexical(q, 10, filters)]
+        for q in AUDIENCE_QUERIES
+    }
+
+
+def test_a_staff_passage_never_moves_a_public_score(tmp_path: Path, pg_collection: str):
+    """A public search scores with the public chunks' statistics (N, avgdl, each phrase's
+    n), so adding a staff document with a rare public word changes no public score; a staff
+    search scores with the whole collection's, so its scores move."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _write_docs(docs, AUDIENCE_DOCS)
+    pg = open_store(pg_collection, must_exist=False)
+    assert sync(pg, docs).committed
+    public_before, staff_before = _scores(pg, PUBLIC), _scores(pg, STAFF)
+    assert public_before == staff_before  # every chunk is public: the same statistics
+    assert public_before["zirconium"] and all(public_before.values())
+
+    _write_docs(docs, {"supplier.md": STAFF_DOC})
+    assert sync(pg, docs).committed
+    public_after, staff_after = _scores(pg, PUBLIC), _scores(pg, STAFF)
+    assert public_after == public_before  # the same chunks, the same scores, to the bit
+    assert all("supplier" not in c for q in AUDIENCE_QUERIES for c, _ in public_after[q])
+    for query in AUDIENCE_QUERIES:  # a staff search sees the staff chunk and its statistics
+        assert any("supplier" in c for c, _ in staff_after[query]), query
+        public_ids = dict(public_before[query])
+        moved = [s != public_ids[c] for c, s in staff_after[query] if c in public_ids]
+        assert moved and all(moved), query
+
+    conninfo, _, _ = parse_url(pg_collection)
+    with psycopg.connect(conninfo) as conn:
+        row = conn.execute(
+            "SELECT lex_rows, lex_tokens, lex_rows_public, lex_tokens_public,"
+            " (SELECT count(*) FROM tether_chunks c WHERE c.collection_id = t.id"
+            "  AND c.access = 'public')"
+            " FROM tether_collections t WHERE id = %s",
+            (pg.cid,),
+        ).fetchone()
+    assert row is not None and row[2] == row[4] and 0 < row[2] < row[0] and row[3] < row[1]
+
+    public_only = tmp_path / "public"  # FTS5 over the public chunks alone: the same scores
+    public_only.mkdir()
+    _write_docs(public_only, AUDIENCE_DOCS)
+    sqlite = open_store(tmp_path / "index.sqlite", must_exist=False)
+    assert sync(sqlite, public_only).committed
+    for query in AUDIENCE_QUERIES:
+        a, b = sqlite.lexical_ranking(query, 10, STAFF), pg.lexical_ranking(query, 10, PUBLIC)
+        assert [c for c, _ in a] == [c for c, _ in b], query
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-9), query
+    sqlite.close()
+
+    (docs / "supplier.md").unlink()  # removed: the statistics are the public ones again
+    assert sync(pg, docs).committed
+    assert _scores(pg, STAFF) == public_before == _scores(pg, PUBLIC)
+    pg.close()
+
+
+def test_migration_4_fills_the_public_statistics_of_an_existing_collection(
+    tmp_path: Path, pg_database: str
+):
+    """A collection written under schema 3 (no public statistics) is migrated by the next
+    writer: the public statistics are counted from its chunks, and public scores are those
+    of a collection written under schema 4."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _write_docs(docs, {**AUDIENCE_DOCS, "supplier.md": STAFF_DOC})
+    location = f"{pg_database}?collection=old"
+    pg = open_store(location, must_exist=False)
+    assert sync(pg, docs).committed
+    expected = _scores(pg, PUBLIC)
+    pg.close()
+    conninfo, _, _ = parse_url(location)
+    with psycopg.connect(conninfo) as conn:  # as tether at schema 3 left it
+        stats = conn.execute(
+            "SELECT lex_rows_public, lex_tokens_public FROM tether_collections"
+        ).fetchall()
+        conn.execute(
+            "ALTER TABLE tether_collections DROP COLUMN lex_rows_public,"
+            " DROP COLUMN lex_tokens_public"
+        )
+        conn.execute("DELETE FROM tether_schema WHERE version = 4")
+    with pytest.raises(TetherError, match="older tether"):
+        open_store(location)  # a reader does not migrate
+    PostgresStore(location).close()  # a writer does
+    with psycopg.connect(conninfo) as conn:
+        found = conn.execute("SELECT lex_rows_public, lex_tokens_public FROM tether_collections")
+        assert found.fetchall() == stats and stats[0][0] > 0
+    pg = open_store(location)
+    assert _scores(pg, PUBLIC) == expected
+    pg.close()
+
+
 @pytest.mark.slow
 def test_every_method_agrees_between_the_stores_on_the_bundled_questions(demo_store, demo_pg_store):
     """recall@5 of every method is the same on both stores (BM25 is the same formula on the

@@ -18,7 +18,9 @@ processes and machines sharing it.
   (`hnsw.iterative_scan = relaxed_order`, re-sorted), so a filtered query still returns k rows;
 - lexical search: BM25 computed in SQL from the postings the store keeps, tokenised by
   SQLite FTS5's own tokenizer, the same formula and weights as the SQLite store's FTS5
-  (`stores.postgres_sql`): codes with or without their dashes, accents folded.
+  (`stores.postgres_sql`): codes with or without their dashes, accents folded; a staff
+  search scores with the whole collection's statistics, any other audience with the public
+  chunks' only (schema 4), so a staff passage never moves a public score.
 
 What it cannot do: the HNSW ranking is approximate (its recall is measured in
 bench/pg_scale.py); a store object is one connection, for one thread; the filters are on
@@ -455,7 +457,7 @@ class PostgresStore:
             return []
         where, args = filter_sql(filters, self.cid)
         args |= {"cid": self.cid, "k": k}
-        sql = bm25_sql(phrases, where, args)
+        sql = bm25_sql(phrases, where, args, public=filters.public)
         with self._reading() as db:
             return [(c, float(s)) for c, s in db.execute(sql, args)]
 

@@ -2,19 +2,25 @@
 
 BM25 is FTS5's own formula (`bm25(chunks_fts, 2.0, 1.0, 4.0)` in the SQLite store), computed
 in SQL from the postings the store keeps: for each phrase of the query (`stores.lexical`),
-its hits over the WHOLE collection give its document frequency n and, per chunk, its weighted
-frequency f (heading ×2, text ×1, codes ×4); with N chunks and avgdl tokens per chunk in the
-collection (kept in `tether_collections`) and D the chunk's own tokens,
+its hits give its document frequency n and, per chunk, its weighted frequency f (heading ×2,
+text ×1, codes ×4); with N chunks and avgdl tokens per chunk (kept in `tether_collections`)
+and D the chunk's own tokens,
 
     score = Σ max(ln((N - n + 0.5) / (n + 0.5)), 1e-6) · f (k1 + 1) / (f + k1 (1 - b + b D / avgdl))
 
 with k1 = 1.2, b = 0.75. A phrase of several tokens (a code's "pw 2200 07") matches where its
-tokens follow each other in one column, read from the postings' positions. The filters
-(audience, as_of) are applied to the scored chunks before the top k is taken, and never
-change a score (FTS5's statistics are those of the whole table too).
+tokens follow each other in one column, read from the postings' positions.
+
+The audience chooses the statistics (N, avgdl and n): a staff search reads the whole
+collection's (`lex_rows`, `lex_tokens`, n over every chunk), as the SQLite store's
+`chunks_fts` table; every other audience reads the public chunks' only (`lex_rows_public`,
+`lex_tokens_public`, n over the public chunks of every version), as the SQLite store's table
+of public chunks, so a staff passage never moves a public score. The other filter (as_of) is
+applied to the scored chunks before the top k is taken and never changes a score.
 
 What it cannot do: it holds SQL text only (the store runs it); the statistics are per
-collection, so one collection's documents never change another's scores.
+collection and audience, so one collection's documents never change another's scores, but
+a public score still moves with the public chunks of other versions and dates.
 """
 
 from __future__ import annotations
@@ -66,7 +72,8 @@ Phrase = tuple[tuple[str, ...], bool]  # (tokens, codes column only)
 
 def hits_sql(phrases: Sequence[Phrase], args: dict[str, Any]) -> str:
     """One SELECT (phrase number p, chunk_id, col, tf) per phrase, UNION ALL; `args` gets the
-    tokens. Every hit of the collection (`%(cid)s`), unfiltered."""
+    tokens. Every hit of the collection (`%(cid)s`), unfiltered (`bm25_sql` counts the
+    public ones only for a public audience)."""
     selects = []
     for p, (tokens, codes_only) in enumerate(phrases):
         for j, token in enumerate(tokens):
@@ -93,17 +100,29 @@ def hits_sql(phrases: Sequence[Phrase], args: dict[str, Any]) -> str:
     return " UNION ALL ".join(selects)
 
 
-def bm25_sql(phrases: Sequence[Phrase], where: str, args: dict[str, Any]) -> str:
-    """The top `%(k)s` (chunk_id, score) of the chunks `where` allows, best first."""
+def bm25_sql(phrases: Sequence[Phrase], where: str, args: dict[str, Any], *, public: bool) -> str:
+    """The top `%(k)s` (chunk_id, score) of the chunks `where` allows, best first. With
+    `public` (`Filters.public`; no default, so no caller forgets it), N, avgdl and each
+    phrase's n are the public chunks' (every version); without, the whole collection's."""
     weight = " ".join(f"WHEN {i} THEN {w}" for i, w in enumerate(WEIGHTS))
+    if public:
+        df = (
+            "SELECT h.p, count(DISTINCT h.chunk_id) AS n FROM hits h JOIN tether_chunks pc"
+            " ON pc.collection_id = %(cid)s AND pc.chunk_id = h.chunk_id"
+            " AND pc.access = 'public' GROUP BY h.p"
+        )
+        rows, tokens = "lex_rows_public", "lex_tokens_public"
+    else:
+        df = "SELECT p, count(DISTINCT chunk_id) AS n FROM hits GROUP BY p"
+        rows, tokens = "lex_rows", "lex_tokens"
     return f"""
 WITH hits AS ({hits_sql(phrases, args)}),
-df AS (SELECT p, count(DISTINCT chunk_id) AS n FROM hits GROUP BY p),
+df AS ({df}),
 freq AS (
   SELECT p, chunk_id, sum(tf * CASE col {weight} ELSE 1.0 END)::float8 AS f
   FROM hits GROUP BY p, chunk_id),
 st AS (
-  SELECT lex_rows::float8 AS n, lex_tokens::float8 / greatest(lex_rows, 1) AS avgdl
+  SELECT {rows}::float8 AS n, {tokens}::float8 / greatest({rows}, 1) AS avgdl
   FROM tether_collections WHERE id = %(cid)s)
 SELECT c.chunk_id, sum(
   greatest(ln((st.n - df.n + 0.5) / (df.n + 0.5)), 1e-6)

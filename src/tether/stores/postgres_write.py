@@ -6,7 +6,7 @@ lexical postings (tokenised by FTS5's tokenizer, `stores.lexical`), sentence vec
 instruction spans; removing a source removes its rows everywhere (the postings and spans
 go with their chunk). Rows are loaded with COPY, every file's at once, after every replaced
 source was removed. At the end the collection's
-lexical statistics (N, total tokens) are recomputed and, when the vectors have a new
+lexical statistics (N, total tokens; of every chunk and of the public chunks) are recomputed and, when the vectors have a new
 dimension, an HNSW index of that dimension is built (and the old one dropped) under a
 database-wide advisory lock, so two collections' first ingests never deadlock on the DDL.
 
@@ -107,12 +107,15 @@ def needs_new_index(db: psycopg.Connection, cid: int, changes: ChangeSet) -> boo
 
 
 def _finish(db: psycopg.Connection, cid: int, index: bool) -> None:
-    """The collection's lexical statistics; with `index` (the caller holds the schema lock),
+    """The collection's lexical statistics (N and total tokens, of every chunk and of the
+    public ones: `postgres_sql.bm25_sql`); with `index` (the caller holds the schema lock),
     the HNSW index of the vectors' dimension is built and an index of another one dropped."""
     db.execute(
-        "UPDATE tether_collections SET lex_rows = s.n, lex_tokens = s.t FROM (SELECT count(*)"
-        " AS n, coalesce(sum(lex_len), 0) AS t FROM tether_chunks WHERE collection_id = %s) s"
-        " WHERE id = %s",
+        "UPDATE tether_collections SET lex_rows = s.n, lex_tokens = s.t,"
+        " lex_rows_public = s.np, lex_tokens_public = s.tp FROM (SELECT count(*) AS n,"
+        " coalesce(sum(lex_len), 0) AS t, count(*) FILTER (WHERE access = 'public') AS np,"
+        " coalesce(sum(lex_len) FILTER (WHERE access = 'public'), 0) AS tp"
+        " FROM tether_chunks WHERE collection_id = %s) s WHERE id = %s",
         (cid, cid),
     )
     if not index:
