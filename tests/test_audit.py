@@ -206,9 +206,9 @@ def _make_schema_2(path: Path) -> None:
 
 
 def test_a_schema_2_index_is_refused_to_readers_and_upgraded_by_a_writer(index: Path, docs: Path):
-    """Schema 4 (every anchor of a chunk) is needed to read; a writer upgrades 2 → 4, the
+    """Schema 4 (every anchor of a chunk) is needed to read; a writer upgrades 2 → 5, the
     audit table included, and the audit then records."""
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     _make_schema_2(index)
     with pytest.raises(TetherError, match="older tether"):
         open_store(index)  # read-only: refused with what to run
