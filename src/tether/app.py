@@ -313,8 +313,11 @@ class Workspace:
                 with contextlib.suppress(ValueError):
                     data[key] = json.loads(raw)
         fusion = data.get("fusion_calibration")
-        if isinstance(fusion, dict) and not self._fusion_in_force():
-            fusion["in_force"] = False  # an older rule's record: measured at the next ingest
+        if isinstance(fusion, dict):
+            from tether.retrieval.calibrate import valid_calibration
+
+            if valid_calibration(fusion) is None:
+                fusion["in_force"] = False  # an older rule's record: measured at next ingest
         allowed: list[Chunk] | None = None
         if check_audience(audience) != "staff":
             data.pop("default_access", None)  # how unlabelled files are indexed: a staff matter
@@ -494,11 +497,6 @@ class Workspace:
         if report.committed and store.has_vectors() and (changed or not self.self_calibration()):
             self.calibrate_self()
         return report
-
-    def _fusion_in_force(self) -> bool:
-        from tether.retrieval.calibrate import load_calibration
-
-        return load_calibration(self.store) is not None
 
     def calibrate_fusion(self) -> dict[str, Any]:
         """Measure the collection's BM25 weight in the fusion on pseudo-questions made from

@@ -181,10 +181,16 @@ def load_calibration(store: Store) -> dict[str, Any] | None:
         found = json.loads(raw)
     except json.JSONDecodeError:
         return None
+    return valid_calibration(found)
+
+
+def valid_calibration(found: Any) -> dict[str, Any] | None:
+    """`found` when it is a calibration record of this rule (a weight and a share in 0..1),
+    else None: written by the older rule, or damaged, it is measured at the next ingest."""
     if not isinstance(found, dict):
         return None
     weight, share = found.get("lexical_weight"), found.get("lexical_prior")
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (weight, share))
     if not numbers or not 0 < share < 1:  # type: ignore[operator]
-        return None  # none, written by the older rule, or damaged: measured at the next ingest
+        return None
     return found

@@ -93,6 +93,7 @@ class _Caches:
     dense: DenseIndex | None = None
     allowed: dict[tuple[Any, str], set[str]] = field(default_factory=dict)
     masks: dict[tuple[Any, str], np.ndarray] = field(default_factory=dict)
+    public_lexicon: bool | None = None  # whether the public lexical table exists (schema 5)
 
 
 class SqliteStore:
@@ -119,7 +120,6 @@ class SqliteStore:
         self.ann = ann
         self.ann_threshold = ann_threshold
         self._depth = 0  # nesting of `_reading`
-        self._public_lexicon: bool | None = None
         self._generation = -1
         self._cache = _Caches()
         self.db = connect(
@@ -182,13 +182,14 @@ class SqliteStore:
     # ---- generations and read transactions -------------------------------------------------
 
     def _has_public_lexicon(self) -> bool:
-        """Whether the index has the public lexical table (schema 5; checked once)."""
-        if self._public_lexicon is None:
+        """Whether the index has the public lexical table (schema 5; checked once per
+        generation, so a reader sees a writer's migration)."""
+        if self._cache.public_lexicon is None:
             row = self.db.execute(
                 "SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts_public'"
             ).fetchone()
-            self._public_lexicon = row is not None
-        return self._public_lexicon
+            self._cache.public_lexicon = row is not None
+        return self._cache.public_lexicon
 
     def _stored_generation(self) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()

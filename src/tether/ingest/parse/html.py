@@ -192,8 +192,7 @@ def _promote_title_block(root: Any) -> None:
             return  # a heading comes first: the page titles itself
         if tag not in ("div", "p", "span"):
             continue
-        classes = (el.get("class") or "").lower().split()
-        titled = any(_TITLE_CLASS.fullmatch(c) for c in classes) and not _has_block_child(el)
+        titled = _has_class(el, _TITLE_CLASS) and not _has_block_child(el)
         if titled and 0 < len(clean(_text_of(el)).split()) <= 20:
             el.tag = "h1"
             return
@@ -403,11 +402,12 @@ def _promote_hidden_headings(body: Any) -> None:
 
 
 def _remove_keeping_tail(el: Any) -> None:
-    """Take `el` out of the tree; the text after it stays where it was."""
+    """Take `el` out of the tree; the text after it stays where it was (lxml would carry it
+    along with `el`)."""
     parent = el.getparent()
     if parent is None:
         return
-    tail = el.tail or ""
+    tail, el.tail = el.tail or "", None
     before = el.getprevious()
     if before is not None:
         before.tail = (before.tail or "") + tail
@@ -461,17 +461,9 @@ def _lift_out_of_paragraph(heading: Any, anchor: Any | None) -> None:
     if parent is None or _tag(parent) != "p" or parent.getparent() is None:
         return
     at = parent.getparent().index(parent) + 1
-    for el in ([anchor] if anchor is not None and anchor.getparent() is parent else []) + [
-        heading
-    ]:
-        tail, el.tail = el.tail, None
-        parent.remove(el)  # lxml moves the tail with the element: keep it in the paragraph
-        if tail:
-            last = parent[-1] if len(parent) else None
-            if last is not None:
-                last.tail = (last.tail or "") + tail
-            else:
-                parent.text = (parent.text or "") + tail
+    moving = [anchor] if anchor is not None and anchor.getparent() is parent else []
+    for el in [*moving, heading]:
+        _remove_keeping_tail(el)
         parent.getparent().insert(at, el)
         at += 1
 
