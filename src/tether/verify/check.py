@@ -157,6 +157,7 @@ from tether.protocols import Embedder, Judge, Store
 from tether.standing import DEFAULT_PRECEDENCE, TYPE_ALIASES, source_rank
 from tether.text import fold_fast
 from tether.types import Answer, Chunk, Claim, ClaimCheck, Context, Evidence, Flag
+from tether.verify.align import Alignment, align
 from tether.verify.claims import (
     CLAUSE_MIN,
     CROSS_LANGUAGE_CUT,
@@ -241,6 +242,28 @@ __all__ = [
 
 DEFAULT_JUDGE_THRESHOLD = 0.5
 _NO_CITATION = Flag("no_citation")
+_NOT_A_STATEMENT = Flag("not_a_statement")
+# a detail of the claim that its evidence does not match → the flag that names it
+_DETAIL_FLAGS = {
+    "number": "number_elsewhere",
+    "quantifier": "quantifier_mismatch",
+    "condition": "condition_dropped",
+    "negation": "negation_mismatch",
+    "period": "period_mismatch",
+    "word": "word_not_found",
+}
+
+
+def detail_flags(aligned: Alignment, score: float) -> list[Flag]:
+    """The flags of a claim the learned judge finds unsupported: one per detail its evidence
+    does not match (`number_elsewhere:14`, `quantifier_mismatch:only`...), or
+    `not_entailed:SCORE` when the alignment names none."""
+    flags = [
+        Flag(_DETAIL_FLAGS[d.kind], d.claim if d.kind != "negation" else None)
+        for d in aligned.details
+        if d.kind in _DETAIL_FLAGS
+    ]
+    return flags or [Flag("not_entailed", f"{score:.2f}")]
 
 
 @dataclass(frozen=True)
@@ -375,6 +398,7 @@ class _Call:
         if not cited:
             return ClaimCheck(claim, tuple(flags))
         o = self.o
+        n_exact = len(flags)
         info = claim_info(claim.text, o.language)
         preps = [self.cache.prepare(c) for c in cited]
         if info.quantities.items:
@@ -390,11 +414,27 @@ class _Call:
                 info, claim.text, preps, self.embedder, vectors, o.cross_language_cut
             )
         flags += found
+        # the claim aligned to its evidence: the details it does not match, named with the
+        # evidence text (always: they explain any flag), and the learned judge's features
+        aligned = align(
+            info, claim.text, preps, clue_flags=len(flags) - n_exact, question=self.question,
+            other_stems=self.nearby_stems(cited),
+        )  # fmt: skip
         entailment: float | None = None
-        if o.judge is not None:
-            entailment = float(o.judge.score(claim.text, [c.text for c in cited]))
+        judge = o.judge
+        same_language = any(c.meta.language == o.language for c in cited)
+        if judge is not None and getattr(judge, "aligned", False) and same_language:
+            entailment = float(judge.judge(aligned.features, claim.text, [c.text for c in cited]))
+            if entailment < self.judge_limit():
+                flags += detail_flags(aligned, entailment)
+            else:  # the judge weighed the word share: a paraphrase is not flagged for it
+                flags = [f for f in flags if f.kind != "unsupported" or (f.arg or "").startswith("cos=")]
+        elif judge is not None:
+            entailment = float(judge.score(claim.text, [c.text for c in cited]))
             if entailment < self.judge_limit():
                 flags.append(Flag("not_entailed", f"{entailment:.2f}"))
+        if aligned.features["not_statement"]:
+            flags.insert(n_exact, _NOT_A_STATEMENT)
         flags += instruction_flags(
             info, preps, self.store, self.shown, self.siblings, self.cache
         )
@@ -402,7 +442,9 @@ class _Call:
             info, preps, self.context_preps, o.precedence, self.store_vectors, best,
             o.same_point_cosine,
         )  # fmt: skip
-        return ClaimCheck(claim, tuple(dict.fromkeys(flags)), tuple(evidence), entailment)
+        flags = list(dict.fromkeys(flags))
+        details = aligned.details if len(flags) > n_exact else ()
+        return ClaimCheck(claim, tuple(flags), tuple(evidence), entailment, details=details)
 
     def citations(self, claim: Claim) -> tuple[list[Flag], list[Chunk]]:
         """The exact checks (no_citation, missing_id, not_in_context, not_allowed) and the
@@ -454,6 +496,20 @@ class _Call:
             known.percents.extend(prep.percents)
             known.amounts.extend(prep.amounts)
         return number_flags(info, known) + column_flags(info, preps, self.base_keys)
+
+    def nearby_stems(self, cited: list[Chunk]) -> frozenset[str]:
+        """The words of the context's passages the claim does not cite and of the cited
+        documents' other sections (the audience's own; read once per document version)."""
+        ids = {c.chunk_id for c in cited}
+        out: set[str] = set()
+        for prep, _rank in self.context_preps:
+            if prep.chunk.chunk_id not in ids:
+                out |= prep.stems
+        if self.store is not None:
+            public = self.o.audience != "staff"
+            for c in cited:
+                out |= self.cache.document_stems(self.store, c.doc_id, c.meta.version, public)
+        return frozenset(out)
 
     def judge_limit(self) -> float:
         """The entailment score under which `not_entailed` fires."""
