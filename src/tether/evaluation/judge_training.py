@@ -28,10 +28,12 @@ A made pair can be wrong (a swapped word that happens to be a synonym): the labe
 rule's, not a person's, which is why the judge is measured on claim sets people labelled.
 
 Fitting (`fit`): scikit-learn's LogisticRegression (balanced classes) on standardised
-features, on the pairs of 80% of the documents; the threshold is the one that makes false
-passes and false alarms closest to equal on the labelled claims' out-of-fold probabilities
-(five folds by document); those rates, the made pairs' and the errors by kind are written
-into the model's `trained` record, with the counts and the seconds the run took.
+features, the labelled claims weighted `LABELLED_WEIGHT`; the threshold is the one under
+which the checker's whole decision (any rule flag, or the judge under the threshold) makes
+the fewest false passes plus false alarms on the labelled claims' out-of-fold probabilities
+(five folds by document); those rates, the rules' alone, the made pairs' and the errors by
+kind are written into the model's `trained` record, with the counts and the seconds the run
+took.
 
 What it cannot do: it needs scikit-learn (the `dev` extra), which the judge itself does not;
 the made errors are those the rules know how to make, so the judge learns to see those.
@@ -408,10 +410,19 @@ class _Recorder:
     threshold = 0.5
 
     def __init__(self) -> None:
-        self.features: dict[str, float] = {}
+        self.seen: dict[str, float] = {}
+        self.evidence = ""
 
-    def judge(self, features: dict[str, float], claim: str, passages: Sequence[str]) -> float:
-        self.features = dict(features)
+    def judge(
+        self,
+        features: dict[str, float],
+        claim: str,
+        passages: Sequence[str],
+        evidence: str = "",
+        flagged: bool = False,
+    ) -> float:
+        self.seen = dict(features)
+        self.evidence = evidence
         return 1.0
 
     def score(self, claim: str, passages: Sequence[str]) -> float:
@@ -419,15 +430,15 @@ class _Recorder:
 
 
 def features_of(pair: Pair, store: Store | None = None, cache: Any = None) -> dict[str, float]:
-    """The alignment features of a made pair, read through `check_answer` as a claim is (with
-    `store`, the cited document's other sections are known, as in a real index)."""
+    """The features of a made pair, read through `check_answer` as a claim is (with `store`,
+    the cited document's other sections are known, as in a real index)."""
     recorder = _Recorder()
     chunk = pair.chunk
     context = Context((Passage(chunk, header(chunk), 0, 1),))
     answer = Answer(True, pair.claim, (Claim(pair.claim, (chunk.chunk_id,)),))
     check_answer(answer, store, context, "", audience="staff",
                  language=chunk.meta.language or "en", judge=recorder, cache=cache)  # fmt: skip
-    return recorder.features
+    return recorder.seen
 
 
 def hash_fold(doc: str, folds: int = 5) -> int:
@@ -441,10 +452,11 @@ def fit(
     rows: Sequence[tuple[dict[str, float], bool, str, str, float]], seconds_so_far: float = 0.0
 ) -> JudgeModel:
     """A logistic regression on (features, supported, kind, doc key, weight) rows. Five
-    folds by document give every row an out-of-fold probability; the threshold is the one that
-    makes false passes and false alarms closest to equal on the labelled claims' out-of-fold
-    probabilities (on every row when fewer than 50 are labelled); the model is then fitted
-    on every row."""
+    folds by document give every row an out-of-fold probability; the threshold is the one
+    under which the checker's decision (a rule flag, or the judge under the threshold) makes
+    the fewest false passes plus false alarms on the labelled claims' out-of-fold
+    probabilities (on every row when fewer than 50 are labelled); the model is then fitted on
+    every row."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
@@ -473,20 +485,27 @@ def fit(
         oof[part] = lr.predict_proba(scaler.transform(x[part]))[:, 1]
     labelled = np.array([r[2].startswith("labelled:") for r in rows])
     pick = labelled if labelled.sum() >= 50 else np.ones(len(rows), dtype=bool)
-    p, yt, wt = oof[pick], y[pick], np.ones(int(pick.sum()))
+    # what the checker decides: a rule flag, or the judge under the threshold
+    col = {f: i for i, f in enumerate(FEATURES)}
+    ruled = (x[:, col["clue_flags"]] > 0) | (x[:, col["not_statement"]] > 0)
+    for name in ("quantifier_added", "condition_dropped", "period_other", "period_absent"):
+        ruled |= x[:, col[name]] > 0
+    p, yt, rt = oof[pick], y[pick], ruled[pick]
 
     def rates(t: float) -> tuple[float, float]:
+        flagged = rt | (p < t)
         neg, pos = yt == 0, yt == 1
-        fp = float(np.average(p[neg] >= t, weights=wt[neg])) if neg.any() else 0.0
-        fa = float(np.average(p[pos] < t, weights=wt[pos])) if pos.any() else 0.0
+        fp = float(np.mean(~flagged[neg])) if neg.any() else 0.0
+        fa = float(np.mean(flagged[pos])) if pos.any() else 0.0
         return fp, fa
 
-    best = (2.0, 0.5)
-    for t in np.linspace(0.05, 0.95, 91):
+    best = (3.0, 0.5)
+    for t in np.linspace(0.02, 0.9, 45):
         fp, fa = rates(float(t))
-        best = min(best, (max(fp, fa) + 0.01 * abs(fp - fa), float(t)))
+        best = min(best, (fp + fa, float(t)))
     threshold = round(best[1], 3)
     fp_rate, fa_rate = rates(threshold)
+    rules_fp, rules_fa = rates(0.0)
     made = ~labelled
     p_made, y_made = oof[made], y[made]
     made_fp = float(np.mean(p_made[y_made == 0] >= threshold)) if (y_made == 0).any() else 0.0
@@ -512,6 +531,7 @@ def fit(
             "kinds": dict(sorted(Counter(r[2] for r in rows).items())),
             "threshold_chosen_on": "labelled claims, out of fold" if pick is labelled
             else "every pair, out of fold",
+            "out_of_fold_labelled_rules_only": [round(rules_fp, 4), round(rules_fa, 4)],
             "out_of_fold_labelled_false_passes": round(fp_rate, 4),
             "out_of_fold_labelled_false_alarms": round(fa_rate, 4),
             "out_of_fold_made_false_passes": round(made_fp, 4),
@@ -573,15 +593,17 @@ def labelled_rows(
     exact flag, such as a made-up ID, never does)."""
     from tether.evaluation.verifier_eval import check_item, load_claims
 
-    rows = []
+    rows: list[tuple[dict[str, float], bool, str, str, float]] = []
+    if not files:
+        return rows
     cache: dict = {}
     checked = VerifierCache()
     for item in load_claims(list(files)):
         recorder = _Recorder()
         check_item(store, item, cache, recorder, None, checked)
-        if recorder.features:
+        if recorder.seen:
             doc = (item.get("cites") or [{}])[0].get("doc_id", item["id"])
-            rows.append((recorder.features, item["label"] == "supported",
+            rows.append((recorder.seen, item["label"] == "supported",
                          "labelled:" + item.get("kind", ""), f"{name}/{doc}", LABELLED_WEIGHT))  # fmt: skip
     return rows
 

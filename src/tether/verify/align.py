@@ -9,16 +9,19 @@ judge (`tether.verify.learned`) reads.
 - `details`: each claim detail the evidence does not match, as a `tether.types.Detail`
   (kind, the claim's words, the evidence text it conflicts with, the chunk ID):
   - `not_a_statement` — a question, or a heading or title of a cited passage quoted as it is;
+  - `cell` — a number of the claim that a cited table holds, but not in the row the claim
+    names (all of the row label's words) or not in the column it names best;
   - `number` — a number of the claim that the aligned sentences do not hold while another
-    sentence of the cited passages does (another row of a table, another item of a list), or
-    whose neighbouring words in the claim are not beside it in the sentence (bound to
-    another subject);
+    sentence of the cited passages does (another item of a list), or whose neighbouring words
+    in the claim are not beside it in the sentence, or stand clearly nearer another number of
+    it (bound to another subject: "colour: $0.50" read for "black and white: $0.15");
   - `quantifier` — a scope word of the claim (only, all, every, always, never, at least, at
     most, more/less than; seulement, uniquement, ne ... que, tous, toujours, jamais, au moins,
     au plus...) whose class the evidence does not use, or one of the evidence's limiting words
     (only, at least, at most...) the claim drops;
   - `condition` — the evidence sentence states a condition or exception (if, unless, except,
-    provided, as long as; si, sauf, à condition, à moins...) that the claim leaves out;
+    provided, as long as; si, sauf, à condition, à moins...) that neither the claim nor the
+    question speaks of (they hold under a third of the condition's words);
   - `negation` — the claim's polarity differs from its evidence's (not, cannot, no longer,
     never; ne ... pas / plus / jamais, aucun, sans) on the same content;
   - `period` — a rate's period or base (per day, per ride, per item, a month; par jour,
@@ -61,7 +64,8 @@ _QUANTIFIERS: dict[str, tuple[str, ...]] = {
         "ne que", "n que", "rien que",
     ),
     "all": ("all", "every", "any", "entire", "whole", "tous", "toutes", "tout", "toute",
-            "n importe"),
+            "n importe", "as many", "as much", "unlimited", "no limit", "illimite", "illimites",
+            "illimitee", "autant", "sans limite"),
     "always": ("always", "at any time", "anytime", "toujours", "en tout temps", "a tout moment"),
     "never": ("never", "jamais"),
     "at_least": ("at least", "minimum", "or more", "au moins", "au minimum", "ou plus"),
@@ -113,7 +117,7 @@ _PERIOD_WORDS = {
     "page": "page", "minute": "minute", "minutes": "minute",
 }  # fmt: skip
 _PER = re.compile(
-    r"\b(?:per|each|every|par|chaque|(?<=\d )an?|(?<=dollars )an?|(?<=cents )an?)\s+(\w+)\b|/\s?(\w+)\b|\b(daily|weekly|"
+    r"\b(?:per|each|every|par|chaque|(?<=\d )an?|(?<=dollars )an?|(?<=cents )an?|(?<=\d )la|(?<=\d )le)\s+(\w+)\b|/\s?(\w+)\b|\b(daily|weekly|"
     r"monthly|yearly|annual|annually|hourly|quotidien|quotidienne|hebdomadaire|mensuel|"
     r"mensuelle|annuel|annuelle)\b"
 )
@@ -129,6 +133,32 @@ _VERBISH = re.compile(
     r"\w+(?:ed|es|ent|ez)\b)"
 )
 _WINDOW = 4  # a number's neighbouring words: this many tokens either side
+# Words whose opposite in the evidence, where the claim's own word is absent, is a swap
+# ("counted after tax" against "counted before tax"): EN and FR, folded.
+_OPPOSITES_LIST = (
+    ("before", "after"), ("above", "below"), ("more", "less"), ("most", "least"),
+    ("minimum", "maximum"), ("first", "last"), ("earliest", "latest"), ("earlier", "later"),
+    ("north", "south"), ("east", "west"), ("northern", "southern"), ("eastern", "western"),
+    ("upper", "lower"), ("inside", "outside"), ("indoor", "outdoor"), ("indoors", "outdoors"),
+    ("open", "closed"), ("opens", "closes"), ("included", "excluded"), ("includes", "excludes"),
+    ("including", "excluding"), ("increase", "decrease"), ("higher", "lower"),
+    ("longer", "shorter"), ("faster", "slower"), ("weekday", "weekend"),
+    ("weekdays", "weekends"), ("morning", "evening"), ("mandatory", "optional"),
+    ("required", "optional"), ("allowed", "forbidden"), ("allowed", "prohibited"),
+    ("permitted", "prohibited"), ("accepted", "refused"), ("domestic", "international"),
+    ("arrival", "departure"), ("entry", "exit"), ("buy", "sell"), ("cheaper", "dearer"),
+    ("avant", "apres"), ("premier", "dernier"), ("premiere", "derniere"), ("nord", "sud"),
+    ("haut", "bas"), ("interieur", "exterieur"), ("ouvert", "ferme"), ("ouverte", "fermee"),
+    ("inclus", "exclu"), ("incluse", "exclue"), ("matin", "soir"),
+    ("obligatoire", "facultatif"), ("obligatoire", "optionnel"), ("autorise", "interdit"),
+    ("permis", "interdit"), ("accepte", "refuse"), ("gratuit", "payant"),
+    ("gratuite", "payante"), ("arrivee", "depart"), ("hausse", "baisse"),
+    ("superieur", "inferieur"), ("entree", "sortie"), ("achat", "vente"),
+)  # fmt: skip
+_OPPOSITES: dict[str, set[str]] = {}
+for _a, _b in _OPPOSITES_LIST:
+    _OPPOSITES.setdefault(_a, set()).add(_b)
+    _OPPOSITES.setdefault(_b, set()).add(_a)
 # Words an answer adds around what a passage states (verbs of cost, time, permission and
 # possession, generic nouns): absent from the passage, they are counted apart from the words
 # that carry a claim's content (`words_absent_generic`), so the judge can weigh them less.
@@ -149,6 +179,7 @@ _GENERIC = frozenset(
     permet permettent offert offre offrent fournit utiliser utilise client clients usager
     usagers membre membres personne personnes regle regles politique temps duree valable
     pendant durant selon aussi encore toujours peut peuvent pouvez doit doivent devez
+    chaque like many much
     """.split()
     if (s := content_stem(w))
 )
@@ -168,6 +199,7 @@ FEATURES: tuple[str, ...] = (
     "numbers_unbound",  # count whose neighbouring words are not beside them in the evidence
     "number_other_row",  # a table cell read from another row than the one the claim names
     "number_other_column",  # ... from another column than the one the claim names
+    "opposite",  # a word whose opposite the evidence uses instead (after for before)
     "quantifier_added",
     "quantifier_dropped",
     "condition_dropped",
@@ -250,6 +282,34 @@ def _polarity(words: str) -> int:
     return max(n, 0)
 
 
+def language_of(preps: Sequence[Prepared]) -> str:
+    return preps[0].chunk.meta.language if preps else "en"
+
+
+_CLAIM_CLAUSES = re.compile(r"(?<=[.;!?])\s+|:\s+")
+
+
+def _clause_has(claim: str, cls: str, preps: Sequence[Prepared], language: str) -> bool:
+    """True when the claim's clause that uses a quantifier class is aligned, on its own, to a
+    sentence of the passages that uses it too (a claim of several sentences: "... Never leave
+    it in an unheated garage." against its third evidence sentence)."""
+    from tether.verify.claims import claim_info
+
+    for clause in _CLAIM_CLAUSES.split(claim):
+        words = _folded_words(clause)
+        if cls not in _classes(words):
+            continue
+        tokens = claim_info(clause, language).tokens
+        best = max(
+            (s for p in preps for s in p.sentences if not s.heading),
+            key=lambda s: len(tokens & s.tokens),
+            default=None,
+        )
+        if best is not None and cls in _classes(_folded_words(best.text)):
+            return True
+    return False
+
+
 def _main_clause(words: str) -> str:
     """A folded word string without its condition clause ("if no other member ...")."""
     cond = _condition(words)
@@ -280,6 +340,22 @@ def _condition(words: str) -> tuple[str, str] | None:
         return None
     start, cue = best
     return cue, words[start:].strip()
+
+
+def _clause_text(chosen: Sequence[tuple[str, Sentence]], cue: str) -> str:
+    """The condition clause of an aligned sentence as written: from its cue to the next comma,
+    semicolon or full stop ("if the item comes back dirty or incomplete")."""
+    pattern = re.compile(
+        r"(?<![\w'’])" + r"[\s'’-]+".join(re.escape(w) for w in cue.split()) + r"\b[^,;.:]*",
+        re.IGNORECASE,
+    )
+    for _, sentence in chosen:
+        folded = fold_fast(sentence.text)
+        m = pattern.search(folded)
+        if m:  # shown as written unless folding changed the length (œ → oe)
+            shown = sentence.text if len(folded) == len(sentence.text) else folded
+            return shown[m.start() : m.end()].strip()
+    return ""
 
 
 def is_statement(claim: str, headings: Sequence[str] = ()) -> bool:
@@ -363,9 +439,15 @@ def align(
 
     # words
     stems = info.stems
+    known_stems = passage_stems | q_stems
+    shown = _surface(claim)
+    heads5 = {w[:5] for p in preps for w in _folded_words(p.chunk.text).split() if len(w) >= 5}
+    heads5 |= {w[:5] for w in _folded_words(question).split() if len(w) >= 5}
     absent = sorted(
-        w for w in stems if w not in passage_stems and w not in q_stems and w not in _UNIT_STEMS
-    )
+        w for w in stems
+        if w not in known_stems and w not in _UNIT_STEMS
+        and not _related(fold_fast(shown.get(w, w)), known_stems, heads5)
+    )  # fmt: skip
     absent_other = [w for w in absent if w in other_stems]
     generic = [w for w in absent if w in _GENERIC]
     elsewhere = sorted(
@@ -373,9 +455,9 @@ def align(
         if w in passage_stems and w not in aligned_stems and w not in header_stems
         and w not in q_stems
     )  # fmt: skip
-    shown = _surface(claim)
     for w in absent:
-        add("word", shown.get(w, w))
+        if w not in _GENERIC:
+            add("word", shown.get(w, w))
     # numbers
     items = info.quantities.items
     n_absent = n_elsewhere = n_unbound = 0
@@ -396,7 +478,10 @@ def align(
             n_absent += 1
     # table cells: the row and the column the claim names must hold the number
     wrong_row = wrong_column = 0
-    for (key, display), start in zip(items, info.quantities.where, strict=True):
+    units = info.units or ("",) * len(items)
+    for (key, display), start, unit in zip(items, info.quantities.where, units, strict=True):
+        if unit == "%" or _MODEL_NUMBER.search(claim[:start]) or _COMPUTED.search(cwords):
+            continue  # a rate, a model's number ("Ridgeline 2"), or a claim that computes
         found = _table_binding(key, stems, preps)
         if found is not None:
             kind, row_text = found
@@ -404,12 +489,23 @@ def align(
                 wrong_row += 1
             else:
                 wrong_column += 1
-            add("number", display, row_text)
+            add("cell", display, row_text)
+    # opposites: the claim says "after" where its evidence says "before"
+    c_set = set(cwords.split())
+    best_words = set(_folded_words(chosen[0][1].text).split()) if chosen else set()
+    swapped = sorted(
+        w for w in c_set
+        if w in _OPPOSITES and w not in best_words and _OPPOSITES[w] & best_words
+        and not (_OPPOSITES[w] & c_set)
+    )  # fmt: skip
+    for w in swapped:
+        add("opposite", w, chosen[0][1].text.strip())
     # quantifiers
     c_cls, e_cls = _classes(cwords), _classes(ewords)
     added = sorted(
         c for c in c_cls - e_cls
         if not (_QUANT_NEIGHBOURS.get(c, set()) & e_cls) and c not in _BENIGN_ADDED
+        and not _clause_has(claim, c, preps, language_of(preps))
     )  # fmt: skip
     dropped = sorted(
         c for c in (e_cls - c_cls) & set(_LIMITING)
@@ -427,8 +523,11 @@ def align(
     cond_dropped = 0
     if cond is not None and _condition(cwords) is None and chosen:
         cue, clause = cond
-        clause_stems = {content_stem(w) for w in clause.split()[1:10]} - {""}
-        if clause_stems and len(clause_stems & stems) < 0.5 * len(clause_stems):
+        clause = _clause_text(chosen, cue) or clause
+        clause_stems = {content_stem(w) for w in _folded_words(clause).split()[1:10]} - {""}
+        # the claim states it, or the question does ("My tent came back dirty: what can you
+        # deduct?" answered with the fee that applies "if the item comes back dirty")
+        if clause_stems and len(clause_stems & (stems | q_stems)) < len(clause_stems) / 3:
             cond_dropped = 1
             add("condition", f"(no '{cue} …')", clause[:200])
     # polarity
@@ -438,8 +537,7 @@ def align(
             _main_clause(_folded_words(chosen[0][1].text))
         )
         if (mine > 0) != (theirs > 0):
-            flip = 1
-            add("negation", "negated" if mine else "not negated", chosen[0][1].text.strip())
+            flip = 1  # a feature only: the rule in `verify.negation` names a negation
     # periods
     c_per, e_per = _periods(cwords), _periods(ewords)
     p_all = _periods(" ".join(_folded_words(p.chunk.text) for p in preps))
@@ -471,6 +569,7 @@ def align(
         "numbers_unbound": float(n_unbound),
         "number_other_row": float(wrong_row),
         "number_other_column": float(wrong_column),
+        "opposite": float(len(swapped)),
         "quantifier_added": float(len(added)),
         "quantifier_dropped": float(len(dropped)),
         "condition_dropped": float(cond_dropped),
@@ -505,9 +604,10 @@ def _cell_stems(cell: str) -> frozenset[str]:
 def _table_binding(
     key: str, stems: frozenset[str], preps: Sequence[Prepared]
 ) -> tuple[str, str] | None:
-    """("row" | "column", the row's text) when a claim's number stands in a cited table and
-    the claim names a row (all of its label's words) that holds it in no cell, or names a
-    column (the heading whose words it covers best) that holds it in no cell; else None."""
+    """("row" | "column", the row's text) when a claim's number stands only in the cells of a
+    cited table (not in its prose) and the claim names a row (all of its label's words) that
+    holds it in no cell, or names a column (all of its heading's words) while the columns that
+    hold it share under half of their heading's words with the claim; else None."""
     from tether.verify.quantities import read_quantities
 
     if not key.startswith("n:"):
@@ -522,8 +622,8 @@ def _table_binding(
             (r, j) for r, row in enumerate(body) for j, cell in enumerate(row)
             if j > 0 and any(k == key for k, _ in read_quantities(cell, language).items)
         ]  # fmt: skip
-        if not holders:
-            continue
+        if not holders or key not in prep.columns:
+            continue  # not in this table, or also stated in the passage's prose
         labels = [_cell_stems(row[0]) for row in body]
         named_rows = {r for r, lab in enumerate(labels) if lab and lab <= stems}
         if named_rows:
@@ -534,11 +634,31 @@ def _table_binding(
         if named_rows and not any(r in named_rows for r, _ in holders):
             r = next(iter(named_rows))
             return "row", " | ".join(body[r])
-        best_col = max(cover) if cover else 0.0
-        if best_col > 0 and max(cover[j] for _, j in holders) < best_col:
+        if max(cover, default=0.0) == 1.0 and max(cover[j] for _, j in holders) < 0.5:
             r, _ = holders[0]
             return "column", " | ".join(head) + " … " + " | ".join(body[r])
     return None
+
+
+_IRREGULAR = {
+    "held": "hold", "kept": "keep", "paid": "pay", "sold": "sell", "bought": "buy",
+    "gave": "give", "given": "give", "took": "take", "taken": "take", "left": "leave",
+    "made": "make", "sent": "send", "spent": "spend", "lost": "lose", "told": "tell",
+    "brought": "bring", "began": "begin", "begun": "begin", "chose": "choose",
+    "chosen": "choose", "went": "go", "gone": "go", "got": "get", "wrote": "write",
+    "written": "write", "found": "find", "pris": "prendre", "mis": "mettre", "fait": "faire",
+    "ouvert": "ouvrir", "offert": "offrir", "vendu": "vendre", "rendu": "rendre",
+}  # fmt: skip
+
+
+def _related(word: str, known: frozenset[str], heads5: set[str]) -> bool:
+    """True when a claim word (folded) the passages do not hold is a form of one they do: an
+    irregular form (held, hold) or the same first five letters (covered, coverage; charging,
+    charges)."""
+    base = _IRREGULAR.get(word)
+    if base and content_stem(base) in known:
+        return True
+    return len(word) >= 5 and word[:5] in heads5
 
 
 def _log1p(n: int) -> float:
@@ -599,4 +719,31 @@ def _bound(
     holders = [s for _, s in chosen if key in s.tokens and "|" not in s.text]
     if not holders:
         return True
-    return any(not (in_aligned - s.stems) for s in holders)
+    if not any(not (in_aligned - s.stems) for s in holders):
+        return False
+    return all(_nearest_number(s.text, display, in_aligned) for s in holders)
+
+
+_NUMBER_TOKEN = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _nearest_number(text: str, display: str, near: set[str]) -> bool:
+    """False when, in a sentence that lists several numbers ("black and white: $0.15 a page;
+    colour: $0.50"), a word the claim puts beside its number stands clearly nearer another
+    number of the sentence than that one."""
+    toks = _folded_words(text).split()
+    target = _folded_words(display).split()
+    mine = [i for i in range(len(toks)) if target and toks[i : i + len(target)] == target]
+    others = [  # another number, not one of a range or code with this one ("3 to 7")
+        i for i, t in enumerate(toks)
+        if _NUMBER_TOKEN.fullmatch(t) and min(abs(i - m) for m in mine) > 3
+    ] if mine else []  # fmt: skip
+    if not mine or not others:
+        return True
+    for i, t in enumerate(toks):
+        if content_stem(t) in near:
+            to_mine = min(abs(i - m) for m in mine)
+            to_other = min(abs(i - o) for o in others)
+            if to_other + 2 <= to_mine:
+                return False
+    return True

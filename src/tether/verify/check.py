@@ -79,8 +79,24 @@ Clues (code can be wrong; `describe()` says so):
   the passage states plainly, and negates none of, is a mismatch ("has no bicycle workshop
   but no e-bike service" against "Workshop for bicycles; no e-bike service").
   Not checked across languages (left to the judge).
-- `not_entailed:SCORE` — the judge (`tether.verify.judges`) scored the claim against its cited
-  passages below the threshold (the `threshold` argument, else the judge's own `threshold`).
+- `not_a_statement` — the claim is a question, or a heading or title of a cited passage
+  quoted as it is (`verify.align.is_statement`): it states nothing to check.
+- Alignment (`verify.align`): the claim is aligned to its best evidence sentences and every
+  detail its evidence does not match is named, with the evidence text, in the check's
+  `details`. Flagged whatever the judge says (claims in the language of a cited passage):
+  `quantifier_mismatch:WORD` (only, all, always, never, at least... that the evidence does not
+  use), `condition_dropped:(no 'CUE …')` (the evidence's condition or exception, which neither
+  the claim nor the question states), `period_mismatch:per UNIT` (a rate's period or base the
+  evidence gives otherwise), `opposite_word:WORD` (after where the evidence says before, south
+  for north), `number_in_other_row:N` (a table cell of another row or column than the one the
+  claim names). Flagged only when the learned judge rejects the claim, to say why:
+  `number_elsewhere:N` (a number bound to another subject of the evidence) and
+  `word_not_found:WORD` (a content word no cited passage holds).
+- `not_entailed:SCORE` — the judge scored the claim below the threshold (the `threshold`
+  argument, else the judge's own). The learned judge (`verify.learned.AlignmentJudge`, the
+  default) reads the alignment's features and says `not_entailed` only when no detail
+  explains its verdict; when it accepts a claim, the word-share clue `unsupported:SHARE` is
+  dropped (it weighed that share). The other judges (`verify.judges`) score passage texts.
 
 Sources:
 - `instruction_in_source:ID` — a cited passage contains text addressed to AI assistants, chat
@@ -243,27 +259,27 @@ __all__ = [
 DEFAULT_JUDGE_THRESHOLD = 0.5
 _NO_CITATION = Flag("no_citation")
 _NOT_A_STATEMENT = Flag("not_a_statement")
-# a detail of the claim that its evidence does not match → the flag that names it
-_DETAIL_FLAGS = {
-    "number": "number_elsewhere",
+# a detail of the claim that its evidence does not match → the flag that names it. The hard
+# ones are flagged whatever the judge says (on the tuned-on claim sets they fired on 3 of 216
+# supported claims, all quantifier_mismatch, and on 34 of 191 unsupported ones); the soft ones
+# (on 43 supported and 65 unsupported) only explain a claim the learned judge rejects.
+HARD_DETAILS = {
+    "cell": "number_in_other_row",
+    "opposite": "opposite_word",
     "quantifier": "quantifier_mismatch",
     "condition": "condition_dropped",
-    "negation": "negation_mismatch",
     "period": "period_mismatch",
+}
+SOFT_DETAILS = {
+    "number": "number_elsewhere",
     "word": "word_not_found",
 }
 
 
-def detail_flags(aligned: Alignment, score: float) -> list[Flag]:
-    """The flags of a claim the learned judge finds unsupported: one per detail its evidence
-    does not match (`number_elsewhere:14`, `quantifier_mismatch:only`...), or
-    `not_entailed:SCORE` when the alignment names none."""
-    flags = [
-        Flag(_DETAIL_FLAGS[d.kind], d.claim if d.kind != "negation" else None)
-        for d in aligned.details
-        if d.kind in _DETAIL_FLAGS
-    ]
-    return flags or [Flag("not_entailed", f"{score:.2f}")]
+def detail_flags(aligned: Alignment, kinds: dict[str, str]) -> list[Flag]:
+    """One flag per detail of `kinds` that the claim's evidence does not match
+    (`quantifier_mismatch:only`, `number_elsewhere:14`...)."""
+    return [Flag(kinds[d.kind], d.claim) for d in aligned.details if d.kind in kinds]
 
 
 @dataclass(frozen=True)
@@ -401,7 +417,7 @@ class _Call:
         n_exact = len(flags)
         info = claim_info(claim.text, o.language)
         preps = [self.cache.prepare(c) for c in cited]
-        if info.quantities.items:
+        if info.quantities.items or info.count_words:
             flags += self.number_clues(info, preps)
         flags += name_flags(claim.text, cited, self.question)
         best: dict[str, float] = {}
@@ -423,13 +439,20 @@ class _Call:
         entailment: float | None = None
         judge = o.judge
         same_language = any(c.meta.language == o.language for c in cited)
+        if same_language:  # a scope word, condition or rate the evidence does not state
+            flags += detail_flags(aligned, HARD_DETAILS)
         if judge is not None and getattr(judge, "aligned", False) and same_language:
-            entailment = float(judge.judge(aligned.features, claim.text, [c.text for c in cited]))
+            entailment = float(
+                judge.judge(aligned.features, claim.text, [c.text for c in cited],
+                            evidence=aligned.evidence_text, flagged=len(flags) > n_exact)
+            )  # fmt: skip
             if entailment < self.judge_limit():
-                flags += detail_flags(aligned, entailment)
+                flags += detail_flags(aligned, SOFT_DETAILS) or [
+                    Flag("not_entailed", f"{entailment:.2f}")
+                ]
             else:  # the judge weighed the word share: a paraphrase is not flagged for it
                 flags = [f for f in flags if f.kind != "unsupported" or (f.arg or "").startswith("cos=")]
-        elif judge is not None:
+        elif judge is not None and not getattr(judge, "aligned", False):
             entailment = float(judge.score(claim.text, [c.text for c in cited]))
             if entailment < self.judge_limit():
                 flags.append(Flag("not_entailed", f"{entailment:.2f}"))

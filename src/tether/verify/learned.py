@@ -11,8 +11,9 @@ The `Judge` protocol's `score(claim, passages)` is also served (passages given a
 read as untitled chunks), so the judge can stand wherever another judge stands.
 
 An optional second opinion (`second`, e.g. `LLMJudge` on the local model) is asked only when
-the probability falls in the uncertain band (`band`, default `SECOND_BAND`): its verdict then
-decides. It costs one model call for each such claim, and nothing for the others.
+no rule has flagged the claim and the probability falls in the uncertain band (`band`,
+default `SECOND_BAND`): its score, against `second_threshold`, then decides. It costs one
+model call for each such claim, and nothing for the others.
 
 Why a linear model and not a cross-encoder: on 2 CPU cores fine-tuning e5-small's top layers
 on the pairs made here was not possible within the time this judge was built in, while the
@@ -37,10 +38,20 @@ from typing import Any
 from tether.errors import TetherError
 from tether.protocols import Judge
 
-__all__ = ["MODEL_PATH", "SECOND_BAND", "AlignmentJudge", "JudgeModel", "load_model"]
+__all__ = [
+    "MODEL_PATH",
+    "SECOND_BAND",
+    "SECOND_THRESHOLD",
+    "AlignmentJudge",
+    "JudgeModel",
+    "load_model",
+]
 
 MODEL_PATH = Path(__file__).with_name("judge_model.json")
-SECOND_BAND = (0.2, 0.8)  # probabilities in which a second opinion, when given, decides
+# Where the second opinion is asked (the judge's probability in [low, high)) and the score
+# from which it passes a claim: chosen by bench/judge_second_opinion.py on the tuned-on sets.
+SECOND_BAND = (0.0, 0.5)
+SECOND_THRESHOLD = 0.5
 
 
 @dataclass(frozen=True)
@@ -56,9 +67,11 @@ class JudgeModel:
     trained: Mapping[str, Any]  # what it was fitted on and how well it did there
 
     def probability(self, values: Mapping[str, float]) -> float:
+        """P(supported); a feature missing from `values` counts as its training mean, so it
+        moves nothing."""
         z = self.bias
         for name, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True):
-            z += w * (float(values.get(name, 0.0)) - m) / s
+            z += w * (float(values.get(name, m)) - m) / s
         return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
 
     def to_json(self) -> dict[str, Any]:
@@ -109,23 +122,38 @@ class AlignmentJudge:
         threshold: float | None = None,
         second: Judge | None = None,
         band: tuple[float, float] = SECOND_BAND,
+        second_threshold: float = SECOND_THRESHOLD,
     ) -> None:
         self.model = model if model is not None else load_model()
         self.threshold = self.model.threshold if threshold is None else threshold
         self.second = second
         self.band = band
+        self.second_threshold = second_threshold
         self.name = "align" + (f" + {getattr(second, 'name', 'second')}" if second else "")
         self.last_note = ""  # "model" or "second opinion" for the last claim
 
-    def judge(self, features: Mapping[str, float], claim: str, passages: Sequence[str]) -> float:
-        """P(supported) of a claim with these alignment features; the second opinion decides
-        inside the uncertain band."""
+    def judge(
+        self,
+        features: Mapping[str, float],
+        claim: str,
+        passages: Sequence[str],
+        evidence: str = "",
+        flagged: bool = False,
+    ) -> float:
+        """P(supported) of a claim with these alignment features. Inside the uncertain band,
+        when no rule has flagged the claim already (`flagged`), the second opinion decides:
+        its score is mapped onto this judge's scale, piecewise linearly, so that
+        `second_threshold` lands on `threshold` (above it passes, under it fails)."""
         p = self.model.probability(features)
         self.last_note = "model"
         lo, hi = self.band
-        if self.second is not None and lo <= p < hi and passages:
+        if self.second is not None and lo <= p < hi and passages and not flagged:
             self.last_note = "second opinion"
-            return float(self.second.score(claim, passages))
+            q = float(self.second.score(claim, passages))
+            t2, t = self.second_threshold, self.threshold
+            if q < t2:
+                return t * q / t2
+            return t + (1.0 - t) * (q - t2) / (1.0 - t2)
         return p
 
     def score(self, claim: str, passages: Sequence[str]) -> float:

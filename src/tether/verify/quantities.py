@@ -272,27 +272,30 @@ _WORD_MULTIPLES = {"twice": 2.0, "deux fois": 2.0, "half": 0.5, "moitie": 0.5, "
                    "quart": 0.25, "double": 2.0, "triple": 3.0}  # fmt: skip
 
 
-def word_numbers(text: str, q: Quantities) -> list[float]:
+def word_numbers(text: str, q: Quantities) -> tuple[list[float], list[str]]:
     """A claim's numbers written as words ("four weeks", "trois fois"): one followed by a unit
     is added to `q` as a number to check (key "n:4", shown as the word); one without a unit
-    ("two adult rides") is returned as an operand for arithmetic only, as are "twice", "half"
-    and "a quarter"."""
+    ("two adult rides") is returned as a count: an operand for arithmetic, checked only when
+    the claim computes nothing (`number_flags`). "Twice", "half" and "a quarter" are operands.
+    Returns (operands, the words of the counts)."""
     folded = fold_fast(text)
     counts: list[float] = [v for w, v in _WORD_MULTIPLES.items() if re.search(rf"\b{w}\b", folded)]
+    words: list[str] = []
     added = False
     for m in _CLAIM_WORD_NUMBER.finditer(folded):
         value = _WORD_NUMBERS[m.group(1)]
         after = UNIT_AFTER.match(folded[m.end() : m.end() + 40])
-        if after and UNITS.get(after.group(3)):
+        if after and UNITS.get(after.group(3).replace(" ", "")):
             q.add(m.start(), f"n:{value}", text[m.start() : m.end()])
             added = True
         else:
             counts.append(float(value))
+            words.append(m.group(1))
     if added:
         order = sorted(range(len(q.items)), key=q.where.__getitem__)
         q.items = [q.items[i] for i in order]
         q.where = [q.where[i] for i in order]
-    return counts
+    return counts, words
 
 
 def read_periods(folded: str) -> list[tuple[int, str, bool]]:
@@ -364,12 +367,17 @@ UNITS: dict[str, str] = {
     "m": "m", "metre": "m", "metres": "m", "meter": "m", "meters": "m", "cm": "cm",
     "mm": "mm", "kg": "kg", "g": "g", "lb": "lb", "lbs": "lb", "pound": "lb", "pounds": "lb",
     "ml": "ml", "litre": "l", "litres": "l", "liter": "l", "liters": "l",
+    "°c": "deg", "°": "deg", "degree": "deg", "degrees": "deg", "degre": "deg", "degres": "deg",
+    "celsius": "deg", "°f": "degf", "fahrenheit": "degf", "bar": "bar", "bars": "bar",
+    "psi": "psi", "kpa": "kpa", "w": "w", "watt": "w", "watts": "w", "v": "v", "volt": "v",
+    "volts": "v", "kwh": "kwh", "wh": "wh", "mah": "mah", "inch": "in", "inches": "in",
+    "pouce": "in", "pouces": "in", "ft": "ft", "feet": "ft", "foot": "ft", "pieds": "ft",
 }  # fmt: skip
 _NUM_AT = re.compile(r"\d+(?:[.,\u00a0\u202f]\d+)*")
 _WORD_AT = re.compile(r"[^\W\d_]+")
 UNIT_AFTER = re.compile(
     r"\s?-?\s?(?:(business|working|calendar|full|clear|(extra|more|additional|further))\s+)?"
-    r"(%|\$|€|£|[^\W\d_]+)(?:\s+(supplementaires?|additionnels?|de plus))?"
+    r"(%|\$|€|£|°\s?[cf]?(?![^\W\d_])|[^\W\d_]+)(?:\s+(supplementaires?|additionnels?|de plus))?"
 )
 _CURRENCY_BEFORE = re.compile(r"[$€£]\s?$")
 _VERSION_BEFORE = re.compile(r"\b(?:version|ver|v|rev|revision)\.?\s?$")
@@ -398,7 +406,7 @@ def qualify(text: str, q: Quantities) -> tuple[list[str], list[tuple[int, int]]]
             continue
         after = UNIT_AFTER.match(fold_fast(text[end : end + 40]))
         if after:
-            units[i] = UNITS.get(after.group(3), "")
+            units[i] = UNITS.get(after.group(3).replace(" ", ""), "")
             if units[i] and (after.group(2) or after.group(4)):
                 units[i] += "+"  # "2 extra days": the days after a first one
     ranges: list[tuple[int, int]] = []
@@ -433,7 +441,7 @@ def unit_keys(text: str, q: Quantities, keys: set[str]) -> set[str]:
         if m.group(1) in ("a", "an", "un", "une", "single"):
             continue
         after = UNIT_AFTER.match(folded[m.end() : m.end() + 40])
-        unit = UNITS.get(after.group(3), "") if after else ""
+        unit = UNITS.get(after.group(3).replace(" ", ""), "") if after else ""
         if unit:
             value = _WORD_NUMBERS[m.group(1)]
             out.add(f"u:{value}|{unit}")
@@ -653,13 +661,20 @@ def number_flags(claim: ClaimInfo, known: Known) -> list[Flag]:
         else:
             pending.append(i)
     numeric = [i for i in pending if items[i][0].startswith("n:") and i not in in_range]
+    unfound = len(pending)
     if numeric and len(items) + len(claim.counts) > 1:
         _derive(claim, known, units, pending, numeric, operands)
     if numeric and pending:
         _from_passages(claim, known, pending, operands)
     if len(pending) >= 1:
         _date_pairs(claim, known, pending)
+    computes = len(pending) < unfound  # a number of the claim was derived from others
     flags: list[Flag] = []
+    if not computes:  # a count said in words ("two discount codes") that nothing holds
+        for word in claim.count_words:
+            key = f"n:{_WORD_NUMBERS[word]}"
+            if key not in known.keys and f"u:{key[2:]}|" not in known.keys:
+                flags.append(Flag("number_not_found", word))
     for i in pending:
         display = items[i][1]
         if i in in_range:
