@@ -28,21 +28,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from verifier_heldout import HELDOUT, LARKFIELD, MARKER, _expected_hits, _wrong_lines  # noqa: E402
+from verifier_heldout import HELDOUT, LARKFIELD, MARKER, _expected_hits, _wrong_lines
 
-from tether.app import shared_models  # noqa: E402
-from tether.embeddings.embedders import describe  # noqa: E402
-from tether.evaluation.questions import demo_collection, larkfield_collection  # noqa: E402
-from tether.evaluation.verifier_eval import (  # noqa: E402
+from tether.app import shared_models
+from tether.embeddings.embedders import describe
+from tether.evaluation.questions import demo_collection, larkfield_collection
+from tether.evaluation.verifier_eval import (
     VerifierResult,
     load_claims,
     run_verifier_eval,
 )
-from tether.ingest.sync import sync  # noqa: E402
-from tether.protocols import Judge  # noqa: E402
-from tether.stores.sqlite import SqliteStore  # noqa: E402
-from tether.verify.judges import EmbeddingJudge, LLMJudge  # noqa: E402
-from tether.verify.learned import AlignmentJudge  # noqa: E402
+from tether.ingest.sync import sync
+from tether.protocols import Judge
+from tether.stores.sqlite import SqliteStore
+from tether.verify.judges import EmbeddingJudge, LLMJudge
+from tether.verify.learned import AlignmentJudge
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGE_HELDOUT = ROOT / "bench" / "data" / "judge_heldout"
@@ -62,7 +62,9 @@ def sets(which: str, work: Path) -> list[tuple[str, str, Path, list[Path]]]:
     out: list[tuple[str, str, Path, list[Path]]] = []
     if which in ("tuned", "all"):
         out.append(("bundled", "tuned on", demo_collection(), []))
-        out.append(("Maplebrook", "tuned on", HELDOUT / "collection", [HELDOUT / "claims-own.jsonl"]))
+        out.append(
+            ("Maplebrook", "tuned on", HELDOUT / "collection", [HELDOUT / "claims-own.jsonl"])
+        )
         if LARKFIELD.is_dir():
             lark = larkfield_collection(LARKFIELD, work / "larkfield-docs")
             out.append(("Larkfield", "tuned on", lark, [HELDOUT / "claims-larkfield.jsonl"]))
@@ -81,7 +83,9 @@ def _p95(values: list[float]) -> float:
 def _kinds_table(items: list[dict], r: VerifierResult) -> list[str]:
     lines = ["| kind of claim | n | verdict wrong | rate |", "|---|---|---|---|"]
     for k, c in sorted(r.per_kind.items()):
-        lines.append(f"| {k.split(':', 1)[1]} | {c['n']} | {c['wrong']} | {c['wrong'] / c['n']:.0%} |")
+        lines.append(
+            f"| {k.split(':', 1)[1]} | {c['n']} | {c['wrong']} | {c['wrong'] / c['n']:.0%} |"
+        )
     return lines
 
 
@@ -110,7 +114,7 @@ def main() -> None:
         llm = LLMJudge(make_provider(load_settings(), name="local"))
         judges.append(("align+llm", AlignmentJudge(second=llm)))
     runs: list[tuple[str, str, str, list[dict], VerifierResult]] = []
-    for n, (name, status, folder, files) in enumerate(sets(args.sets, args.work)):
+    for name, status, folder, files in sets(args.sets, args.work):
         items = load_claims(files or None)
         store = SqliteStore(args.work / f"{name}.sqlite")
         print(f"{name}: syncing {folder} …", file=sys.stderr)
@@ -136,8 +140,10 @@ def main() -> None:
             (
                 (c["wrong"] / c["n"], k.split(":", 1)[1])
                 for k, c in r.per_kind.items()
-                if any(i["label"] == "unsupported" and i.get("kind") == k.split(":", 1)[1]
-                       for i in items)  # fmt: skip
+                if any(
+                    i["label"] == "unsupported" and i.get("kind") == k.split(":", 1)[1]
+                    for i in items
+                )
             ),
             default=(0.0, "–"),
         )

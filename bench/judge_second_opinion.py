@@ -21,17 +21,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_judge import ROOT, sets  # noqa: E402
+from bench_judge import ROOT, sets
 
-from tether.app import shared_models  # noqa: E402
-from tether.config import load_settings  # noqa: E402
-from tether.evaluation.verifier_eval import check_item, load_claims  # noqa: E402
-from tether.ingest.sync import sync  # noqa: E402
-from tether.providers.factory import make_provider  # noqa: E402
-from tether.stores.sqlite import SqliteStore  # noqa: E402
-from tether.verify.judges import LLMJudge  # noqa: E402
-from tether.verify.learned import AlignmentJudge  # noqa: E402
-from tether.verify.passages import VerifierCache  # noqa: E402
+from tether.app import shared_models
+from tether.config import load_settings
+from tether.evaluation.verifier_eval import check_item, load_claims
+from tether.ingest.sync import sync
+from tether.providers.factory import make_provider
+from tether.stores.sqlite import SqliteStore
+from tether.verify.judges import LLMJudge
+from tether.verify.learned import AlignmentJudge
+from tether.verify.passages import VerifierCache
 
 
 class _Both:
@@ -50,6 +50,9 @@ class _Both:
     def judge(self, features, claim, passages, evidence="", flagged=False):  # type: ignore[no-untyped-def]
         self.p = self.align.model.probability(features)
         self.claim, self.passages = claim, list(passages)
+        return 1.0
+
+    def score(self, claim: str, passages: list[str]) -> float:
         return 1.0
 
 
@@ -103,8 +106,10 @@ def main() -> None:
             asked = sum(1 for r in rows if r["p"] < upper)
             cand = (fp + fa, asked, upper, t_llm, fp, fa)
             best = cand if best is None or cand < best else best
-    print(f"claims no rule flags: {len(rows)}; best: ask under {best[2]}, trust P(yes) from"
-          f" {best[3]}: {best[4]} false passes, {best[5]} false alarms, {best[1]} asked")
+    print(
+        f"claims no rule flags: {len(rows)}; best: ask under {best[2]}, trust P(yes) from"
+        f" {best[3]}: {best[4]} false passes, {best[5]} false alarms, {best[1]} asked"
+    )
 
 
 if __name__ == "__main__":

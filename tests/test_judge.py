@@ -25,10 +25,18 @@ JUDGE = AlignmentJudge()
 
 def chunk(text: str, language: str = "en", n: int = 0, heading: str = "Rules") -> Chunk:
     """A public passage of its own document."""
-    meta = DocMeta(doc_id=f"doc{n}", version="1", title="Policy", access="public",
-                   language=language)  # fmt: skip
-    return Chunk(chunk_id=f"c{n}", meta=meta, text=text, heading_path=(heading,), start=0,
-                 end=len(text), ordinal=0)  # fmt: skip
+    meta = DocMeta(
+        doc_id=f"doc{n}", version="1", title="Policy", access="public", language=language
+    )
+    return Chunk(
+        chunk_id=f"c{n}",
+        meta=meta,
+        text=text,
+        heading_path=(heading,),
+        start=0,
+        end=len(text),
+        ordinal=0,
+    )
 
 
 def check(
@@ -45,8 +53,9 @@ def check(
     ids = tuple(chunks[i].chunk_id for i in (cited if cited is not None else range(len(chunks))))
     context = Context(tuple(Passage(c, "", 0, i + 1) for i, c in enumerate(chunks)))
     answer = Answer(True, claim, (Claim(claim, ids),))
-    (result,) = check_answer(answer, None, context, question, audience="public",
-                             language=language, judge=judge)  # fmt: skip
+    (result,) = check_answer(
+        answer, None, context, question, audience="public", language=language, judge=judge
+    )
     return result
 
 
@@ -63,9 +72,7 @@ TARIFS = (
     "Étudiant | 2,00 $ | 5,50 $\n\nAîné | 1,50 $ | 4,00 $"
 )
 RENEW = "You can renew an item three times, unless another member has placed a hold on it."
-RENOUVELER = (
-    "Vous pouvez renouveler un document trois fois, sauf si un autre membre l'a réservé."
-)
+RENOUVELER = "Vous pouvez renouveler un document trois fois, sauf si un autre membre l'a réservé."
 
 
 # ------------------------------------------------------------------ error classes, EN and FR
@@ -111,17 +118,34 @@ def test_a_number_from_another_column_is_flagged(claim, passage, language) -> No
 @pytest.mark.parametrize(
     ("wrong", "right", "passage", "language", "word"),
     [
-        ("You can only renew DVDs.", "You can renew an item three times unless another member "
-         "has placed a hold on it.", RENEW, "en", "only"),  # fmt: skip
-        ("You can always renew an item three times unless another member has placed a hold.",
-         "You can renew an item three times unless another member has placed a hold.", RENEW,
-         "en", "always"),  # fmt: skip
-        ("Vous pouvez toujours renouveler un document trois fois, sauf s'il est réservé.",
-         "Vous pouvez renouveler un document trois fois, sauf si un autre membre l'a réservé.",
-         RENOUVELER, "fr", "toujours"),  # fmt: skip
-        ("Un document peut être renouvelé au moins trois fois, sauf s'il est réservé.",
-         "Un document peut être renouvelé trois fois, sauf si un autre membre l'a réservé.",
-         RENOUVELER, "fr", "au moins"),  # fmt: skip
+        (
+            "You can only renew DVDs.",
+            "You can renew an item three times unless another member has placed a hold on it.",
+            RENEW,
+            "en",
+            "only",
+        ),
+        (
+            "You can always renew an item three times unless another member has placed a hold.",
+            "You can renew an item three times unless another member has placed a hold.",
+            RENEW,
+            "en",
+            "always",
+        ),
+        (
+            "Vous pouvez toujours renouveler un document trois fois, sauf s'il est réservé.",
+            "Vous pouvez renouveler un document trois fois, sauf si un autre membre l'a réservé.",
+            RENOUVELER,
+            "fr",
+            "toujours",
+        ),
+        (
+            "Un document peut être renouvelé au moins trois fois, sauf s'il est réservé.",
+            "Un document peut être renouvelé trois fois, sauf si un autre membre l'a réservé.",
+            RENOUVELER,
+            "fr",
+            "au moins",
+        ),
     ],
 )
 def test_an_added_quantifier_is_named(wrong, right, passage, language, word) -> None:
@@ -153,10 +177,18 @@ def test_a_condition_the_question_meets_is_not_dropped() -> None:
 @pytest.mark.parametrize(
     ("wrong", "right", "passage", "language"),
     [
-        ("Parking costs $4 per hour.", "Parking costs $4 per day.",
-         "Parking in the north lot costs $4 per day.", "en"),  # fmt: skip
-        ("Le stationnement coûte 4 $ par heure.", "Le stationnement coûte 4 $ par jour.",
-         "Le stationnement du lot nord coûte 4 $ par jour.", "fr"),  # fmt: skip
+        (
+            "Parking costs $4 per hour.",
+            "Parking costs $4 per day.",
+            "Parking in the north lot costs $4 per day.",
+            "en",
+        ),
+        (
+            "Le stationnement coûte 4 $ par heure.",
+            "Le stationnement coûte 4 $ par jour.",
+            "Le stationnement du lot nord coûte 4 $ par jour.",
+            "fr",
+        ),
     ],
 )
 def test_a_wrong_period_is_named(wrong, right, passage, language) -> None:
@@ -167,14 +199,24 @@ def test_a_wrong_period_is_named(wrong, right, passage, language) -> None:
 @pytest.mark.parametrize(
     ("wrong", "right", "passage", "language"),
     [
-        ("You can renew an item four times unless another member has placed a hold on it.",
-         "You can renew an item three times unless another member has placed a hold on it.",
-         RENEW, "en"),  # fmt: skip
-        ("Books can be borrowed for three weeks.", "Books can be borrowed for four weeks.",
-         "Books and audiobooks can be borrowed for 28 days.", "en"),  # fmt: skip
-        ("Les livres peuvent être empruntés pendant trois semaines.",
-         "Les livres peuvent être empruntés pendant quatre semaines.",
-         "Les livres peuvent être empruntés pendant 28 jours.", "fr"),  # fmt: skip
+        (
+            "You can renew an item four times unless another member has placed a hold on it.",
+            "You can renew an item three times unless another member has placed a hold on it.",
+            RENEW,
+            "en",
+        ),
+        (
+            "Books can be borrowed for three weeks.",
+            "Books can be borrowed for four weeks.",
+            "Books and audiobooks can be borrowed for 28 days.",
+            "en",
+        ),
+        (
+            "Les livres peuvent être empruntés pendant trois semaines.",
+            "Les livres peuvent être empruntés pendant quatre semaines.",
+            "Les livres peuvent être empruntés pendant 28 jours.",
+            "fr",
+        ),
     ],
 )
 def test_numbers_written_as_words_are_checked(wrong, right, passage, language) -> None:
@@ -185,10 +227,18 @@ def test_numbers_written_as_words_are_checked(wrong, right, passage, language) -
 @pytest.mark.parametrize(
     ("wrong", "right", "passage", "language"),
     [
-        ("The threshold is counted after tax.", "The threshold is counted before tax.",
-         "The $100 free-shipping threshold is counted before tax.", "en"),  # fmt: skip
-        ("La navette part du terminal sud.", "La navette part du terminal nord.",
-         "La navette part du terminal nord toutes les 20 minutes.", "fr"),  # fmt: skip
+        (
+            "The threshold is counted after tax.",
+            "The threshold is counted before tax.",
+            "The $100 free-shipping threshold is counted before tax.",
+            "en",
+        ),
+        (
+            "La navette part du terminal sud.",
+            "La navette part du terminal nord.",
+            "La navette part du terminal nord toutes les 20 minutes.",
+            "fr",
+        ),
     ],
 )
 def test_an_opposite_word_is_named(wrong, right, passage, language) -> None:
@@ -199,8 +249,11 @@ def test_an_opposite_word_is_named(wrong, right, passage, language) -> None:
 @pytest.mark.parametrize(
     ("claim", "passage", "language"),
     [
-        ("Overdue fines are charged on DVDs.",
-         "The library no longer charges overdue fines on any item.", "en"),  # fmt: skip
+        (
+            "Overdue fines are charged on DVDs.",
+            "The library no longer charges overdue fines on any item.",
+            "en",
+        ),
         ("Items can be renewed online.", "Items cannot be renewed online.", "en"),
         ("Le traversier ouvre le dimanche.", "Le traversier n'ouvre plus le dimanche.", "fr"),
         ("Les vélos sont acceptés à bord.", "Les vélos ne sont pas acceptés à bord.", "fr"),
@@ -213,25 +266,40 @@ def test_a_flipped_negation_is_flagged(claim, passage, language) -> None:
 @pytest.mark.parametrize(
     ("claim", "passage", "language"),
     [
-        ("Bikes are allowed on every sailing.",
-         "Bikes are allowed only on off-peak sailings.", "en"),  # fmt: skip
-        ("Les vélos sont acceptés sur tous les départs.",
-         "Les vélos ne sont acceptés que sur les départs hors pointe.", "fr"),  # fmt: skip
+        (
+            "Bikes are allowed on every sailing.",
+            "Bikes are allowed only on off-peak sailings.",
+            "en",
+        ),
+        (
+            "Les vélos sont acceptés sur tous les départs.",
+            "Les vélos ne sont acceptés que sur les départs hors pointe.",
+            "fr",
+        ),
     ],
 )
 def test_ne_que_and_only_restrict(claim, passage, language) -> None:
     assert kinds(check(claim, passage, language=language)) & {
-        "quantifier_mismatch", "condition_dropped", "word_not_found", "not_entailed"
-    }  # fmt: skip
+        "quantifier_mismatch",
+        "condition_dropped",
+        "word_not_found",
+        "not_entailed",
+    }
 
 
 @pytest.mark.parametrize(
     ("claim", "passages", "language"),
     [
-        ("The Cedar Room seats 80 people.",
-         ("The Cedar Room seats 12 people. The Maple Hall seats 80 people.",), "en"),  # fmt: skip
-        ("Une page en couleur coûte 0,15 $.",
-         ("Impression noir et blanc : 0,15 $ la page; couleur : 0,50 $ la page.",), "fr"),  # fmt: skip
+        (
+            "The Cedar Room seats 80 people.",
+            ("The Cedar Room seats 12 people. The Maple Hall seats 80 people.",),
+            "en",
+        ),
+        (
+            "Une page en couleur coûte 0,15 $.",
+            ("Impression noir et blanc : 0,15 $ la page; couleur : 0,50 $ la page.",),
+            "fr",
+        ),
     ],
 )
 def test_a_number_bound_to_another_subject_is_named(claim, passages, language) -> None:
@@ -250,10 +318,16 @@ def test_a_number_bound_to_another_subject_is_named(claim, passages, language) -
 @pytest.mark.parametrize(
     ("claim", "passage", "language"),
     [
-        ("Bikes can be rented at the south terminal for $3 per hour with a helmet included.",
-         "Bikes can be rented at the north terminal for $3 per hour.", "en"),  # fmt: skip
-        ("Les vélos se louent 3 $ l'heure avec un casque et un cadenas fournis gratuitement.",
-         "Les vélos se louent 3 $ l'heure au terminal nord.", "fr"),  # fmt: skip
+        (
+            "Bikes can be rented at the south terminal for $3 per hour with a helmet included.",
+            "Bikes can be rented at the north terminal for $3 per hour.",
+            "en",
+        ),
+        (
+            "Les vélos se louent 3 $ l'heure avec un casque et un cadenas fournis gratuitement.",
+            "Les vélos se louent 3 $ l'heure au terminal nord.",
+            "fr",
+        ),
     ],
 )
 def test_an_invented_detail_is_named_when_the_judge_rejects(claim, passage, language) -> None:
@@ -268,17 +342,30 @@ def test_an_invented_detail_is_named_when_the_judge_rejects(claim, passage, lang
 @pytest.mark.parametrize(
     ("right", "wrong", "passage", "language"),
     [
-        ("Two adult single rides cost $5.50.", "Two adult single rides cost $6.00.",
-         "Adult single ride: $2.75.", "en"),  # fmt: skip
-        ("Deux passages simples pour adulte coûtent 5,50 $.",
-         "Deux passages simples pour adulte coûtent 6,00 $.",
-         "Passage simple adulte : 2,75 $.", "fr"),  # fmt: skip
-        ("A single ride and a day pass cost $10.25 in total.",
-         "A single ride and a day pass cost $10.75 in total.",
-         "Single ride: $2.75. Day pass: $7.50.", "en"),  # fmt: skip
-        ("An item borrowed on 1 March 2026 is due on 29 March 2026.",
-         "An item borrowed on 1 March 2026 is due on 30 March 2026.",
-         "Books can be borrowed for 28 days.", "en"),  # fmt: skip
+        (
+            "Two adult single rides cost $5.50.",
+            "Two adult single rides cost $6.00.",
+            "Adult single ride: $2.75.",
+            "en",
+        ),
+        (
+            "Deux passages simples pour adulte coûtent 5,50 $.",
+            "Deux passages simples pour adulte coûtent 6,00 $.",
+            "Passage simple adulte : 2,75 $.",
+            "fr",
+        ),
+        (
+            "A single ride and a day pass cost $10.25 in total.",
+            "A single ride and a day pass cost $10.75 in total.",
+            "Single ride: $2.75. Day pass: $7.50.",
+            "en",
+        ),
+        (
+            "An item borrowed on 1 March 2026 is due on 29 March 2026.",
+            "An item borrowed on 1 March 2026 is due on 30 March 2026.",
+            "Books can be borrowed for 28 days.",
+            "en",
+        ),
     ],
 )
 def test_computed_claims_are_computed(right, wrong, passage, language) -> None:
@@ -291,8 +378,13 @@ def test_computed_claims_are_computed(right, wrong, passage, language) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["How long do refunds take?", "Comment obtenir un remboursement ?", "Rules",
-     "Policy", "What is the deposit"],  # fmt: skip
+    [
+        "How long do refunds take?",
+        "Comment obtenir un remboursement ?",
+        "Rules",
+        "Policy",
+        "What is the deposit",
+    ],
 )
 def test_a_question_heading_or_title_is_not_a_statement(text) -> None:
     result = check(text, "Refunds take 14 days.")
@@ -308,8 +400,10 @@ def test_statements_and_short_answers_are_statements(text) -> None:
 
 
 def test_a_heading_quoted_is_flagged_even_without_a_judge() -> None:
-    assert "not_a_statement" in check("How long does delivery take?", "Refunds take 14 days.",
-                                      judge=None).flags  # fmt: skip
+    assert (
+        "not_a_statement"
+        in check("How long does delivery take?", "Refunds take 14 days.", judge=None).flags
+    )
 
 
 # --------------------------------------------------------------------- the model and judge
@@ -331,8 +425,10 @@ def test_a_damaged_model_file_says_how_to_rebuild_it(tmp_path: Path) -> None:
 
 def test_true_claims_score_higher_than_wrong_ones() -> None:
     right = check("Books can be borrowed for 28 days.", "Books can be borrowed for 28 days.")
-    wrong = check("Books can be borrowed for 28 days by anyone with a premium card.",
-                  "Books can be borrowed for 28 days.")  # fmt: skip
+    wrong = check(
+        "Books can be borrowed for 28 days by anyone with a premium card.",
+        "Books can be borrowed for 28 days.",
+    )
     assert right.ok and right.entailment is not None and wrong.entailment is not None
     assert right.entailment > wrong.entailment
 
@@ -351,13 +447,15 @@ class _Second:
 def test_the_second_opinion_is_asked_only_inside_its_band() -> None:
     second = _Second(0.0)
     judge = AlignmentJudge(second=second, band=(0.0, 1.01))  # asked: it fails the claim
-    assert not check("Books can be borrowed for 28 days.", "Books can be borrowed for 28 days.",
-                     judge=judge).ok  # fmt: skip
+    assert not check(
+        "Books can be borrowed for 28 days.", "Books can be borrowed for 28 days.", judge=judge
+    ).ok
     assert second.calls == 1
     never = _Second(0.0)
     judge = AlignmentJudge(second=never, band=(0.0, 0.0))
-    assert check("Books can be borrowed for 28 days.", "Books can be borrowed for 28 days.",
-                 judge=judge).ok  # fmt: skip
+    assert check(
+        "Books can be borrowed for 28 days.", "Books can be borrowed for 28 days.", judge=judge
+    ).ok
     assert never.calls == 0
     flagged = _Second(1.0)  # a claim a rule flags is not worth a model call
     judge = AlignmentJudge(second=flagged, band=(0.0, 1.01))
@@ -367,15 +465,19 @@ def test_the_second_opinion_is_asked_only_inside_its_band() -> None:
 
 def test_the_judge_protocol_score_reads_plain_passages() -> None:
     high = JUDGE.score("Books can be borrowed for 28 days.", ["Books can be borrowed for 28 days."])
-    low = JUDGE.score("Parking is free at the south lot for staff only.",
-                      ["Books can be borrowed for 28 days."])  # fmt: skip
+    low = JUDGE.score(
+        "Parking is free at the south lot for staff only.", ["Books can be borrowed for 28 days."]
+    )
     assert high > low
 
 
 def test_a_claim_in_another_language_than_its_passages_is_left_to_the_cross_language_test() -> None:
-    result = check("Les livres peuvent être empruntés pendant 28 jours.",
-                   "Books can be borrowed for 28 days.", language="fr",
-                   passage_language="en")  # fmt: skip
+    result = check(
+        "Les livres peuvent être empruntés pendant 28 jours.",
+        "Books can be borrowed for 28 days.",
+        language="fr",
+        passage_language="en",
+    )
     assert result.entailment is None  # the learned judge reads words: it does not cross languages
 
 
@@ -385,7 +487,18 @@ def test_training_rebuilds_a_model_in_one_command(tmp_path: Path) -> None:
     from tether.evaluation.questions import demo_collection
 
     out = tmp_path / "model.json"
-    assert main(["--out", str(out), "--collection", str(demo_collection()),
-                 "--max-pairs-per-collection", "400"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--out",
+                str(out),
+                "--collection",
+                str(demo_collection()),
+                "--max-pairs-per-collection",
+                "400",
+            ]
+        )
+        == 0
+    )
     model = load_model(out)
     assert model.trained["pairs"] == 400 and model.features == load_model().features

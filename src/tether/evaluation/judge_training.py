@@ -57,15 +57,15 @@ from pathlib import Path
 from typing import Any
 
 from tether.answering.context import header
-from tether.text import fold_fast
 from tether.evaluation.questions import demo_claims, demo_collection, larkfield_collection
 from tether.protocols import Store
+from tether.text import fold_fast
 from tether.types import Answer, Chunk, Claim, Context, Passage
 from tether.verify.align import FEATURES
 from tether.verify.check import check_answer
-from tether.verify.stems import content_stem
 from tether.verify.learned import MODEL_PATH, JudgeModel
 from tether.verify.passages import VerifierCache
+from tether.verify.stems import content_stem
 
 __all__ = ["Pair", "features_of", "fit", "main", "make_pairs", "training_collections"]
 
@@ -299,7 +299,9 @@ def _synonyms(text: str, lang: str, rng: random.Random) -> str | None:
     spots = [m for m in re.finditer(r"\b[^\W\d_]+\b", text) if m.group(0).lower() in table]
     if not spots:
         return None
-    chosen = sorted(rng.sample(spots, min(len(spots), rng.choice([1, 2, 3]))), key=lambda m: m.start())
+    chosen = sorted(
+        rng.sample(spots, min(len(spots), rng.choice([1, 2, 3]))), key=lambda m: m.start()
+    )
     out, last = [], 0
     for m in chosen:
         new = table[m.group(0).lower()]
@@ -349,7 +351,7 @@ def make_pairs(chunks: Sequence[Chunk], rng: random.Random) -> list[Pair]:
         numbers = [m.group(1) for m in _NUM.finditer(chunk.text)]
         words = [m.group(0) for m in _CONTENT.finditer(doc_text)]
 
-        def add(text: str | None, ok: bool, kind: str) -> None:
+        def add(text: str | None, ok: bool, kind: str, chunk: Chunk = chunk) -> None:
             if text and text.strip():
                 pairs.append(Pair(" ".join(text.split()), chunk, ok, kind))
 
@@ -529,7 +531,8 @@ def fit(
             "unsupported": int(len(y) - y.sum()),
             "documents": len(docs),
             "kinds": dict(sorted(Counter(r[2] for r in rows).items())),
-            "threshold_chosen_on": "labelled claims, out of fold" if pick is labelled
+            "threshold_chosen_on": "labelled claims, out of fold"
+            if pick is labelled
             else "every pair, out of fold",
             "out_of_fold_labelled_rules_only": [round(rules_fp, 4), round(rules_fa, 4)],
             "out_of_fold_labelled_false_passes": round(fp_rate, 4),
@@ -615,15 +618,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         " and the tuned-on labelled claim sets.",
     )
     parser.add_argument("--out", type=Path, default=MODEL_PATH, help="where to write the model")
-    parser.add_argument("--collection", type=Path, action="append", default=[],
-                        help="a collection folder (default: every training collection present)")
-    parser.add_argument("--no-labelled", action="store_true",
-                        help="made pairs only (leave the labelled claim sets out)")
+    parser.add_argument(
+        "--collection",
+        type=Path,
+        action="append",
+        default=[],
+        help="a collection folder (default: every training collection present)",
+    )
+    parser.add_argument(
+        "--no-labelled",
+        action="store_true",
+        help="made pairs only (leave the labelled claim sets out)",
+    )
     parser.add_argument("--max-pairs-per-collection", type=int, default=6000)
     args = parser.parse_args(argv)
     began = time.perf_counter()
     rng = random.Random(SEED)
-    sets = [(p.name, p, []) for p in args.collection] or training_collections()
+    sets: list[tuple[str, Path, list[Path]]] = [
+        (p.name, p, []) for p in args.collection
+    ] or training_collections()
     rows: list[tuple[dict[str, float], bool, str, str, float]] = []
     for name, folder, files in sets:
         with _indexed(folder) as store:

@@ -237,10 +237,15 @@ def _has(words: str, phrase: str) -> bool:
 
 
 _COMPARATIVE = ("more_than", "less_than", "at_least", "at_most")
-_NUMBERISH = re.compile(r"^(?:\$ ?)?(?:\d|" + "|".join(
-    "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty"
-    " deux trois quatre cinq six sept huit neuf dix douze quinze vingt trente".split()
-) + r")")
+_BARE_COMPARATIVES = ("minimum", "maximum", "or more", "or less", "or fewer", "ou plus", "ou moins")
+_NUMBERISH = re.compile(
+    r"^(?:\$ ?)?(?:\d|"
+    + "|".join(
+        "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty"
+        " deux trois quatre cinq six sept huit neuf dix douze quinze vingt trente".split()
+    )
+    + r")"
+)
 
 
 def _classes(words: str) -> set[str]:
@@ -250,11 +255,12 @@ def _classes(words: str) -> set[str]:
     for cls, cues in _QUANTIFIERS.items():
         for cue in cues:
             for m in re.finditer(rf"(?:^| ){re.escape(cue)}(?= |$)", words):
-                if cls in _COMPARATIVE and cue not in ("minimum", "maximum", "or more",
-                                                       "or less", "or fewer", "ou plus",
-                                                       "ou moins"):  # fmt: skip
-                    if not _NUMBERISH.match(words[m.end() :].strip()):
-                        continue
+                if (
+                    cls in _COMPARATIVE
+                    and cue not in _BARE_COMPARATIVES
+                    and not _NUMBERISH.match(words[m.end() :].strip())
+                ):
+                    continue
                 found.add(cls)
                 break
     if _NE.search(words) and re.search(r"\b(?:ne|n)\s+(?:\w+\s+){0,3}?(?:que|qu)\b", words):
@@ -412,7 +418,7 @@ def align(
         chosen.append((first[3], first[4]))
         covered = info.tokens & first[4].tokens
         extra_best = None
-        for n, _neg, _i, cid, s in ranked[1:]:
+        for _n, _neg, _i, cid, s in ranked[1:]:
             extra = len((info.tokens & s.tokens) - covered)
             if extra and (extra_best is None or extra > extra_best[0]):
                 extra_best = (extra, cid, s)
@@ -424,7 +430,9 @@ def align(
         *(frozenset(content_stem(w) for w in _folded_words(h).split()) for h in heads)
     ) if heads else frozenset()  # fmt: skip
     passage_stems = frozenset().union(*(p.stems for p in preps)) if preps else frozenset()
-    passage_tokens = frozenset().union(*(p.tokens | p.keys for p in preps)) if preps else frozenset()
+    passage_tokens = (
+        frozenset().union(*(p.tokens | p.keys for p in preps)) if preps else frozenset()
+    )
     q_stems = frozenset(content_stem(w) for w in _folded_words(question).split()) - {""}
     evidence = " … ".join(s.text.strip() for _, s in chosen)
     ewords = _folded_words(evidence)
@@ -533,8 +541,9 @@ def align(
     # polarity
     flip = 0
     if chosen and len(stems & chosen[0][1].stems) >= max(1, 0.5 * len(stems)):
-        mine, theirs = _polarity(_main_clause(cwords)), _polarity(
-            _main_clause(_folded_words(chosen[0][1].text))
+        mine, theirs = (
+            _polarity(_main_clause(cwords)),
+            _polarity(_main_clause(_folded_words(chosen[0][1].text))),
         )
         if (mine > 0) != (theirs > 0):
             flip = 1  # a feature only: the rule in `verify.negation` names a negation
@@ -555,8 +564,7 @@ def align(
     e_stems = frozenset().union(*(s.stems for _, s in chosen[:1])) if chosen else frozenset()
     features = {
         "share_passages": sum(1 for w in stems if w in passage_stems or w in q_stems) / n_stems,
-        "share_aligned": sum(1 for w in stems if w in aligned_stems or w in header_stems)
-        / n_stems,
+        "share_aligned": sum(1 for w in stems if w in aligned_stems or w in header_stems) / n_stems,
         "tokens_aligned": len(info.tokens & aligned_tokens) / max(len(info.tokens), 1),
         "words_absent": float(len(absent) - len(generic)),
         "words_absent_share": (len(absent) - len(generic)) / n_stems,

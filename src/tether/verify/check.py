@@ -169,7 +169,7 @@ from typing import Any
 
 import numpy as np
 
-from tether.protocols import Embedder, Judge, Store
+from tether.protocols import AlignedJudge, Embedder, Judge, Store
 from tether.standing import DEFAULT_PRECEDENCE, TYPE_ALIASES, source_rank
 from tether.text import fold_fast
 from tether.types import Answer, Chunk, Claim, ClaimCheck, Context, Evidence, Flag
@@ -403,9 +403,7 @@ class _Call:
         ]
         self.embedder = o.embedder if o.embedder is not None else getattr(o.judge, "embedder", None)
         # the chunk vectors of the passages the checks may read, read once for this answer
-        self.store_vectors = (
-            store.vectors_of(list(self.shown)).get if store is not None else None
-        )
+        self.store_vectors = store.vectors_of(list(self.shown)).get if store is not None else None
         self._siblings: Siblings | None = None
         self._vectors: dict[str, np.ndarray] | None = None
 
@@ -441,26 +439,31 @@ class _Call:
         same_language = any(c.meta.language == o.language for c in cited)
         if same_language:  # a scope word, condition or rate the evidence does not state
             flags += detail_flags(aligned, HARD_DETAILS)
-        if judge is not None and getattr(judge, "aligned", False) and same_language:
+        if isinstance(judge, AlignedJudge) and judge.aligned and same_language:
             entailment = float(
-                judge.judge(aligned.features, claim.text, [c.text for c in cited],
-                            evidence=aligned.evidence_text, flagged=len(flags) > n_exact)
-            )  # fmt: skip
+                judge.judge(
+                    aligned.features,
+                    claim.text,
+                    [c.text for c in cited],
+                    evidence=aligned.evidence_text,
+                    flagged=len(flags) > n_exact,
+                )
+            )
             if entailment < self.judge_limit():
                 flags += detail_flags(aligned, SOFT_DETAILS) or [
                     Flag("not_entailed", f"{entailment:.2f}")
                 ]
             else:  # the judge weighed the word share: a paraphrase is not flagged for it
-                flags = [f for f in flags if f.kind != "unsupported" or (f.arg or "").startswith("cos=")]
+                flags = [
+                    f for f in flags if f.kind != "unsupported" or (f.arg or "").startswith("cos=")
+                ]
         elif judge is not None and not getattr(judge, "aligned", False):
             entailment = float(judge.score(claim.text, [c.text for c in cited]))
             if entailment < self.judge_limit():
                 flags.append(Flag("not_entailed", f"{entailment:.2f}"))
         if aligned.features["not_statement"]:
             flags.insert(n_exact, _NOT_A_STATEMENT)
-        flags += instruction_flags(
-            info, preps, self.store, self.shown, self.siblings, self.cache
-        )
+        flags += instruction_flags(info, preps, self.store, self.shown, self.siblings, self.cache)
         flags += source_flags(
             info, preps, self.context_preps, o.precedence, self.store_vectors, best,
             o.same_point_cosine,

@@ -264,7 +264,9 @@ def numbers_in(text: str, language: str = "en") -> list[str]:
     return [display for _, display in read_quantities(text, language).items]
 
 
-_NOT_COUNTED = frozenset({"a", "an", "un", "une", "single", "one", "cent", "mille", "hundred", "thousand"})
+_NOT_COUNTED = frozenset(
+    {"a", "an", "un", "une", "single", "one", "cent", "mille", "hundred", "thousand"}
+)
 _CLAIM_WORD_NUMBER = re.compile(
     rf"\b({'|'.join(sorted((w for w in _WORD_NUMBERS if w not in _NOT_COUNTED), key=len, reverse=True))})\b"
 )
@@ -622,9 +624,9 @@ def _converted(key: str, unit: str, known: Known) -> bool:
         return False
     for other, factor in _CONVERSIONS.get(unit.rstrip("+"), ()):
         converted = value * factor
-        if converted > 0 and math.isclose(converted, round(converted), abs_tol=1e-9):
-            if f"u:{canon_number(str(round(converted)), 'en')}|{other}" in known.keys:
-                return True
+        whole = converted > 0 and math.isclose(converted, round(converted), abs_tol=1e-9)
+        if whole and f"u:{canon_number(str(round(converted)), 'en')}|{other}" in known.keys:
+            return True
     return False
 
 
@@ -737,9 +739,7 @@ def _date_pairs(claim: ClaimInfo, known: Known, pending: list[int]) -> None:
     March, due on 29 March" with a 28-day loan): the first is the premise, the second the
     conclusion, and the arithmetic holds."""
     items = claim.quantities.items
-    dates = {
-        i: date.fromisoformat(k[2:]) for i, (k, _) in enumerate(items) if k.startswith("d:")
-    }
+    dates = {i: date.fromisoformat(k[2:]) for i, (k, _) in enumerate(items) if k.startswith("d:")}
     periods = set(known.periods) | set(claim.periods)
     for a, first in dates.items():
         for b, second in dates.items():
