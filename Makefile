@@ -17,7 +17,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $(VENV)/.demo-installed $@
 
-.PHONY: install install-dev demo test lint bench bench-peers bench-peers-answers
+.PHONY: install install-dev demo test lint bench bench-judge judge bench-peers bench-peers-answers
 install: $(VENV)/.demo-installed
 install-dev: $(VENV)/.dev-installed
 
@@ -35,6 +35,14 @@ lint: install-dev
 
 bench: install-dev
 	$(BIN)/python bench/run_all.py
+
+# The learned claim judge: rebuild its model (src/tether/verify/judge_model.json, about 10 s)
+# and measure it on the tuned-on and held-out claim sets (bench/results/judge.md, minutes).
+judge: install-dev
+	$(BIN)/python -m tether.evaluation.judge_training
+
+bench-judge: install-dev
+	$(BIN)/python bench/bench_judge.py
 
 # tether side by side with LlamaIndex, Haystack and txtai (their own venv: they pin other
 # versions of shared libraries); results in bench/results/peers.md

@@ -371,8 +371,17 @@ class Workspace:
         """Answer with `provider` from now on (instead of the one from Settings)."""
         self._provider = provider
 
+    def judge_named(self, name: str) -> Judge | None:
+        """The judge called `name` (`tether.answering.pipeline.JUDGES`); the LLM judges use
+        the local model."""
+        from tether.answering.pipeline import make_judge
+
+        return make_judge(
+            name, self.query_embedder(), lambda: self.make_provider("local", None), self.profile
+        )
+
     def judge(self) -> Judge | None:
-        """The entailment judge that suits the provider and the index."""
+        """The judge that suits the provider (see `choose_judge`)."""
         from tether.answering.pipeline import choose_judge
 
         return choose_judge(

@@ -160,6 +160,24 @@ class Judge(Protocol):
 
 
 @runtime_checkable
+class AlignedJudge(Judge, Protocol):
+    """A judge that reads a claim's alignment (`tether.verify.align`) instead of passage
+    texts; it declares so with `aligned = True`, and the checker then calls `judge`."""
+
+    aligned: bool
+    threshold: float
+
+    def judge(
+        self,
+        features: Mapping[str, float],
+        claim: str,
+        passages: Sequence[str],
+        evidence: str = "",
+        flagged: bool = False,
+    ) -> float: ...
+
+
+@runtime_checkable
 class Provider(Protocol):
     """Sends one request to a language model (or a non-model answerer) and returns what came back."""
 

@@ -223,10 +223,22 @@ class Evidence(_Wire):
     score: float
 
 
+class Detail(_Wire):
+    """A detail of a flagged claim that its evidence does not match: its kind (number, cell,
+    quantifier, condition, period, opposite, word, not_a_statement), the claim's words, and
+    the evidence text it conflicts with."""
+
+    kind: str
+    claim: str
+    evidence: str
+    chunk_id: str
+
+
 class Check(_Wire):
     """One claim's check: its flags (``kind`` or ``kind:arg``; none means ok), the evidence
     found, the judge's entailment score, whether --strict removed it and whether it was
-    withheld from a public reader (what is shown: the claims with `withheld` false)."""
+    withheld from a public reader (what is shown: the claims with `withheld` false), and,
+    for a flagged claim, the details its evidence does not match."""
 
     claim: str
     chunk_ids: list[str]
@@ -236,6 +248,7 @@ class Check(_Wire):
     removed: bool
     withheld: bool = False
     evidence: list[Evidence]
+    details: list[Detail] = []
 
     @classmethod
     def from_check(cls, ch: types.ClaimCheck) -> Check:
@@ -243,6 +256,7 @@ class Check(_Wire):
             claim=ch.claim.text, chunk_ids=list(ch.claim.chunk_ids), ok=ch.ok,
             flags=[str(f) for f in ch.flags], entailment=ch.entailment, removed=ch.removed,
             withheld=ch.withheld, evidence=[Evidence(**_fields(e, Evidence)) for e in ch.evidence],
+            details=[Detail(**_fields(d, Detail)) for d in ch.details],
         )  # fmt: skip
 
 

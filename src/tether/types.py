@@ -467,6 +467,18 @@ class Evidence:
     score: float = 0.0
 
 
+@dataclass(frozen=True)
+class Detail:
+    """One detail of a claim that its evidence does not match (`tether.verify.align`): its
+    kind (number, quantifier, condition, negation, period, word, not_a_statement), the
+    claim's words, and the evidence text it conflicts with."""
+
+    kind: str
+    claim: str
+    evidence: str
+    chunk_id: str = ""
+
+
 class Flag(str):
     """One finding of a check: a `kind` (``not_allowed``, ``number_missing``) and an optional
     `arg` (the number, the chunk ID). It is a `str` whose form is ``kind`` or ``kind:arg``, so
@@ -508,6 +520,7 @@ class ClaimCheck:
     entailment: float | None = None
     removed: bool = False  # --strict removed this claim
     withheld: bool = False  # not shown to the public reader (`tether.verify.flags.withhold`)
+    details: tuple[Detail, ...] = ()  # what its evidence does not match (`verify.align`)
 
     @property
     def ok(self) -> bool:

@@ -5,8 +5,8 @@ passages, as `ask` checks a model's answer (`Workspace.check`, `POST /v1/check`)
 A passage the audience may not see, or one not in force on `as_of`, is left out of the
 context exactly like an unknown ID, so a claim citing it reads `missing_id`.
 
-What it cannot do: it retrieves nothing and asks no model; the embedding judge needs an
-index with vectors (without one, entailment is not scored).
+What it cannot do: it retrieves nothing and asks no model: the judge is the learned alignment
+judge (`tether.verify.learned`), never the language model.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from tether.types import Answer, Audience, Claim, ClaimCheck, Context, Filters, 
 class CheckRequest:
     """How `Workspace.check` checks claims: the `audience` (public by default), the date
     the claims speak of (`as_of`), their `language` (detected when None), the `question`
-    they answer (its numbers count as found) and whether the embedding `judge` scores
-    entailment (when the index has vectors)."""
+    they answer (its numbers count as found) and whether the learned alignment `judge`
+    scores each claim."""
 
     audience: Audience = "public"
     as_of: date | None = None
@@ -51,7 +51,7 @@ def check_claims(
     see on `options.as_of` (see the module docstring)."""
     from tether.answering.pipeline import answer_language
     from tether.verify import check as verify
-    from tether.verify.judges import EmbeddingJudge
+    from tether.verify.learned import AlignmentJudge
 
     o = options
     filters = Filters(as_of=o.as_of, audience=o.audience)
@@ -64,11 +64,7 @@ def check_claims(
     )
     text = " ".join(c.text for c in claims)
     language = o.language or answer_language(o.question or text)
-    judge = (
-        EmbeddingJudge(embedder, low=profile.judge_low, high=profile.judge_high)
-        if o.judge and embedder is not None
-        else None
-    )
+    judge = AlignmentJudge() if o.judge else None
     check_options = verify.CheckOptions(
         audience=filters.audience, language=language, as_of=o.as_of, judge=judge,
         embedder=embedder, same_point_cosine=profile.same_point_cosine,

@@ -1,5 +1,6 @@
 """`ask()`: the whole flow for one question from parts the caller built; `choose_judge`, the
-entailment judge that suits a provider (the Workspace in `tether.app` builds the parts).
+judge that suits a provider, and `make_judge`, a judge by name (the Workspace in `tether.app`
+builds the parts).
 
 question → filters (as_of, audience) → retrieval → support gate (`tether.answering.gate`) →
 context → prompt → provider → parse → verify → AskResult.
@@ -97,20 +98,51 @@ def answer_mode(mode: str, provider: Provider) -> str:
     return "select" if getattr(provider, "name", "") == "local" else "json"
 
 
+JUDGES = ("align", "align+llm", "embedding", "llm", "none")
+
+
+def make_judge(
+    name: str,
+    embedder: Embedder | None,
+    llm: Callable[[], Provider] | None = None,
+    profile: Profile = DEFAULT_PROFILE,
+) -> Judge | None:
+    """The judge called `name` (one of `JUDGES`): `align`, the learned alignment judge (no
+    model to load); `align+llm`, the same with a language model as a second opinion on the
+    claims it leaves uncertain (`llm()` makes the provider); `embedding`, the cosine judge
+    (None without an embedder); `llm`, the model on every claim; `none`. An unknown name is a
+    TetherError."""
+    from tether.errors import TetherError
+    from tether.verify.learned import AlignmentJudge
+
+    if name == "none":
+        return None
+    if name == "align":
+        return AlignmentJudge()
+    if name == "embedding":
+        if embedder is None:
+            return None
+        return EmbeddingJudge(embedder, low=profile.judge_low, high=profile.judge_high)
+    if name in ("llm", "align+llm"):
+        if llm is None:
+            raise TetherError(f"the {name} judge needs a language model")
+        model = LLMJudge(llm())
+        return model if name == "llm" else AlignmentJudge(second=model)
+    raise TetherError(f"unknown judge {name!r}: {', '.join(JUDGES)}")
+
+
 def choose_judge(
     provider_name: str,
     embedder: Embedder | None,
     provider: Provider,
     profile: Profile = DEFAULT_PROFILE,
 ) -> Judge | None:
-    """The entailment judge that suits the parts: the local model when it is the provider
-    (already loaded), else the embedding judge over the retrieval embedder (with the cosine
-    band of the embedder's Profile), else none."""
-    if provider_name == "local":
-        return LLMJudge(provider)
-    if embedder is not None:
-        return EmbeddingJudge(embedder, low=profile.judge_low, high=profile.judge_high)
-    return None
+    """The judge that suits the parts: the learned alignment judge, with the local model as
+    its second opinion on uncertain claims when the local model is the provider (already
+    loaded; any other provider would cost a paid call per claim)."""
+    return make_judge(
+        "align+llm" if provider_name == "local" else "align", embedder, lambda: provider, profile
+    )
 
 
 def ask(

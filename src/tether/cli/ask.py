@@ -485,6 +485,12 @@ def print_claim(i: int, text: str, cited: str, ch: ClaimCheck | None) -> None:
     out.print(f"  {i}. {shown(text)}\n     cites {cited} → {verdict}{score}", highlight=False)
     for flag in ch.flags if ch else ():
         out.print(f"     [dim]{shown(f'{flag}: {describe(flag)}')}[/dim]", highlight=False)
+    for d in ch.details if ch else ():  # what the evidence does not match, and where
+        out.print(
+            f"     [dim]{shown(d.kind, one_line=True)}: “{shown(d.claim, one_line=True)}”"
+            f" against “{shown(d.evidence, one_line=True)}”[/dim]",
+            highlight=False,
+        )
     for ev in ch.evidence if ch else ():
         where = f"\\[{shown(ev.chunk_id, one_line=True)} {ev.start}:{ev.end}]"
         out.print(f"     evidence {where} “{shown(ev.text)}”", highlight=False)

@@ -66,23 +66,19 @@ def eval_verifier(
     """`eval --verifier`: the citation checker on labelled claims: the bundled set on the
     demo index, or `claims` (files of the user's own) on `collection` (ingested first) or
     on the index (or --store) given or found here."""
+    from tether.answering.pipeline import JUDGES
     from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
-    from tether.verify.judges import EmbeddingJudge, LLMJudge
 
     with user_errors():
-        if judge_name not in ("none", "embedding", "llm"):
-            raise TetherError(f"unknown judge {judge_name!r}: none, embedding or llm")
+        if judge_name not in JUDGES:
+            raise TetherError(f"unknown judge {judge_name!r}: {', '.join(JUDGES)}")
         items = load_claims(claims or None)
         if not claims and collection is None:
             ws = open_workspace(index, index is None and store is None, store)
         else:
             ws = eval_workspace(collection, index, own_questions=True, store=store)
         embedder = ws.query_embedder()
-        judge = {
-            "none": None,
-            "embedding": EmbeddingJudge(embedder) if embedder is not None else None,
-            "llm": LLMJudge(ws.make_provider("local", None)) if judge_name == "llm" else None,
-        }[judge_name]
+        judge = ws.judge_named(judge_name)
         with progress("checking claims") as bar:
             task = bar.add_task("claims", total=len(items))
             result = run_verifier_eval(
@@ -217,7 +213,12 @@ ClaimsOpt = Annotated[
     ),
 ]
 JudgeOpt = Annotated[
-    str, typer.Option(help="With --verifier: none, embedding, or llm (the local model).")
+    str,
+    typer.Option(
+        help="With --verifier: align (the learned alignment judge, the default), align+llm"
+        " (the local model as a second opinion on uncertain claims), embedding, llm (the local"
+        " model on every claim), or none (the rules alone)."
+    ),
 ]
 
 
@@ -258,7 +259,7 @@ def eval_command(
     store: StoreOpt = None,
     verifier: VerifierOpt = False,
     claims: ClaimsOpt = None,
-    judge: JudgeOpt = "embedding",
+    judge: JudgeOpt = "align",
     answers: Annotated[
         bool,
         typer.Option(

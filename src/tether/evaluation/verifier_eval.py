@@ -5,7 +5,10 @@ flagged), overall, per flag and per kind.
 
 A claim names its passages by location (`doc_id`, `version`, `section`; resolved in the store
 given) or by chunk ID; a location the store does not hold is an error that names the claim,
-so a set run on the wrong collection is never scored as if its citations were missing.
+so a set run on the wrong collection is never scored as if its citations were missing. Each
+claim is checked as `ask` and `check` would check it: its context keeps only the passages in
+force on its `as_of` that its audience may see, so a claim citing a superseded version or a
+staff passage for a public reader is flagged as those paths flag it.
 
 What it cannot do: it measures `tether.verify.check.check_answer` with the judge and embedder
 the caller passes (it builds none); a claim's verdict is ok only when it carries no flag, so a
@@ -25,7 +28,7 @@ from tether.answering.context import header
 from tether.errors import TetherError
 from tether.evaluation.questions import demo_claims, matches
 from tether.protocols import Embedder, Judge, Store
-from tether.types import Answer, Claim, Context, Passage, Relevant
+from tether.types import Answer, Claim, Context, Filters, Passage, Relevant
 from tether.verify.check import VerifierCache, check_answer, flag_kind
 
 
@@ -129,7 +132,7 @@ def run_verifier_eval(
     checked = VerifierCache()  # one for the run: each passage is prepared once
     rows: list[VerifierRow] = []
     for n, item in enumerate(items, 1):
-        rows.append(_check_item(store, item, cache, judge, embedder, checked))
+        rows.append(check_item(store, item, cache, judge, embedder, checked))
         if progress:
             progress(n, len(items))
     per_check: dict[str, dict[str, int]] = {}
@@ -156,7 +159,7 @@ def run_verifier_eval(
     )
 
 
-def _check_item(
+def check_item(
     store: Store,
     item: dict,
     cache: dict,
@@ -170,21 +173,25 @@ def _check_item(
     cites = list(item.get("cite_ids") or [])
     cites += [_resolve(store, item, loc, cache) for loc in item.get("cites", [])]
     chunks = store.get_many(context_ids)
+    as_of = date.fromisoformat(item["as_of"]) if item.get("as_of") else None
+    audience = item.get("audience", "public")
+    # the context as `ask` builds it and `check` reads it: only passages in force on the
+    # claim's date that its audience may see (a superseded version cited is not_in_context)
+    allowed = Filters(as_of=as_of, audience="staff" if audience == "staff" else "public")
+    shown = [chunks[cid] for cid in dict.fromkeys(context_ids) if cid in chunks]
     passages = tuple(
-        Passage(chunks[cid], header(chunks[cid]), 0, i + 1)
-        for i, cid in enumerate(dict.fromkeys(context_ids))
-        if cid in chunks
+        Passage(c, header(c), 0, i + 1)
+        for i, c in enumerate(c for c in shown if allowed.allows(c.meta))
     )
     context = Context(passages)
     claim = Claim(item["claim"], tuple(cites))
-    as_of = date.fromisoformat(item["as_of"]) if item.get("as_of") else None
     t = time.perf_counter()
     (check,) = check_answer(
         Answer(True, item["claim"], (claim,)),
         store,
         context,
         item.get("question", ""),
-        audience=item.get("audience", "public"),
+        audience=audience,
         language=item.get("language", "en"),
         as_of=as_of,
         judge=judge,

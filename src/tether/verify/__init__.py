@@ -4,9 +4,11 @@ The public names, imported on first use (so `import tether.verify.judges` does n
 checker): `check_answer`, `check_inline`, `CheckOptions`, `VerifierCache`, `apply_strict`,
 `describe`, `flag_kind`, `find_instructions`, `numbers_in`, `split_inline`, `InlineReport`,
 the flag families and the refusal sentences (all from `tether.verify.check`, which re-exports
-them from the module of each check family), and the judges (`tether.verify.judges`).
+them from the module of each check family), the learned judge (`AlignmentJudge`, from
+`tether.verify.learned`) and the other judges (`tether.verify.judges`).
 
-What it cannot do: see `tether.verify.check` (the checks) and `tether.verify.judges`.
+What it cannot do: see `tether.verify.check` (the checks), `tether.verify.align` (what the
+alignment can and cannot see), `tether.verify.learned` and `tether.verify.judges`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
         split_inline,
     )
     from tether.verify.judges import EmbeddingJudge, LLMJudge, NLIJudge
+    from tether.verify.learned import AlignmentJudge
 
 __all__ = [
     "CLUE_FLAGS",
@@ -43,6 +46,7 @@ __all__ = [
     "REFUSAL_SENTENCES",
     "REFUSAL_SENTENCE_FR",
     "SOURCE_FLAGS",
+    "AlignmentJudge",
     "CheckOptions",
     "EmbeddingJudge",
     "InlineReport",
@@ -64,5 +68,11 @@ _JUDGES = frozenset({"EmbeddingJudge", "LLMJudge", "NLIJudge"})
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'tether.verify' has no attribute {name!r}")
-    module = "tether.verify.judges" if name in _JUDGES else "tether.verify.check"
+    module = (
+        "tether.verify.learned"
+        if name == "AlignmentJudge"
+        else "tether.verify.judges"
+        if name in _JUDGES
+        else "tether.verify.check"
+    )
     return getattr(importlib.import_module(module), name)

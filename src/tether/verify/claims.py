@@ -40,6 +40,7 @@ from tether.verify.quantities import (
     qualify,
     read_periods,
     read_quantities,
+    word_numbers,
 )
 from tether.verify.stems import DIGIT, WORD_RE, stem_set
 
@@ -88,6 +89,8 @@ class ClaimInfo:
     folded: str = ""  # the folded text
     units: tuple[str, ...] = ()  # the unit of each quantity item ("" for none)
     ranges: tuple[tuple[int, int], ...] = ()  # pairs of item indexes read as a range
+    counts: tuple[float, ...] = ()  # numbers written as words with no unit, and "twice"...
+    count_words: tuple[str, ...] = ()  # the words of those counts ("two"), folded
 
 
 def claim_info(text: str, language: str) -> ClaimInfo:
@@ -95,10 +98,13 @@ def claim_info(text: str, language: str) -> ClaimInfo:
     folded = fold_fast(text)
     tokens = WORD_RE.findall(folded)
     q = read_quantities(text, language, tokens)
+    counts, count_words = word_numbers(text, q)  # "four weeks" is checked; "two rides" counts
     stems = stem_set(text, folded, tokens)
     keys = {key.rstrip("?") if key.startswith("t:") else key for key, _ in q.items}
     units, ranges = qualify(text, q) if q.items else ([], [])
     return ClaimInfo(
+        counts=tuple(counts),
+        count_words=tuple(count_words),
         stems=stems,
         tokens=stems | frozenset(keys),
         quantities=q,

@@ -2,7 +2,8 @@
 `CLUE_FLAGS`, `SOURCE_FLAGS`), `flag_kind`, `describe` (one line a person can read), the
 refusal sentences, the strict policy (`apply_strict`: a claim failing an exact check is
 removed; no claim left makes the answer a refusal) and what a public reader is shown
-(`withhold`: a claim failing an exact, instruction, precedence or number check is withheld,
+(`withhold`: a claim failing an exact, instruction, precedence or number check, or one that
+is not a statement, is withheld,
 with a notice saying what and why; staff see every claim marked).
 
 What it cannot do: `describe` knows the flags listed here; another string is returned as
@@ -46,6 +47,14 @@ CLUE_FLAGS: frozenset[str] = frozenset(
         "unsupported",
         "negation_mismatch",
         "not_entailed",
+        "not_a_statement",
+        "quantifier_mismatch",
+        "condition_dropped",
+        "period_mismatch",
+        "opposite_word",
+        "number_in_other_row",
+        "number_elsewhere",
+        "word_not_found",
     }
 )
 SOURCE_FLAGS: frozenset[str] = frozenset(
@@ -78,6 +87,8 @@ WITHHELD_FOR_PUBLIC: frozenset[str] = EXACT_FLAGS | {
     "lower_precedence",
     "number_not_found",
     "number_in_other_column",
+    "number_in_other_row",
+    "not_a_statement",
 }
 _WITHHELD_WHY: dict[str, dict[str, str]] = {
     "en": {
@@ -85,12 +96,14 @@ _WITHHELD_WHY: dict[str, dict[str, str]] = {
         "instruction_in_source": "it rests on text addressed to AI assistants",
         "lower_precedence": "it rests on a source that a higher-ranked one overrides",
         "number": "it states a number its passages do not hold",
+        "not_a_statement": "it is a question, heading or title, not a statement",
     },
     "fr": {
         "exact": "elle cite un passage qu'elle ne peut pas citer",
         "instruction_in_source": "elle repose sur un texte adressé aux assistants d'IA",
         "lower_precedence": "elle repose sur une source qu'une autre, de rang supérieur, remplace",
         "number": "elle donne un nombre absent de ses passages",
+        "not_a_statement": "c'est une question, un titre ou un intertitre, pas un énoncé",
     },
 }
 
@@ -190,6 +203,38 @@ _DESCRIPTIONS: dict[str, str] = {
     "not_entailed": (
         "the entailment judge scored {arg}, below its threshold"
         " (a clue, can be wrong: judges make mistakes)"
+    ),
+    "not_a_statement": (
+        "the claim is a question, a heading or a title, not a statement: it states nothing"
+        " to check (a clue, can be wrong: a verbless short answer made of a heading's words)"
+    ),
+    "quantifier_mismatch": (
+        "the claim says {arg}, a scope its evidence does not give (only, all, always, never,"
+        " at least...; a clue, can be wrong: the scope may be said in other words)"
+    ),
+    "condition_dropped": (
+        "the evidence holds only {arg}, a condition or exception that neither the claim nor"
+        " the question states (a clue, can be wrong: the condition may not apply)"
+    ),
+    "period_mismatch": (
+        "the claim gives a rate {arg}, which its evidence gives with another period or base"
+        " (a clue, can be wrong: the rate may be restated, e.g. per week for 7 days)"
+    ),
+    "opposite_word": (
+        "the claim says {arg} where its evidence says the opposite (a clue, can be wrong:"
+        " both may be true of different things)"
+    ),
+    "number_in_other_row": (
+        "{arg} is in the cited table, but not in the row or column the claim names"
+        " (a clue, can be wrong: the claim may name them in other words)"
+    ),
+    "number_elsewhere": (
+        "{arg} stands in the evidence beside another subject than the claim's (the judge"
+        " rejected the claim; a clue, can be wrong: word positions are not grammar)"
+    ),
+    "word_not_found": (
+        "the cited passages do not hold {arg} (the judge rejected the claim; a clue, can be"
+        " wrong: a true paraphrase uses other words)"
     ),
     "instruction_in_source": (
         "passage {arg} (cited, or of a cited document, repeating the claim's unsupported words)"

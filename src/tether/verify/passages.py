@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -119,6 +119,7 @@ class VerifierCache:
         self._prepared: dict[str, Prepared] = {}  # by chunk ID
         self._siblings: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._vectors: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._documents: dict[tuple[int, str, str, bool], frozenset[str]] = {}
 
     def prepare(self, chunk: Chunk) -> Prepared:
         """The chunk, prepared (from the cache when it was prepared before)."""
@@ -135,6 +136,26 @@ class VerifierCache:
         """The sibling-instruction entries kept for `store`, by (doc_id, version); raises
         TypeError when `store` cannot be held weakly (the caller then keeps its own)."""
         return self._siblings.setdefault(store, {})
+
+    def document_stems(
+        self, store: Any, doc_id: str, version: str, public: bool
+    ) -> frozenset[str]:
+        """The stems of every section of one document version that the audience may see (a
+        public reader: its public sections only), read once per store and version."""
+        key = (id(store), doc_id, version, public)
+        found = self._documents.get(key)
+        if found is None:
+            try:
+                chunks = store.chunks(doc_id, version)
+            except Exception:  # a store that cannot list a document's chunks: none known
+                chunks = []
+            found = frozenset().union(
+                *(stem_set(c.text) for c in chunks if not public or c.meta.access == "public")
+            )
+            if len(self._documents) >= _CACHE_MAX:
+                self._documents.clear()
+            self._documents[key] = found
+        return found
 
     def vectors(self, embedder: object) -> dict[str, np.ndarray]:
         """The sentence vectors kept for `embedder`, by sentence text; raises TypeError when

@@ -264,6 +264,42 @@ def numbers_in(text: str, language: str = "en") -> list[str]:
     return [display for _, display in read_quantities(text, language).items]
 
 
+_NOT_COUNTED = frozenset(
+    {"a", "an", "un", "une", "single", "one", "cent", "mille", "hundred", "thousand"}
+)
+_CLAIM_WORD_NUMBER = re.compile(
+    rf"\b({'|'.join(sorted((w for w in _WORD_NUMBERS if w not in _NOT_COUNTED), key=len, reverse=True))})\b"
+)
+_WORD_MULTIPLES = {"twice": 2.0, "deux fois": 2.0, "half": 0.5, "moitie": 0.5, "quarter": 0.25,
+                   "quart": 0.25, "double": 2.0, "triple": 3.0}  # fmt: skip
+
+
+def word_numbers(text: str, q: Quantities) -> tuple[list[float], list[str]]:
+    """A claim's numbers written as words ("four weeks", "trois fois"): one followed by a unit
+    is added to `q` as a number to check (key "n:4", shown as the word); one without a unit
+    ("two adult rides") is returned as a count: an operand for arithmetic, checked only when
+    the claim computes nothing (`number_flags`). "Twice", "half" and "a quarter" are operands.
+    Returns (operands, the words of the counts)."""
+    folded = fold_fast(text)
+    counts: list[float] = [v for w, v in _WORD_MULTIPLES.items() if re.search(rf"\b{w}\b", folded)]
+    words: list[str] = []
+    added = False
+    for m in _CLAIM_WORD_NUMBER.finditer(folded):
+        value = _WORD_NUMBERS[m.group(1)]
+        after = UNIT_AFTER.match(folded[m.end() : m.end() + 40])
+        if after and UNITS.get(after.group(3).replace(" ", "")):
+            q.add(m.start(), f"n:{value}", text[m.start() : m.end()])
+            added = True
+        else:
+            counts.append(float(value))
+            words.append(m.group(1))
+    if added:
+        order = sorted(range(len(q.items)), key=q.where.__getitem__)
+        q.items = [q.items[i] for i in order]
+        q.where = [q.where[i] for i in order]
+    return counts, words
+
+
 def read_periods(folded: str) -> list[tuple[int, str, bool]]:
     """(n, unit, business days) for each period named in a folded text."""
     out: list[tuple[int, str, bool]] = []
@@ -328,16 +364,22 @@ UNITS: dict[str, str] = {
     "annee": "year", "annees": "year",
     "hour": "hour", "hours": "hour", "hr": "hour", "hrs": "hour", "heure": "hour",
     "heures": "hour", "minute": "minute", "minutes": "minute", "min": "minute",
-    "point": "point", "points": "point", "pts": "point",
+    "point": "point", "points": "point", "pts": "point", "times": "times", "fois": "times",
     "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km",
     "m": "m", "metre": "m", "metres": "m", "meter": "m", "meters": "m", "cm": "cm",
     "mm": "mm", "kg": "kg", "g": "g", "lb": "lb", "lbs": "lb", "pound": "lb", "pounds": "lb",
     "ml": "ml", "litre": "l", "litres": "l", "liter": "l", "liters": "l",
+    "°c": "deg", "°": "deg", "degree": "deg", "degrees": "deg", "degre": "deg", "degres": "deg",
+    "celsius": "deg", "°f": "degf", "fahrenheit": "degf", "bar": "bar", "bars": "bar",
+    "psi": "psi", "kpa": "kpa", "w": "w", "watt": "w", "watts": "w", "v": "v", "volt": "v",
+    "volts": "v", "kwh": "kwh", "wh": "wh", "mah": "mah", "inch": "in", "inches": "in",
+    "pouce": "in", "pouces": "in", "ft": "ft", "feet": "ft", "foot": "ft", "pieds": "ft",
 }  # fmt: skip
 _NUM_AT = re.compile(r"\d+(?:[.,\u00a0\u202f]\d+)*")
+_WORD_AT = re.compile(r"[^\W\d_]+")
 UNIT_AFTER = re.compile(
     r"\s?-?\s?(?:(business|working|calendar|full|clear|(extra|more|additional|further))\s+)?"
-    r"(%|\$|€|£|[^\W\d_]+)(?:\s+(supplementaires?|additionnels?|de plus))?"
+    r"(%|\$|€|£|°\s?[cf]?(?![^\W\d_])|[^\W\d_]+)(?:\s+(supplementaires?|additionnels?|de plus))?"
 )
 _CURRENCY_BEFORE = re.compile(r"[$€£]\s?$")
 _VERSION_BEFORE = re.compile(r"\b(?:version|ver|v|rev|revision)\.?\s?$")
@@ -354,7 +396,7 @@ def qualify(text: str, q: Quantities) -> tuple[list[str], list[tuple[int, int]]]
     for i, ((key, _), start) in enumerate(zip(q.items, q.where, strict=True)):
         if not key.startswith("n:"):
             continue
-        m = _NUM_AT.match(text, start)
+        m = _NUM_AT.match(text, start) or _WORD_AT.match(text, start)
         end = m.end() if m else start
         ends[i] = end
         before = fold_fast(text[max(0, start - 12) : start])
@@ -366,7 +408,7 @@ def qualify(text: str, q: Quantities) -> tuple[list[str], list[tuple[int, int]]]
             continue
         after = UNIT_AFTER.match(fold_fast(text[end : end + 40]))
         if after:
-            units[i] = UNITS.get(after.group(3), "")
+            units[i] = UNITS.get(after.group(3).replace(" ", ""), "")
             if units[i] and (after.group(2) or after.group(4)):
                 units[i] += "+"  # "2 extra days": the days after a first one
     ranges: list[tuple[int, int]] = []
@@ -395,8 +437,19 @@ def unit_keys(text: str, q: Quantities, keys: set[str]) -> set[str]:
         if key.startswith("n:"):
             plain.add(key)
             out.add(f"u:{key[2:]}|{'' if unit == 'version' else unit}")
+    worded: set[str] = set()  # number words with a unit: "three times" is not 3 weeks
+    folded = fold_fast(text)
+    for m in _NUMBER_WORD.finditer(folded):
+        if m.group(1) in ("a", "an", "un", "une", "single"):
+            continue
+        after = UNIT_AFTER.match(folded[m.end() : m.end() + 40])
+        unit = UNITS.get(after.group(3).replace(" ", ""), "") if after else ""
+        if unit:
+            value = _WORD_NUMBERS[m.group(1)]
+            out.add(f"u:{value}|{unit}")
+            worded.add(f"n:{value}")
     for key in keys:
-        if key.startswith("n:") and key not in plain:
+        if key.startswith("n:") and key not in plain and key not in worded:
             out.add(f"u:{key[2:]}|")
     for a, b in ranges:
         out.add(f"r:{q.items[a][0][2:]}-{q.items[b][0][2:]}")
@@ -554,6 +607,29 @@ def _found_with_unit(key: str, unit: str, known: Known) -> bool:
     return f"u:{key[2:]}|" in known.keys or f"u:{key[2:]}|{unit}" in known.keys
 
 
+# The same length said in another unit: "four weeks" for 28 days, "two years" for 24 months.
+_CONVERSIONS = {
+    "week": (("day", 7.0),), "day": (("week", 1 / 7),), "year": (("month", 12.0),),
+    "month": (("year", 1 / 12),), "hour": (("minute", 60.0),), "minute": (("hour", 1 / 60),),
+}  # fmt: skip
+
+
+def _converted(key: str, unit: str, known: Known) -> bool:
+    """True when a claim's length is a passage's length said in another unit."""
+    if not key.startswith("n:"):
+        return False
+    try:
+        value = float(key[2:])
+    except ValueError:
+        return False
+    for other, factor in _CONVERSIONS.get(unit.rstrip("+"), ()):
+        converted = value * factor
+        whole = converted > 0 and math.isclose(converted, round(converted), abs_tol=1e-9)
+        if whole and f"u:{canon_number(str(round(converted)), 'en')}|{other}" in known.keys:
+            return True
+    return False
+
+
 def number_flags(claim: ClaimInfo, known: Known) -> list[Flag]:
     """number_not_found flags. A number is compared with its unit (`qualify`); a range of the
     claim found as a range in a passage or the question is found. A number not found as
@@ -575,19 +651,32 @@ def number_flags(claim: ClaimInfo, known: Known) -> list[Flag]:
         else:
             in_range[a] = in_range[b] = (a, b)
     pending: list[int] = []
-    operands: list[float] = list(known.question_amounts)
+    operands: list[float] = list(known.question_amounts) + list(claim.counts)
     for i, (key, _) in enumerate(items):
         if i in found_ranges or (
-            _found_with_unit(key, units[i], known) or _computed(key.rstrip("?"), claim, known)
+            _found_with_unit(key, units[i], known)
+            or _converted(key, units[i], known)
+            or _computed(key.rstrip("?"), claim, known)
         ):
             if key.startswith("n:"):
                 operands.append(float(key[2:]))
         else:
             pending.append(i)
     numeric = [i for i in pending if items[i][0].startswith("n:") and i not in in_range]
-    if numeric and len(items) > 1:
+    unfound = len(pending)
+    if numeric and len(items) + len(claim.counts) > 1:
         _derive(claim, known, units, pending, numeric, operands)
+    if numeric and pending:
+        _from_passages(claim, known, pending, operands)
+    if len(pending) >= 1:
+        _date_pairs(claim, known, pending)
+    computes = len(pending) < unfound  # a number of the claim was derived from others
     flags: list[Flag] = []
+    if not computes:  # a count said in words ("two discount codes") that nothing holds
+        for word in claim.count_words:
+            key = f"n:{_WORD_NUMBERS[word]}"
+            if key not in known.keys and f"u:{key[2:]}|" not in known.keys:
+                flags.append(Flag("number_not_found", word))
     for i in pending:
         display = items[i][1]
         if i in in_range:
@@ -597,6 +686,70 @@ def number_flags(claim: ClaimInfo, known: Known) -> list[Flag]:
         if flag not in flags:
             flags.append(flag)
     return flags
+
+
+_SUM_CUE = re.compile(
+    r"\b(?:total|totals|together|plus|combined|in all|altogether|sum|adds? up|au total|en tout|"
+    r"ensemble|additionn\w*)\b"
+)
+_DIFFERENCE_CUE = re.compile(
+    r"\b(?:difference|less than|more than|cheaper|saves?|saving|savings|de moins|de plus|"
+    r"economi\w*|moins cher|ecart)\b"
+)
+
+
+def _from_passages(
+    claim: ClaimInfo, known: Known, pending: list[int], operands: list[float]
+) -> None:
+    """Remove from `pending` the claim's amounts computed from the cited numbers: a count
+    of the claim times a passage amount ("two adult rides cost $5.50" at $2.75 a ride), and,
+    when the claim says it adds or compares ("in total", "saves", "de moins"), the sum or
+    difference of two passage amounts."""
+    items = claim.quantities.items
+    cited = list(dict.fromkeys(known.amounts))[:40]
+    counts = [c for c in (*claim.counts, *operands) if 0 < c <= 100]
+    sums = bool(_SUM_CUE.search(claim.folded))
+    differences = bool(_DIFFERENCE_CUE.search(claim.folded))
+    close = math.isclose
+    for i in list(pending):
+        key = items[i][0]
+        if not key.startswith("n:"):
+            continue
+        try:
+            value = float(key[2:])
+        except ValueError:
+            continue
+        hit = any(close(c * a, value, abs_tol=0.005) for c in counts for a in cited if c != 1)
+        if not hit and (sums or differences):
+            for j, a in enumerate(cited):
+                for b in cited[j + 1 :]:
+                    if (sums and close(a + b, value, abs_tol=0.005)) or (
+                        differences and close(abs(a - b), value, abs_tol=0.005)
+                    ):
+                        hit = True
+                        break
+                if hit:
+                    break
+        if hit:
+            pending.remove(i)
+
+
+def _date_pairs(claim: ClaimInfo, known: Known, pending: list[int]) -> None:
+    """Remove from `pending` two dates of the claim a known period apart ("borrowed on 1
+    March, due on 29 March" with a 28-day loan): the first is the premise, the second the
+    conclusion, and the arithmetic holds."""
+    items = claim.quantities.items
+    dates = {i: date.fromisoformat(k[2:]) for i, (k, _) in enumerate(items) if k.startswith("d:")}
+    periods = set(known.periods) | set(claim.periods)
+    for a, first in dates.items():
+        for b, second in dates.items():
+            if a == b or not (a in pending or b in pending):
+                continue
+            for n, unit, business in periods:
+                if _add_period(first, n, unit, business, 1) == second:
+                    for i in (a, b):
+                        if i in pending:
+                            pending.remove(i)
 
 
 def _derive(

@@ -1,0 +1,757 @@
+"""Alignment that explains: a claim aligned to its best evidence sentences, every claim detail
+without a match named with the evidence text it conflicts with, and the features the learned
+judge (`tether.verify.learned`) reads.
+
+`align(info, claim, preps)` returns an `Alignment`:
+- `sentences`: the claim's evidence, at most two sentences of the cited passages: the one
+  holding most of the claim's words and numbers, then the one adding most of what the first
+  lacks (a table row is read with its header row, as `verify.passages` prepares it);
+- `details`: each claim detail the evidence does not match, as a `tether.types.Detail`
+  (kind, the claim's words, the evidence text it conflicts with, the chunk ID):
+  - `not_a_statement` — a question, or a heading or title of a cited passage quoted as it is;
+  - `cell` — a number of the claim that a cited table holds, but not in the row the claim
+    names (all of the row label's words) or not in the column it names best;
+  - `number` — a number of the claim that the aligned sentences do not hold while another
+    sentence of the cited passages does (another item of a list), or whose neighbouring words
+    in the claim are not beside it in the sentence, or stand clearly nearer another number of
+    it (bound to another subject: "colour: $0.50" read for "black and white: $0.15");
+  - `quantifier` — a scope word of the claim (only, all, every, always, never, at least, at
+    most, more/less than; seulement, uniquement, ne ... que, tous, toujours, jamais, au moins,
+    au plus...) whose class the evidence does not use, or one of the evidence's limiting words
+    (only, at least, at most...) the claim drops;
+  - `condition` — the evidence sentence states a condition or exception (if, unless, except,
+    provided, as long as; si, sauf, à condition, à moins...) that neither the claim nor the
+    question speaks of (they hold under a third of the condition's words);
+  - `negation` — the claim's polarity differs from its evidence's (not, cannot, no longer,
+    never; ne ... pas / plus / jamais, aucun, sans) on the same content;
+  - `period` — a rate's period or base (per day, per ride, per item, a month; par jour,
+    par trajet...) that the evidence gives with another one, or not at all;
+  - `word` — a content word of the claim that no cited passage holds (an invented detail,
+    a swapped place or item), or that only another sentence than its evidence holds.
+- `features`: numbers describing the match (shares of words found in the evidence and in the
+  passages, counts of each kind of detail, the length of the claim...), named in `FEATURES`.
+
+Everything here is word, number and position matching over EN and FR text: nothing is
+loaded and nothing is learned (the judge learns how much each feature counts).
+
+What it cannot do: it does not parse sentences, so a detail's binding is judged by position
+(words within a few tokens of a number), a condition by its cue word and the words after it,
+and a synonym or a paraphrase of a word counts as a word the passage does not hold (the
+learned judge weighs how many such words a true paraphrase has); the cue lists are English
+and French only; a claim drawn from more than two sentences is aligned to the two best.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tether.text import fold_fast
+from tether.types import Detail
+from tether.verify.claims import ClaimInfo
+from tether.verify.passages import Prepared, Sentence
+from tether.verify.stems import WORD_RE, content_stem
+
+__all__ = ["FEATURES", "Alignment", "align", "is_statement"]
+
+# Scope words by class (folded). A claim using a class its evidence does not use states
+# something the evidence does not. "each"/"chaque" are left out: they restate a rate ("$2
+# each") far more often than they widen a rule.
+_QUANTIFIERS: dict[str, tuple[str, ...]] = {
+    "only": (
+        "only", "solely", "exclusively", "just", "seulement", "uniquement", "exclusivement",
+        "ne que", "n que", "rien que",
+    ),
+    "all": ("all", "every", "any", "entire", "whole", "tous", "toutes", "tout", "toute",
+            "n importe", "as many", "as much", "unlimited", "no limit", "illimite", "illimites",
+            "illimitee", "autant", "sans limite"),
+    "always": ("always", "at any time", "anytime", "toujours", "en tout temps", "a tout moment"),
+    "never": ("never", "jamais"),
+    "at_least": ("at least", "minimum", "or more", "au moins", "au minimum", "ou plus"),
+    "at_most": ("at most", "up to", "maximum", "no more than", "not more than", "au plus",
+                "au maximum", "jusqu a", "pas plus de", "or less", "or fewer", "ou moins"),
+    "more_than": ("more than", "over", "beyond", "plus de", "au dela"),
+    "less_than": ("less than", "fewer than", "under", "moins de", "within", "dans les"),
+}  # fmt: skip
+# A limit said of an allowance ("up to three times", "within 14 days") restates it.
+_BENIGN_ADDED = frozenset({"at_most", "less_than"})
+# Limiting words the claim must keep: dropping one states a wider rule than the evidence.
+_LIMITING = ("only", "at_least", "at_most")
+# Within/under and up to/at most read alike: a claim may trade one for its neighbour.
+_QUANT_NEIGHBOURS = {
+    "at_most": {"less_than"},
+    "less_than": {"at_most"},
+    "at_least": {"more_than"},
+    "more_than": {"at_least"},
+    "all": {"always"},
+    "always": {"all"},
+}
+_CONDITION = (
+    "if", "unless", "except", "provided", "providing", "as long as", "so long as", "only when",
+    "only after", "only before", "only if", "subject to", "otherwise", "on condition",
+    "except for", "excluding", "si", "sauf", "a condition", "pourvu", "a moins",
+    "seulement si", "excepte", "hormis", "sous reserve", "a l exception", "sinon",
+)  # fmt: skip
+# Polarity cues (folded tokens and phrases); "plus" and "que" count only after a "ne"/"n".
+_NEGATION = ("not", "no", "never", "cannot", "cant", "nor", "none", "without", "nothing",
+             "no longer", "jamais", "aucun", "aucune", "sans", "rien", "ni", "pas", "non")  # fmt: skip
+_NE = re.compile(r"\b(?:ne|n)\s+(?:\w+\s+){0,3}?(pas|plus|jamais|rien|aucun|aucune|que|qu)\b")
+_NT = re.compile(r"\w+n[’']t\b")
+_PERIOD_WORDS = {
+    "day": "day", "days": "day", "jour": "day", "jours": "day", "daily": "day",
+    "quotidien": "day", "quotidienne": "day", "night": "night", "nuit": "night",
+    "week": "week", "semaine": "week", "weekly": "week", "hebdomadaire": "week",
+    "month": "month", "mois": "month", "monthly": "month", "mensuel": "month",
+    "mensuelle": "month", "year": "year", "an": "year", "annee": "year", "yearly": "year",
+    "annual": "year", "annually": "year", "annuel": "year", "annuelle": "year",
+    "hour": "hour", "heure": "hour", "hourly": "hour", "ride": "ride", "trip": "ride",
+    "trajet": "ride", "passage": "ride", "journey": "ride", "voyage": "ride",
+    "item": "item", "article": "item", "document": "item", "person": "person",
+    "personne": "person", "passenger": "person", "passager": "person", "rider": "person",
+    "member": "person", "membre": "person", "visit": "visit", "visite": "visit",
+    "booking": "booking", "reservation": "booking", "order": "order", "commande": "order",
+    "vehicle": "vehicle", "vehicule": "vehicle", "bike": "bike", "velo": "bike",
+    "household": "household", "menage": "household", "family": "household", "famille": "household",
+    "card": "card", "carte": "card", "session": "session", "use": "use", "utilisation": "use",
+    "page": "page", "minute": "minute", "minutes": "minute",
+}  # fmt: skip
+_PER = re.compile(
+    r"\b(?:per|each|every|par|chaque|(?<=\d )an?|(?<=dollars )an?|(?<=cents )an?|(?<=\d )la|(?<=\d )le)\s+(\w+)\b|/\s?(\w+)\b|\b(daily|weekly|"
+    r"monthly|yearly|annual|annually|hourly|quotidien|quotidienne|hebdomadaire|mensuel|"
+    r"mensuelle|annuel|annuelle)\b"
+)
+_QUESTION_OPEN = re.compile(
+    r"^(?:how|what|when|where|which|who|why|can|could|do|does|is|are|may|should|will|"
+    r"comment|quand|quel|quelle|quels|quelles|ou|pourquoi|combien|est ce|puis je|peut on|"
+    r"peut il|qui)\b"
+)
+_VERBISH = re.compile(
+    r"\b(?:is|are|was|were|be|been|has|have|had|can|cannot|may|must|will|should|does|do|"
+    r"costs?|takes?|gets?|needs?|allows?|opens?|closes?|pays?|offers?|accepts?|applies|"
+    r"est|sont|a|ont|peut|peuvent|doit|doivent|coute|coutent|faut|sera|seront|"
+    r"\w+(?:ed|es|ent|ez)\b)"
+)
+_WINDOW = 4  # a number's neighbouring words: this many tokens either side
+# Words whose opposite in the evidence, where the claim's own word is absent, is a swap
+# ("counted after tax" against "counted before tax"): EN and FR, folded.
+_OPPOSITES_LIST = (
+    ("before", "after"), ("above", "below"), ("more", "less"), ("most", "least"),
+    ("minimum", "maximum"), ("first", "last"), ("earliest", "latest"), ("earlier", "later"),
+    ("north", "south"), ("east", "west"), ("northern", "southern"), ("eastern", "western"),
+    ("upper", "lower"), ("inside", "outside"), ("indoor", "outdoor"), ("indoors", "outdoors"),
+    ("open", "closed"), ("opens", "closes"), ("included", "excluded"), ("includes", "excludes"),
+    ("including", "excluding"), ("increase", "decrease"), ("higher", "lower"),
+    ("longer", "shorter"), ("faster", "slower"), ("weekday", "weekend"),
+    ("weekdays", "weekends"), ("morning", "evening"), ("mandatory", "optional"),
+    ("required", "optional"), ("allowed", "forbidden"), ("allowed", "prohibited"),
+    ("permitted", "prohibited"), ("accepted", "refused"), ("domestic", "international"),
+    ("arrival", "departure"), ("entry", "exit"), ("buy", "sell"), ("cheaper", "dearer"),
+    ("avant", "apres"), ("premier", "dernier"), ("premiere", "derniere"), ("nord", "sud"),
+    ("haut", "bas"), ("interieur", "exterieur"), ("ouvert", "ferme"), ("ouverte", "fermee"),
+    ("inclus", "exclu"), ("incluse", "exclue"), ("matin", "soir"),
+    ("obligatoire", "facultatif"), ("obligatoire", "optionnel"), ("autorise", "interdit"),
+    ("permis", "interdit"), ("accepte", "refuse"), ("gratuit", "payant"),
+    ("gratuite", "payante"), ("arrivee", "depart"), ("hausse", "baisse"),
+    ("superieur", "inferieur"), ("entree", "sortie"), ("achat", "vente"),
+)  # fmt: skip
+_OPPOSITES: dict[str, set[str]] = {}
+for _a, _b in _OPPOSITES_LIST:
+    _OPPOSITES.setdefault(_a, set()).add(_b)
+    _OPPOSITES.setdefault(_b, set()).add(_a)
+# Words an answer adds around what a passage states (verbs of cost, time, permission and
+# possession, generic nouns): absent from the passage, they are counted apart from the words
+# that carry a claim's content (`words_absent_generic`), so the judge can weigh them less.
+_GENERIC = frozenset(
+    s
+    for w in """
+    cost costs costing pay pays paid paying charge charged charges price priced take takes
+    taken get gets got have has had need needs needed require requires required allow allows
+    allowed permit permitted available offer offers offered provide provides provided give
+    gives given use uses used using apply applies applied include includes included make
+    makes made keep keeps kept let lets receive receives accept accepts accepted come comes
+    go goes able possible option options rule rules policy policies time times long period
+    customer customers client clients member members person people someone anyone you user
+    users rider riders passenger passengers visitor visitors service services way ways also
+    still just really actually here there thing things kind stated according note means mean
+    counts count last lasts lasting valid available open opens borrowed borrow borrowing
+    coute coutent couter payer paye payes prendre prend faut falloir avoir possible permis
+    permet permettent offert offre offrent fournit utiliser utilise client clients usager
+    usagers membre membres personne personnes regle regles politique temps duree valable
+    pendant durant selon aussi encore toujours peut peuvent pouvez doit doivent devez
+    chaque like many much
+    """.split()
+    if (s := content_stem(w))
+)
+
+FEATURES: tuple[str, ...] = (
+    "share_passages",  # share of the claim's content words in the cited passages
+    "share_aligned",  # ... in its aligned sentences
+    "tokens_aligned",  # share of its words and numbers in its aligned sentences
+    "words_absent",  # count of content words no cited passage holds (generic ones apart)
+    "words_absent_share",  # ... as a share of the claim's content words
+    "words_absent_generic",  # ... of the generic words an answer adds (cost, pay, allowed...)
+    "words_absent_nearby",  # ... that the passages around them hold (a swapped item)
+    "words_elsewhere",  # count held only by a sentence other than the aligned ones
+    "numbers",  # count of the claim's numbers
+    "numbers_absent",  # count no cited passage holds
+    "numbers_elsewhere",  # count only another sentence holds
+    "numbers_unbound",  # count whose neighbouring words are not beside them in the evidence
+    "number_other_row",  # a table cell read from another row than the one the claim names
+    "number_other_column",  # ... from another column than the one the claim names
+    "opposite",  # a word whose opposite the evidence uses instead (after for before)
+    "quantifier_added",
+    "quantifier_dropped",
+    "condition_dropped",
+    "negation_flip",
+    "period_other",  # a rate's period that the evidence gives with another one
+    "period_absent",  # a rate's period the passages do not name at all
+    "not_statement",
+    "claim_words",  # the claim's content words (log scale)
+    "evidence_words_unused",  # share of the aligned sentence's content words not in the claim
+    "clue_flags",  # count of the rule clues that fired (number, word, negation, name)
+)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """A claim aligned to its evidence: the sentences, the unmatched details, the features."""
+
+    sentences: tuple[tuple[str, Sentence], ...]  # (chunk ID, sentence)
+    details: tuple[Detail, ...]
+    features: dict[str, float]
+
+    @property
+    def evidence_text(self) -> str:
+        """The aligned sentences joined (what a detail is quoted against by default)."""
+        return " … ".join(s.text.strip() for _, s in self.sentences)
+
+
+def _folded_words(text: str) -> str:
+    """The folded text as space-separated word tokens (apostrophes and hyphens split)."""
+    return " ".join(WORD_RE.findall(fold_fast(text).replace("_", " ")))
+
+
+def _has(words: str, phrase: str) -> bool:
+    return f" {phrase} " in f" {words} "
+
+
+_COMPARATIVE = ("more_than", "less_than", "at_least", "at_most")
+_BARE_COMPARATIVES = ("minimum", "maximum", "or more", "or less", "or fewer", "ou plus", "ou moins")
+_NUMBERISH = re.compile(
+    r"^(?:\$ ?)?(?:\d|"
+    + "|".join(
+        "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty"
+        " deux trois quatre cinq six sept huit neuf dix douze quinze vingt trente".split()
+    )
+    + r")"
+)
+
+
+def _classes(words: str) -> set[str]:
+    """The quantifier classes a folded word string uses (a comparative such as "more than"
+    or "under" only before a number: "more than 3 days", not "more than a day pass")."""
+    found: set[str] = set()
+    for cls, cues in _QUANTIFIERS.items():
+        for cue in cues:
+            for m in re.finditer(rf"(?:^| ){re.escape(cue)}(?= |$)", words):
+                if (
+                    cls in _COMPARATIVE
+                    and cue not in _BARE_COMPARATIVES
+                    and not _NUMBERISH.match(words[m.end() :].strip())
+                ):
+                    continue
+                found.add(cls)
+                break
+    if _NE.search(words) and re.search(r"\b(?:ne|n)\s+(?:\w+\s+){0,3}?(?:que|qu)\b", words):
+        found.add("only")
+    if "only" in found and any(_has(words, c) for c in ("only if", "only when", "seulement si")):
+        # "only if" states a condition; the only-class stays only when "only" is used again
+        rest = re.sub(r"\b(?:only if|only when|seulement si)\b", "", words)
+        if not any(_has(rest, c) for c in _QUANTIFIERS["only"]):
+            found.discard("only")
+    if "never" in found:
+        found.discard("always")
+    return found
+
+
+def _polarity(words: str) -> int:
+    """How many negations a folded word string holds (French "ne ... plus/que" counted once)."""
+    n = sum(1 for c in _NEGATION if _has(words, c) and c not in ("pas", "non", "no longer"))
+    n += len(_NE.findall(words))
+    if _has(words, "pas") and not _NE.search(words):
+        n += 1
+    n += len(_NT.findall(words.replace(" t ", "'t ")))
+    n += words.count("no longer")
+    if re.search(r"\bn\w* (?:\w+ ){0,3}?(?:que|qu)\b", words):
+        n -= 1  # "ne ... que" restricts (only): not a negation
+    return max(n, 0)
+
+
+def language_of(preps: Sequence[Prepared]) -> str:
+    return preps[0].chunk.meta.language if preps else "en"
+
+
+_CLAIM_CLAUSES = re.compile(r"(?<=[.;!?])\s+|:\s+")
+
+
+def _clause_has(claim: str, cls: str, preps: Sequence[Prepared], language: str) -> bool:
+    """True when the claim's clause that uses a quantifier class is aligned, on its own, to a
+    sentence of the passages that uses it too (a claim of several sentences: "... Never leave
+    it in an unheated garage." against its third evidence sentence)."""
+    from tether.verify.claims import claim_info
+
+    for clause in _CLAIM_CLAUSES.split(claim):
+        words = _folded_words(clause)
+        if cls not in _classes(words):
+            continue
+        tokens = claim_info(clause, language).tokens
+        best = max(
+            (s for p in preps for s in p.sentences if not s.heading),
+            key=lambda s: len(tokens & s.tokens),
+            default=None,
+        )
+        if best is not None and cls in _classes(_folded_words(best.text)):
+            return True
+    return False
+
+
+def _main_clause(words: str) -> str:
+    """A folded word string without its condition clause ("if no other member ...")."""
+    cond = _condition(words)
+    return words[: len(words) - len(cond[1])].strip() if cond else words
+
+
+def _periods(words: str) -> set[str]:
+    found: set[str] = set()
+    for m in _PER.finditer(words):
+        word = m.group(1) or m.group(2) or m.group(3)
+        unit = _PERIOD_WORDS.get(word)
+        if unit is None and word.endswith("s"):
+            unit = _PERIOD_WORDS.get(word[:-1])
+        if unit is not None:
+            found.add(unit)
+    return found
+
+
+def _condition(words: str) -> tuple[str, str] | None:
+    """(cue, the words after it up to the clause's end) of the first condition in a folded
+    word string, or None."""
+    best: tuple[int, str] | None = None
+    for cue in _CONDITION:
+        m = re.search(rf"(?:^| ){re.escape(cue)}(?= )", words)
+        if m and (best is None or m.start() < best[0]):
+            best = (m.start(), cue)
+    if best is None:
+        return None
+    start, cue = best
+    return cue, words[start:].strip()
+
+
+def _clause_text(chosen: Sequence[tuple[str, Sentence]], cue: str) -> str:
+    """The condition clause of an aligned sentence as written: from its cue to the next comma,
+    semicolon or full stop ("if the item comes back dirty or incomplete")."""
+    pattern = re.compile(
+        r"(?<![\w'’])" + r"[\s'’-]+".join(re.escape(w) for w in cue.split()) + r"\b[^,;.:]*",
+        re.IGNORECASE,
+    )
+    for _, sentence in chosen:
+        folded = fold_fast(sentence.text)
+        m = pattern.search(folded)
+        if m:  # shown as written unless folding changed the length (œ → oe)
+            shown = sentence.text if len(folded) == len(sentence.text) else folded
+            return shown[m.start() : m.end()].strip()
+    return ""
+
+
+def is_statement(claim: str, headings: Sequence[str] = ()) -> bool:
+    """False for a question or a heading or title quoted as it is ("How long do refunds
+    take?", "Fares and passes"): a question mark or an opening question word without a full
+    stop, one of the `headings` (the cited passages' titles and section names), or a
+    fragment with no verb and no number whose words are all a heading's."""
+    text = claim.strip()
+    if not text:
+        return False
+    words = _folded_words(text)
+    if text.rstrip("»\"')”").endswith("?"):
+        return False
+    if _QUESTION_OPEN.match(words) and not text.endswith((".", "!")) and len(words.split()) < 16:
+        return False
+    heads = {_folded_words(h).strip() for h in headings if h.strip()}
+    if words.strip() in heads:
+        return False
+    # a verbless fragment made of a heading's words ("Loan periods: books") is that heading;
+    # another fragment may be a short answer ("Cash, debit and credit cards.")
+    mine = set(words.split())
+    if not _VERBISH.search(words) and not re.search(r"\d", words) and len(mine) <= 8:
+        return not any(mine <= set(h.split()) for h in heads)
+    return True
+
+
+def align(
+    info: ClaimInfo,
+    claim: str,
+    preps: Sequence[Prepared],
+    *,
+    clue_flags: int = 0,
+    question: str = "",
+    other_stems: frozenset[str] = frozenset(),
+) -> Alignment:
+    """The claim aligned to its cited passages (see the module docstring). `other_stems`: the
+    words of the passages around them (the context's other passages, the cited documents'
+    other sections), where a swapped item or place is usually found."""
+    heads = [h for p in preps for h in (p.chunk.meta.title, *p.chunk.heading_path)]
+    cwords = _folded_words(claim)
+    statement = is_statement(claim, heads)
+    ranked = sorted(
+        (
+            (len(info.tokens & s.tokens), -len(s.tokens), i, p.chunk.chunk_id, s)
+            for i, p in enumerate(preps)
+            for s in p.sentences
+            if not s.heading
+        ),
+        key=lambda t: (-t[0], -t[1]),
+    )
+    chosen: list[tuple[str, Sentence]] = []
+    if ranked:
+        first = ranked[0]
+        chosen.append((first[3], first[4]))
+        covered = info.tokens & first[4].tokens
+        extra_best = None
+        for _n, _neg, _i, cid, s in ranked[1:]:
+            extra = len((info.tokens & s.tokens) - covered)
+            if extra and (extra_best is None or extra > extra_best[0]):
+                extra_best = (extra, cid, s)
+        if extra_best is not None and extra_best[0] >= 1:
+            chosen.append((extra_best[1], extra_best[2]))
+    aligned_tokens = frozenset().union(*(s.tokens for _, s in chosen)) if chosen else frozenset()
+    aligned_stems = frozenset().union(*(s.stems for _, s in chosen)) if chosen else frozenset()
+    header_stems = frozenset().union(
+        *(frozenset(content_stem(w) for w in _folded_words(h).split()) for h in heads)
+    ) if heads else frozenset()  # fmt: skip
+    passage_stems = frozenset().union(*(p.stems for p in preps)) if preps else frozenset()
+    passage_tokens = (
+        frozenset().union(*(p.tokens | p.keys for p in preps)) if preps else frozenset()
+    )
+    q_stems = frozenset(content_stem(w) for w in _folded_words(question).split()) - {""}
+    evidence = " … ".join(s.text.strip() for _, s in chosen)
+    ewords = _folded_words(evidence)
+    cid = chosen[0][0] if chosen else (preps[0].chunk.chunk_id if preps else "")
+    details: list[Detail] = []
+
+    def add(kind: str, what: str, against: str = "") -> None:
+        details.append(Detail(kind, what, (against or evidence)[:300], cid))
+
+    if not statement:
+        add("not_a_statement", claim.strip()[:120], "a question, heading or title, not a statement")
+
+    # words
+    stems = info.stems
+    known_stems = passage_stems | q_stems
+    shown = _surface(claim)
+    heads5 = {w[:5] for p in preps for w in _folded_words(p.chunk.text).split() if len(w) >= 5}
+    heads5 |= {w[:5] for w in _folded_words(question).split() if len(w) >= 5}
+    absent = sorted(
+        w for w in stems
+        if w not in known_stems and w not in _UNIT_STEMS
+        and not _related(fold_fast(shown.get(w, w)), known_stems, heads5)
+    )  # fmt: skip
+    absent_other = [w for w in absent if w in other_stems]
+    generic = [w for w in absent if w in _GENERIC]
+    elsewhere = sorted(
+        w for w in stems
+        if w in passage_stems and w not in aligned_stems and w not in header_stems
+        and w not in q_stems
+    )  # fmt: skip
+    for w in absent:
+        if w not in _GENERIC:
+            add("word", shown.get(w, w))
+    # numbers
+    items = info.quantities.items
+    n_absent = n_elsewhere = n_unbound = 0
+    for (key, display), start in zip(items, info.quantities.where, strict=True):
+        k = key.rstrip("?") if key.startswith("t:") else key
+        if k in aligned_tokens:
+            if _MODEL_NUMBER.search(claim[:start]) or _COMPUTED.search(cwords):
+                continue  # a model's number ("Ridgeline 2"), or a claim that computes
+            if not _bound(claim, start, display, chosen, k):
+                n_unbound += 1
+                add("number", display)
+            continue
+        if any(k in s.tokens for p in preps for s in p.sentences):
+            n_elsewhere += 1
+            holder = next(s for p in preps for s in p.sentences if k in s.tokens)
+            add("number", display, holder.text.strip())
+        elif k not in passage_tokens:
+            n_absent += 1
+    # table cells: the row and the column the claim names must hold the number
+    wrong_row = wrong_column = 0
+    units = info.units or ("",) * len(items)
+    for (key, display), start, unit in zip(items, info.quantities.where, units, strict=True):
+        if unit == "%" or _MODEL_NUMBER.search(claim[:start]) or _COMPUTED.search(cwords):
+            continue  # a rate, a model's number ("Ridgeline 2"), or a claim that computes
+        found = _table_binding(key, stems, preps)
+        if found is not None:
+            kind, row_text = found
+            if kind == "row":
+                wrong_row += 1
+            else:
+                wrong_column += 1
+            add("cell", display, row_text)
+    # opposites: the claim says "after" where its evidence says "before"
+    c_set = set(cwords.split())
+    best_words = set(_folded_words(chosen[0][1].text).split()) if chosen else set()
+    swapped = sorted(
+        w for w in c_set
+        if w in _OPPOSITES and w not in best_words and _OPPOSITES[w] & best_words
+        and not (_OPPOSITES[w] & c_set)
+    )  # fmt: skip
+    for w in swapped:
+        add("opposite", w, chosen[0][1].text.strip())
+    # quantifiers
+    c_cls, e_cls = _classes(cwords), _classes(ewords)
+    added = sorted(
+        c for c in c_cls - e_cls
+        if not (_QUANT_NEIGHBOURS.get(c, set()) & e_cls) and c not in _BENIGN_ADDED
+        and not _clause_has(claim, c, preps, language_of(preps))
+    )  # fmt: skip
+    dropped = sorted(
+        c for c in (e_cls - c_cls) & set(_LIMITING)
+        if not (_QUANT_NEIGHBOURS.get(c, set()) & c_cls)
+    )  # fmt: skip
+    for c in added:
+        add("quantifier", _cue_text(cwords, c))
+    # conditions the claim leaves out
+    # only from a sentence that holds at least half of the claim (not one aligned for a word)
+    main = " ".join(
+        _folded_words(s.text) for _, s in chosen
+        if len(info.tokens & s.tokens) >= 0.5 * max(len(info.tokens), 1)
+    )  # fmt: skip
+    cond = _condition(main)
+    cond_dropped = 0
+    if cond is not None and _condition(cwords) is None and chosen:
+        cue, clause = cond
+        clause = _clause_text(chosen, cue) or clause
+        clause_stems = {content_stem(w) for w in _folded_words(clause).split()[1:10]} - {""}
+        # the claim states it, or the question does ("My tent came back dirty: what can you
+        # deduct?" answered with the fee that applies "if the item comes back dirty")
+        if clause_stems and len(clause_stems & (stems | q_stems)) < len(clause_stems) / 3:
+            cond_dropped = 1
+            add("condition", f"(no '{cue} …')", clause[:200])
+    # polarity
+    flip = 0
+    if chosen and len(stems & chosen[0][1].stems) >= max(1, 0.5 * len(stems)):
+        mine, theirs = (
+            _polarity(_main_clause(cwords)),
+            _polarity(_main_clause(_folded_words(chosen[0][1].text))),
+        )
+        if (mine > 0) != (theirs > 0):
+            flip = 1  # a feature only: the rule in `verify.negation` names a negation
+    # periods
+    c_per, e_per = _periods(cwords), _periods(ewords)
+    p_all = _periods(" ".join(_folded_words(p.chunk.text) for p in preps))
+    period_other = period_absent = 0
+    for unit in sorted(c_per - e_per):
+        if unit in p_all:
+            continue
+        if e_per or p_all:
+            period_other += 1
+            add("period", f"per {unit}")
+        else:
+            period_absent += 1
+            add("period", f"per {unit}")
+    n_stems = max(len(stems), 1)
+    e_stems = frozenset().union(*(s.stems for _, s in chosen[:1])) if chosen else frozenset()
+    features = {
+        "share_passages": sum(1 for w in stems if w in passage_stems or w in q_stems) / n_stems,
+        "share_aligned": sum(1 for w in stems if w in aligned_stems or w in header_stems) / n_stems,
+        "tokens_aligned": len(info.tokens & aligned_tokens) / max(len(info.tokens), 1),
+        "words_absent": float(len(absent) - len(generic)),
+        "words_absent_share": (len(absent) - len(generic)) / n_stems,
+        "words_absent_generic": float(len(generic)),
+        "words_absent_nearby": float(len(absent_other)),
+        "words_elsewhere": float(len(elsewhere)),
+        "numbers": float(len(items)),
+        "numbers_absent": float(n_absent),
+        "numbers_elsewhere": float(n_elsewhere),
+        "numbers_unbound": float(n_unbound),
+        "number_other_row": float(wrong_row),
+        "number_other_column": float(wrong_column),
+        "opposite": float(len(swapped)),
+        "quantifier_added": float(len(added)),
+        "quantifier_dropped": float(len(dropped)),
+        "condition_dropped": float(cond_dropped),
+        "negation_flip": float(flip),
+        "period_other": float(period_other),
+        "period_absent": float(period_absent),
+        "not_statement": 0.0 if statement else 1.0,
+        "claim_words": _log1p(len(stems)),
+        "evidence_words_unused": len(e_stems - stems) / max(len(e_stems), 1),
+        "clue_flags": float(clue_flags),
+    }
+    return Alignment(tuple(chosen), tuple(details), features)
+
+
+def _table(prep: Prepared) -> list[list[str]]:
+    """The cited passage's table as rows of cells, the header row first ([] when none)."""
+    lines = [ln for ln in prep.chunk.text.splitlines() if " | " in ln]
+    if prep.chunk.lead and " | " in prep.chunk.lead and (not lines or lines[0] != prep.chunk.lead):
+        lines.insert(0, prep.chunk.lead)
+    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines]
+    rows = [r for r in rows if not all(re.fullmatch(r"[\s:-]*", c) for c in r)]
+    if len(rows) < 3:
+        return []
+    width = len(rows[0])
+    return [r for r in rows if len(r) == width] if width >= 2 else []
+
+
+def _cell_stems(cell: str) -> frozenset[str]:
+    return frozenset(s for w in _folded_words(cell).split() if (s := content_stem(w)))
+
+
+def _table_binding(
+    key: str, stems: frozenset[str], preps: Sequence[Prepared]
+) -> tuple[str, str] | None:
+    """("row" | "column", the row's text) when a claim's number stands only in the cells of a
+    cited table (not in its prose) and the claim names a row (all of its label's words) that
+    holds it in no cell, or names a column (all of its heading's words) while the columns that
+    hold it share under half of their heading's words with the claim; else None."""
+    from tether.verify.quantities import read_quantities
+
+    if not key.startswith("n:"):
+        return None
+    for prep in preps:
+        rows = _table(prep)
+        if not rows:
+            continue
+        head, body = rows[0], rows[1:]
+        language = prep.chunk.meta.language
+        holders = [
+            (r, j) for r, row in enumerate(body) for j, cell in enumerate(row)
+            if j > 0 and any(k == key for k, _ in read_quantities(cell, language).items)
+        ]  # fmt: skip
+        if not holders or key not in prep.columns:
+            continue  # not in this table, or also stated in the passage's prose
+        labels = [_cell_stems(row[0]) for row in body]
+        named_rows = {r for r, lab in enumerate(labels) if lab and lab <= stems}
+        if named_rows:
+            best = max(len(labels[r]) for r in named_rows)
+            named_rows = {r for r in named_rows if len(labels[r]) == best}
+        heads = [_cell_stems(h) for h in head]
+        cover = [len(h & stems) / len(h) if h and j > 0 else 0.0 for j, h in enumerate(heads)]
+        if named_rows and not any(r in named_rows for r, _ in holders):
+            r = next(iter(named_rows))
+            return "row", " | ".join(body[r])
+        if max(cover, default=0.0) == 1.0 and max(cover[j] for _, j in holders) < 0.5:
+            r, _ = holders[0]
+            return "column", " | ".join(head) + " … " + " | ".join(body[r])
+    return None
+
+
+_IRREGULAR = {
+    "held": "hold", "kept": "keep", "paid": "pay", "sold": "sell", "bought": "buy",
+    "gave": "give", "given": "give", "took": "take", "taken": "take", "left": "leave",
+    "made": "make", "sent": "send", "spent": "spend", "lost": "lose", "told": "tell",
+    "brought": "bring", "began": "begin", "begun": "begin", "chose": "choose",
+    "chosen": "choose", "went": "go", "gone": "go", "got": "get", "wrote": "write",
+    "written": "write", "found": "find", "pris": "prendre", "mis": "mettre", "fait": "faire",
+    "ouvert": "ouvrir", "offert": "offrir", "vendu": "vendre", "rendu": "rendre",
+}  # fmt: skip
+
+
+def _related(word: str, known: frozenset[str], heads5: set[str]) -> bool:
+    """True when a claim word (folded) the passages do not hold is a form of one they do: an
+    irregular form (held, hold) or the same first five letters (covered, coverage; charging,
+    charges)."""
+    base = _IRREGULAR.get(word)
+    if base and content_stem(base) in known:
+        return True
+    return len(word) >= 5 and word[:5] in heads5
+
+
+def _log1p(n: int) -> float:
+    import math
+
+    return math.log1p(n)
+
+
+def _surface(claim: str) -> dict[str, str]:
+    """The claim's words as written, by stem (to name a detail as the reader wrote it)."""
+    out: dict[str, str] = {}
+    for word in re.findall(r"\w+", claim):
+        s = content_stem(fold_fast(word))
+        if s and s not in out:
+            out[s] = word
+    return out
+
+
+def _cue_text(words: str, cls: str) -> str:
+    for cue in _QUANTIFIERS.get(cls, ()):
+        if _has(words, cue):
+            return cue
+    return cls.replace("_", " ")
+
+
+_MODEL_NUMBER = re.compile(r"\b[A-Z][\w-]*[a-z][\w-]*\s$")
+_COMPUTED = re.compile(
+    r"\b(?:minus|plus|total|times|less|off|discount|after|before tax|moins|rabais|remise|fois)\b"
+)
+_CLAUSE_CUT = re.compile(r"[,;:()]|\s(?:and|or|but|while|whereas|et|ou|mais|alors que)\s", re.I)
+_UNIT_STEMS = frozenset(
+    content_stem(w)
+    for w in (*_PERIOD_WORDS, "dollar", "dollars", "percent", "cent", "cents", "times", "fois",
+              "hours", "heures", "minutes", "km", "kg", "points", "item", "items")
+) - {""}  # fmt: skip
+
+
+def _bound(
+    claim: str, start: int, display: str, chosen: Sequence[tuple[str, Sentence]],
+    key: str,
+) -> bool:  # fmt: skip
+    """True unless the words beside a number in the claim (its clause, at most `_WINDOW`
+    words either side, units left out) stand in an aligned sentence that is not the one
+    holding the number: "DVDs: 28 days" is not bound when the evidence says "Books: 28 days.
+    DVDs: 14 days", nor is a table cell read from another row."""
+    head = _CLAUSE_CUT.split(claim[:start])[-1]
+    tail = _CLAUSE_CUT.split(claim[start + len(display) :])[0]
+    near = {
+        s
+        for w in (*_folded_words(head).split()[-_WINDOW:], *_folded_words(tail).split()[:_WINDOW])
+        if (s := content_stem(w)) and s not in _UNIT_STEMS
+    }
+    if not near:
+        return True
+    in_aligned = near & frozenset().union(*(s.stems for _, s in chosen))
+    if not in_aligned:
+        return True
+    holders = [s for _, s in chosen if key in s.tokens and "|" not in s.text]
+    if not holders:
+        return True
+    if not any(not (in_aligned - s.stems) for s in holders):
+        return False
+    return all(_nearest_number(s.text, display, in_aligned) for s in holders)
+
+
+_NUMBER_TOKEN = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _nearest_number(text: str, display: str, near: set[str]) -> bool:
+    """False when, in a sentence that lists several numbers ("black and white: $0.15 a page;
+    colour: $0.50"), a word the claim puts beside its number stands clearly nearer another
+    number of the sentence than that one."""
+    toks = _folded_words(text).split()
+    target = _folded_words(display).split()
+    mine = [i for i in range(len(toks)) if target and toks[i : i + len(target)] == target]
+    others = [  # another number, not one of a range or code with this one ("3 to 7")
+        i for i, t in enumerate(toks)
+        if _NUMBER_TOKEN.fullmatch(t) and min(abs(i - m) for m in mine) > 3
+    ] if mine else []  # fmt: skip
+    if not mine or not others:
+        return True
+    for i, t in enumerate(toks):
+        if content_stem(t) in near:
+            to_mine = min(abs(i - m) for m in mine)
+            to_other = min(abs(i - o) for o in others)
+            if to_other + 2 <= to_mine:
+                return False
+    return True
