@@ -206,7 +206,19 @@ def _language_classifier() -> Callable[[str], tuple[str, float]]:
 
 def detect_language(text: str, default: str = "en") -> str:
     """The language of `text` (one of DETECTABLE_LANGUAGES), or `default` when it has fewer
-    than 3 letters outside codes (a question that is only `ST-410-RD` has no language)."""
+    than 3 letters outside codes (a question that is only `ST-410-RD` has no language).
+    Short texts (queries) are remembered: one search asks this of its query several times."""
+    if len(text) <= 500:
+        return _detect_short(text, default)
+    return _detect(text, default)
+
+
+@functools.lru_cache(maxsize=4096)
+def _detect_short(text: str, default: str) -> str:
+    return _detect(text, default)
+
+
+def _detect(text: str, default: str) -> str:
     sample = text[:20_000]
     head = _ALNUM_MIX.sub(" ", _CODE.sub(" ", sample[:2000]))
     if sum(ch.isalpha() for ch in head) < 3:

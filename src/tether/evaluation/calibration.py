@@ -246,6 +246,7 @@ def self_calibrate(
         filters = Filters(as_of=None, audience=audience)
         allowed = store.allowed_ids(filters)
         probes = probe_questions([c for c in chunks if c.chunk_id in allowed])
+        retriever.warm_queries([*offtopic, *probes])  # embedded in batches, not one by one
         for method in profile.gate_self_methods:
             if not allowed:
                 fits.append(SelfFit(audience, method, None))
