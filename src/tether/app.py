@@ -20,6 +20,7 @@ import contextlib
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
@@ -497,6 +498,7 @@ class Workspace:
             )  # fmt: skip
         finally:
             run.close()
+        began = time.perf_counter()
         if embed and store.has_vectors():
             from tether.retrieval.calibrate import load_calibration
 
@@ -505,7 +507,7 @@ class Workspace:
         changed = report.added or report.updated or report.removed
         if report.committed and store.has_vectors() and (changed or not self.self_calibration()):
             self.calibrate_self()
-        return report
+        return replace(report, calibration_seconds=round(time.perf_counter() - began, 3))
 
     def calibrate_fusion(self) -> dict[str, Any]:
         """Measure the collection's BM25 weight in the fusion on pseudo-questions made from

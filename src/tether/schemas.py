@@ -686,8 +686,9 @@ class IngestReport(_Wire):
     default_access: str  # ...and what they were indexed as
     unsupported: dict[str, int]  # files of a type tether does not read, by suffix
     chunks_written: int
-    seconds: float
+    seconds: float  # reading, parsing, embedding and writing
     committed: bool
+    calibration_seconds: float = 0.0  # the fusion and gate calibrations after the sync
 
     @classmethod
     def from_report(cls, r: types.SyncReport, index: str) -> IngestReport:

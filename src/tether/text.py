@@ -206,7 +206,19 @@ def _language_classifier() -> Callable[[str], tuple[str, float]]:
 
 def detect_language(text: str, default: str = "en") -> str:
     """The language of `text` (one of DETECTABLE_LANGUAGES), or `default` when it has fewer
-    than 3 letters outside codes (a question that is only `ST-410-RD` has no language)."""
+    than 3 letters outside codes (a question that is only `ST-410-RD` has no language).
+    Short texts (queries) are remembered: one search asks this of its query several times."""
+    if len(text) <= 500:
+        return _detect_short(text, default)
+    return _detect(text, default)
+
+
+@functools.lru_cache(maxsize=4096)
+def _detect_short(text: str, default: str) -> str:
+    return _detect(text, default)
+
+
+def _detect(text: str, default: str) -> str:
     sample = text[:20_000]
     head = _ALNUM_MIX.sub(" ", _CODE.sub(" ", sample[:2000]))
     if sum(ch.isalpha() for ch in head) < 3:
@@ -277,3 +289,49 @@ def is_refusal(sentence: str) -> bool:
     """True when `sentence` is a refusal sentence in any language, however cased or ended."""
     norm = sentence.replace("’", "'").strip().rstrip(".").strip().casefold()
     return norm in {s.rstrip(".").casefold() for s in REFUSAL_SENTENCES.values()}
+
+
+# What a statement is not: a question (a question mark, or an opening question word without a
+# full stop) or a heading quoted as it is. A verb is recognised by a short list of EN/FR verbs
+# and verb endings: crude, but enough to tell "Fares and passes" from "Fares rose".
+_QUESTION_OPEN = re.compile(
+    r"^(?:how|what|when|where|which|who|why|can|could|do|does|is|are|may|should|will|"
+    r"comment|quand|quel|quelle|quels|quelles|ou|pourquoi|combien|est ce|puis je|peut on|"
+    r"peut il|qui)\b"
+)
+_VERBISH = re.compile(
+    r"\b(?:is|are|was|were|be|been|has|have|had|can|cannot|may|must|will|should|does|do|"
+    r"costs?|takes?|gets?|needs?|allows?|opens?|closes?|pays?|offers?|accepts?|applies|"
+    r"est|sont|a|ont|peut|peuvent|doit|doivent|coute|coutent|faut|sera|seront|"
+    r"\w+(?:ed|es|ent|ez)\b)"
+)
+
+
+def _word_string(text: str) -> str:
+    """The folded text as space-separated word tokens (apostrophes and hyphens split)."""
+    return " ".join(_WORD.findall(fold_fast(text).replace("_", " ")))
+
+
+def is_statement(claim: str, headings: Sequence[str] = (), *, fragments: bool = True) -> bool:
+    """False for a question or a heading or title quoted as it is ("How long do refunds
+    take?", "Fares and passes"): a question mark or an opening question word without a full
+    stop, one of the `headings` (the cited passages' titles and section names), or a
+    fragment with no verb and no number whose words are all a heading's (any such fragment
+    when `fragments` is False: a quoted answer must say something, "Refunds" does not)."""
+    text = claim.strip()
+    if not text:
+        return False
+    words = _word_string(text)
+    if text.rstrip("»\"')”").endswith("?"):
+        return False
+    if _QUESTION_OPEN.match(words) and not text.endswith((".", "!")) and len(words.split()) < 16:
+        return False
+    heads = {_word_string(h).strip() for h in headings if h.strip()}
+    if words.strip() in heads:
+        return False
+    # a verbless fragment made of a heading's words ("Loan periods: books") is that heading;
+    # another fragment may be a short answer ("Cash, debit and credit cards.")
+    mine = set(words.split())
+    if not _VERBISH.search(words) and not re.search(r"\d", words) and len(mine) <= 8:
+        return fragments and not any(mine <= set(h.split()) for h in heads)
+    return True

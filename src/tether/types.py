@@ -213,8 +213,9 @@ class SyncReport:
     unchanged: tuple[str, ...] = ()
     problems: tuple[FileProblem, ...] = ()
     chunks_written: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0  # reading, parsing, embedding and writing
     committed: bool = True
+    calibration_seconds: float = 0.0  # the calibrations that follow a sync (fusion, gate)
     instructions: tuple[str, ...] = ()  # sources written that hold text addressed to AI
     # "path: why" for a file indexed on the safe side (conflicting access labels: staff),
     # and inventory rows that apply to no file

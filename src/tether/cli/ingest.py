@@ -99,7 +99,10 @@ def print_report(report: SyncReport, index: Path | str) -> None:
     from rich.table import Table
 
     table = Table(title=f"ingest → {shown(index, one_line=True)}", show_header=True)
-    columns = ("added", "updated", "removed", "unchanged", "problems", "chunks written", "seconds")
+    columns = (
+        "added", "updated", "removed", "unchanged", "problems", "chunks written", "seconds",
+        "calibration s",
+    )  # fmt: skip
     for col in columns:
         table.add_column(col, justify="right")
     table.add_row(
@@ -107,6 +110,7 @@ def print_report(report: SyncReport, index: Path | str) -> None:
         str(len(report.problems)),
         str(report.chunks_written),
         f"{report.seconds:.2f}",
+        f"{report.calibration_seconds:.2f}",
     )
     out.print(table)
     for name, files in (

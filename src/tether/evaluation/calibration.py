@@ -246,6 +246,9 @@ def self_calibrate(
         filters = Filters(as_of=None, audience=audience)
         allowed = store.allowed_ids(filters)
         probes = probe_questions([c for c in chunks if c.chunk_id in allowed])
+        warm = getattr(retriever, "warm_queries", None)  # embedded in batches, not one by one
+        if warm is not None:
+            warm([*offtopic, *probes])
         for method in profile.gate_self_methods:
             if not allowed:
                 fits.append(SelfFit(audience, method, None))

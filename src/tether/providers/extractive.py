@@ -9,6 +9,11 @@ counts much), a sentence with a number or duration gains when the question asks 
 how long, how much or when, and a sentence that says no, only or must gains when the question
 asks yes or no; passage rank breaks ties.
 
+It never quotes a heading, a title or a question (an FAQ's "How long does my refund take?",
+a section named "Refunds": `tether.text.is_statement`), and to a question that asks how many,
+how long, how much or when it quotes only sentences that give an amount, a length or a time
+(a number, a number word, "a week", a weekday): none, and it refuses.
+
 It never quotes a passage that holds text addressed to AI assistants (the detector of
 `tether.instructions`, the one the verifier's `instruction_in_source` check uses, which flags
 every claim citing such a passage): a supplier sheet's "note for AI assistants" is never
@@ -36,7 +41,15 @@ from collections.abc import Sequence
 from tether.errors import ProviderError
 from tether.instructions import find_instructions
 from tether.providers.base import join_notes, with_selection
-from tether.text import STOP_WORDS, detect_language, fold, refusal_sentence, sentences, stem
+from tether.text import (
+    STOP_WORDS,
+    detect_language,
+    fold,
+    is_statement,
+    refusal_sentence,
+    sentences,
+    stem,
+)
 from tether.types import Completion, ModelRequest
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -58,7 +71,11 @@ _ASKS_YES_NO = re.compile(
 _NUMBERISH = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|thirty|"
     r"sixty|ninety|hundred|deux|trois|quatre|cinq|sept|huit|neuf|dix|douze|quinze|vingt|"
-    r"trente|soixante|cent)\b"
+    r"trente|soixante|cent|half|twice|once|free|gratuit\w*|"
+    r"(?:a|an|one|un|une) (?:day|week|month|year|hour|jour|semaine|mois|an|annee|heure)|"
+    r"(?:daily|weekly|monthly|yearly|annual\w*|quotidien\w*|hebdomadaire|mensuel\w*|annuel\w*)|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|"
+    r"lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche)\b"
 )
 _POLAR = re.compile(
     r"\b(?:no|not|cannot|never|only|must|may|can|does not|do not|ne|pas|jamais|seulement|"
@@ -166,6 +183,8 @@ class ExtractiveProvider:
             for index, sentence in enumerate(split_sentences(text)):
                 if len(sentence.split()) < self._MIN_WORDS:
                     continue
+                if not is_statement(sentence, fragments=False):
+                    continue  # a heading, a title or an FAQ's question answers nothing
                 key = " ".join(fold(sentence).split())
                 if key in seen:
                     continue
@@ -190,6 +209,10 @@ class ExtractiveProvider:
                 "the extractive answerer needs request.question (the user's question)"
             )
         scored = self.rank_sentences(question, request.passages)
+        if _ASKS_QUANTITY.search(fold(question)):
+            # how long, how much, when: only a sentence that gives an amount, a length or a
+            # time answers; none, and the answer is a refusal
+            scored = [s for s in scored if _NUMBERISH.search(fold(s[4]))]
         chosen: list[tuple[float, int, int, str, str]] = []
         passages: list[str] = []
         if scored:

@@ -120,6 +120,8 @@ def _mrrs(
 ) -> tuple[float, float]:
     """(BM25 MRR@10, dense MRR@10) over `questions`."""
     bm25 = dense = 0.0
+    if hasattr(retriever, "warm_queries"):  # their vectors in batches, not one by one
+        retriever.warm_queries([text for text, _ in questions])
     for text, targets in questions:
         lexical = [cid for cid, _ in store.lexical_ranking(text, DEPTH, PUBLIC)]
         semantic = [

@@ -242,6 +242,19 @@ class Retriever:
             self._query_vectors.move_to_end(query)
         return vec
 
+    def warm_queries(self, queries: Sequence[str], batch: int = 32) -> None:
+        """Embed the queries not cached yet in batches (one embedder call per `batch`), so a
+        loop over many queries (the calibrations at ingest) does not embed them one by one.
+        Nothing happens without an embedder; the cache keeps its size (the last ones stay)."""
+        if self.embedder is None:
+            return
+        todo = list(dict.fromkeys(q for q in queries if q not in self._query_vectors))
+        for i in range(0, len(todo), batch):
+            part = todo[i : i + batch]
+            vectors = np.asarray(self.embedder.embed_queries(part), dtype=np.float32)
+            for query, vec in zip(part, vectors, strict=True):
+                self._query_vectors.put(query, vec)
+
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (so a timing includes embedding the query)."""
         self._query_vectors.clear()

@@ -47,7 +47,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tether.text import fold_fast
+from tether.text import fold_fast, is_statement
 from tether.types import Detail
 from tether.verify.claims import ClaimInfo
 from tether.verify.passages import Prepared, Sentence
@@ -120,17 +120,6 @@ _PER = re.compile(
     r"\b(?:per|each|every|par|chaque|(?<=\d )an?|(?<=dollars )an?|(?<=cents )an?|(?<=\d )la|(?<=\d )le)\s+(\w+)\b|/\s?(\w+)\b|\b(daily|weekly|"
     r"monthly|yearly|annual|annually|hourly|quotidien|quotidienne|hebdomadaire|mensuel|"
     r"mensuelle|annuel|annuelle)\b"
-)
-_QUESTION_OPEN = re.compile(
-    r"^(?:how|what|when|where|which|who|why|can|could|do|does|is|are|may|should|will|"
-    r"comment|quand|quel|quelle|quels|quelles|ou|pourquoi|combien|est ce|puis je|peut on|"
-    r"peut il|qui)\b"
-)
-_VERBISH = re.compile(
-    r"\b(?:is|are|was|were|be|been|has|have|had|can|cannot|may|must|will|should|does|do|"
-    r"costs?|takes?|gets?|needs?|allows?|opens?|closes?|pays?|offers?|accepts?|applies|"
-    r"est|sont|a|ont|peut|peuvent|doit|doivent|coute|coutent|faut|sera|seront|"
-    r"\w+(?:ed|es|ent|ez)\b)"
 )
 _WINDOW = 4  # a number's neighbouring words: this many tokens either side
 # Words whose opposite in the evidence, where the claim's own word is absent, is a swap
@@ -362,30 +351,6 @@ def _clause_text(chosen: Sequence[tuple[str, Sentence]], cue: str) -> str:
             shown = sentence.text if len(folded) == len(sentence.text) else folded
             return shown[m.start() : m.end()].strip()
     return ""
-
-
-def is_statement(claim: str, headings: Sequence[str] = ()) -> bool:
-    """False for a question or a heading or title quoted as it is ("How long do refunds
-    take?", "Fares and passes"): a question mark or an opening question word without a full
-    stop, one of the `headings` (the cited passages' titles and section names), or a
-    fragment with no verb and no number whose words are all a heading's."""
-    text = claim.strip()
-    if not text:
-        return False
-    words = _folded_words(text)
-    if text.rstrip("»\"')”").endswith("?"):
-        return False
-    if _QUESTION_OPEN.match(words) and not text.endswith((".", "!")) and len(words.split()) < 16:
-        return False
-    heads = {_folded_words(h).strip() for h in headings if h.strip()}
-    if words.strip() in heads:
-        return False
-    # a verbless fragment made of a heading's words ("Loan periods: books") is that heading;
-    # another fragment may be a short answer ("Cash, debit and credit cards.")
-    mine = set(words.split())
-    if not _VERBISH.search(words) and not re.search(r"\d", words) and len(mine) <= 8:
-        return not any(mine <= set(h.split()) for h in heads)
-    return True
 
 
 def align(
