@@ -154,3 +154,15 @@ def test_inline_markers_map_back_and_invalid_markers_stay_visible():
     assert not refusal.answerable and refusal.claims == ()
     fr = parse_inline("Les passages ne répondent pas à cette question.", CTX, "fr")
     assert not fr.answerable
+
+
+def test_a_reply_nested_too_deeply_is_a_problem_not_a_traceback() -> None:
+    """A hostile or broken model's JSON nested 100,000 levels deep: read as not_json."""
+    from tether.answering.agent import parse_action
+    from tether.answering.answer import parse_completion
+    from tether.types import Completion, Context
+
+    deep = "[" * 100_000 + "]" * 100_000
+    found = parse_completion(Completion(text=deep, finish_reason="stop"), Context(()))
+    assert getattr(found, "kind", "") == "not_json" and "nested too deeply" in found.detail
+    assert "nested too deeply" in str(parse_action('{"action": ' + deep + "}"))

@@ -284,3 +284,23 @@ def test_a_locked_postgresql_audit_does_not_stop_the_answer(docs: Path, capsys, 
     finally:
         ws.close()
         drop_collection(url)
+
+
+def test_a_csv_export_never_carries_a_formula(index: Path):
+    """OWASP CSV injection: a question a caller typed as a formula is exported inert."""
+    for question in ("=cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C calc'!A0", "+HYPERLINK(\"x\")",
+                     "-2+3", "\tTAB"):  # fmt: skip
+        runner.invoke(app, ["ask", question, "--provider", "extractive", "--index", str(index)])
+    text = runner.invoke(app, ["audit", "export", "--format", "csv", "--audience", "staff",
+                               "--index", str(index)]).stdout  # fmt: skip
+    questions = [row["question"] for row in csv.DictReader(io.StringIO(text))]
+    risky = [q for q in questions if q[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    assert not risky, risky
+    assert "'=cmd|' /C calc'!A0" in questions  # kept, behind an apostrophe
+
+
+def test_spreadsheet_safe_follows_the_owasp_rule():
+    from tether.text import spreadsheet_safe
+
+    assert spreadsheet_safe("=1+1") == "'=1+1" and spreadsheet_safe("@x") == "'@x"
+    assert spreadsheet_safe("plain = text") == "plain = text" and spreadsheet_safe("") == ""

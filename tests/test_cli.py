@@ -342,3 +342,27 @@ def test_shown_prints_any_text_literally():
     check()
     assert visible("a\x1bb\u202ec\nd") == "a\\x1bb\\u202ec\nd"
     assert visible("a\nb\tc", one_line=True) == "a\\nb\\tc"
+
+
+def test_serve_without_the_serve_extra_says_so_in_one_line(monkeypatch) -> None:
+    """After `make demo` (no serve extra) `tether serve` names what is missing: no traceback."""
+    import sys
+
+    from typer.testing import CliRunner
+
+    from tether.cli.main import app as cli
+
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # an import of it raises ImportError
+    result = CliRunner().invoke(cli, ["serve", "--demo"])
+    assert result.exit_code == 1, result.output
+    assert "pip install 'tether[serve]'" in result.output and "Traceback" not in result.output
+
+
+def test_a_keys_file_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    from tether.errors import TetherError
+    from tether.server.keys import load_keys
+
+    keys = tmp_path / "keys.toml"
+    keys.write_bytes(b"allow_anonymous = false\n# \xff\xfe latin-1 comment\n")
+    with pytest.raises(TetherError, match="not UTF-8"):
+        load_keys(keys)

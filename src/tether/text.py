@@ -204,6 +204,15 @@ def _language_classifier() -> Callable[[str], tuple[str, float]]:
         return cast(Callable[[str], tuple[str, float]], py3langid.classify)
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: str) -> str:
+    """A CSV cell a spreadsheet will not run as a formula (OWASP's rule for CSV injection): a
+    value that begins with = + - @, a tab or a carriage return gets a leading apostrophe."""
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
 def detect_language(text: str, default: str = "en") -> str:
     """The language of `text` (one of DETECTABLE_LANGUAGES), or `default` when it has fewer
     than 3 letters outside codes (a question that is only `ST-410-RD` has no language).

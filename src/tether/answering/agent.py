@@ -180,6 +180,8 @@ def parse_action(text: str) -> dict | str:
         raw = json.loads(body)
     except json.JSONDecodeError as exc:
         return f"not JSON ({exc.msg})"
+    except RecursionError:
+        return "not JSON (nested too deeply to read)"
     if not isinstance(raw, dict) or raw.get("action") not in ("search", "read", "answer"):
         return 'no "action" of search, read or answer'
     if raw["action"] == "search" and not str(raw.get("query") or "").strip():

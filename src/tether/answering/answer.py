@@ -139,6 +139,8 @@ def parse_completion(
         if completion.finish_reason == "length":
             return AnswerProblem("cut", f"the answer hit the token limit ({exc.msg})")
         return AnswerProblem("not_json", f"{exc.msg} at character {exc.pos}: {text[:80]!r}")
+    except RecursionError:  # a hostile or broken model: JSON nested thousands of levels deep
+        return AnswerProblem("not_json", f"JSON nested too deeply to read: {text[:80]!r}")
     try:
         model = _AnswerModel.model_validate(raw)
     except ValidationError as exc:

@@ -34,6 +34,7 @@ from tether.cli.app import (
     table,
     user_errors,
 )
+from tether.text import spreadsheet_safe
 
 if TYPE_CHECKING:
     from tether.types import Audience, AuditEntry
@@ -173,7 +174,9 @@ def export(
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
     writer.writeheader()
-    for r in records:
-        writer.writerow({**r, "flags": " ".join(r["flags"]),
-                         "passage_ids": " ".join(r["passage_ids"])})  # fmt: skip
+    for r in records:  # every cell is what a caller may have typed: never a formula
+        row = {**r, "flags": " ".join(r["flags"]), "passage_ids": " ".join(r["passage_ids"])}
+        writer.writerow(
+            {k: spreadsheet_safe(v) if isinstance(v, str) else v for k, v in row.items()}
+        )
     typer.echo(buf.getvalue(), nl=False)

@@ -53,10 +53,19 @@ def serve(
     store: StoreOpt = None,
 ) -> None:
     """Serve the HTTP API (/v1, OpenAPI at /docs) and the web page (/) over one index."""
-    import uvicorn
+    from tether.errors import TetherError
 
+    with user_errors():
+        try:
+            import uvicorn
+
+            from tether.server.api import ServeConfig, create_app
+        except ImportError as exc:  # `make demo` installs no server: say so in one line
+            raise TetherError(
+                f"tether serve needs the serve extra ({exc.name} is missing):"
+                " pip install 'tether[serve]'"
+            ) from None
     from tether.cli.app import open_workspace, server_store
-    from tether.server.api import ServeConfig, create_app
     from tether.server.keys import KeyRing, load_keys
 
     with user_errors():

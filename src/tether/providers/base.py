@@ -283,6 +283,11 @@ def _one_try(call: Callable[[], Any], sdk: Any, provider: str, model: str, where
             f"{provider} server at {where} sent a reply that is not JSON"
             f" ({exc.msg} at character {exc.pos}): check TETHER_BASE_URL"
         ) from None
+    except RecursionError:
+        raise ProviderError(
+            f"{provider} server at {where} sent JSON nested too deeply to read:"
+            " check TETHER_BASE_URL"
+        ) from None
     except sdk.APIStatusError as exc:
         status = int(getattr(exc, "status_code", 0) or 0)
         detail = one_line(_status_detail(exc))
@@ -417,7 +422,7 @@ def tool_action(name: str, arguments: Any) -> str:
     if isinstance(arguments, str):
         try:
             args = json.loads(arguments or "{}")
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             args = None
     if not isinstance(args, dict):
         args = {"arguments": arguments}

@@ -91,6 +91,10 @@ def _read(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TetherError(f"cannot read the keys file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise TetherError(
+            f"the keys file {path} is not UTF-8 text (byte {exc.start}): write it as UTF-8"
+        ) from None
     try:
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
