@@ -162,7 +162,37 @@ def test_a_reply_nested_too_deeply_is_a_problem_not_a_traceback() -> None:
     from tether.answering.answer import parse_completion
     from tether.types import Completion, Context
 
-    deep = "[" * 100_000 + "]" * 100_000
+    deep = "[" * 10_000 + "]" * 10_000  # under the reply cap, far over the parser's depth
     found = parse_completion(Completion(text=deep, finish_reason="stop"), Context(()))
     assert getattr(found, "kind", "") == "not_json" and "nested too deeply" in found.detail
-    assert "nested too deeply" in str(parse_action('{"action": ' + deep + "}"))
+    deeper = "[" * 100_000 + "]" * 100_000  # over the cap: refused unread
+    found = parse_completion(Completion(text=deeper, finish_reason="stop"), Context(()))
+    assert getattr(found, "kind", "") == "too_long"
+    assert "nested too deeply" in str(parse_action('{"action": ' + deeper + "}"))
+
+
+def test_a_runaway_reply_is_refused_unread() -> None:
+    """Checking grows with the text: a reply, a claim or a claim list past its cap is a
+    too_long problem (exit 3, no answer), never checked."""
+    import json as _json
+
+    from tether.answering.answer import MAX_CLAIM_CHARS, MAX_CLAIMS, parse_completion
+    from tether.types import Completion, Context
+
+    def reply(claims: list[dict]) -> Completion:
+        body = {"answerable": True, "answer": "x", "claims": claims}
+        return Completion(text=_json.dumps(body), finish_reason="stop")
+
+    long_claim = [{"text": "a" * (MAX_CLAIM_CHARS + 1), "chunk_ids": ["abc"]}]
+    many = [{"text": "Refunds take 14 days.", "chunk_ids": ["abc"]}] * (MAX_CLAIMS + 1)
+    for completion in (reply(long_claim), reply(many),
+                       Completion(text="x" * 40_000, finish_reason="stop")):  # fmt: skip
+        found = parse_completion(completion, Context(()))
+        assert getattr(found, "kind", "") == "too_long", found
+    ok = parse_completion(reply(many[:3]), Context(()))
+    assert getattr(ok, "claims", None) and len(ok.claims) == 3
+    inline = parse_completion(
+        Completion(text="Refunds take 14 days. " * 1000, finish_reason="stop"),
+        Context(()), mode="inline",
+    )  # fmt: skip
+    assert getattr(inline, "kind", "") == "too_long"

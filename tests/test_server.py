@@ -194,6 +194,9 @@ def test_check_reuses_the_verifier_and_hides_staff_passages(
     assert f"missing_id:{staff_chunk}" not in staff[2]["flags"]
     is_problem(client.post("/v1/check", json={"claims": [], "passage_ids": []},
                            headers=bearer(PUBLIC)), 422)  # fmt: skip
+    # checking grows with the text: a 60 KB claim is refused before any work
+    huge = {"claims": [{"text": "a" * 60_000, "chunk_ids": []}], "passage_ids": []}
+    is_problem(client.post("/v1/check", json=huge, headers=bearer(PUBLIC)), 422)
 
 
 def test_healthz_flags_and_page(client) -> None:

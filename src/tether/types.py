@@ -446,7 +446,9 @@ class Answer:
 
 AskStatus = Literal["answered", "flagged", "refused", "no_answer"]
 RefusedBy = Literal["gate", "model", "strict", "verifier"]
-AnswerProblemKind = Literal["cut", "refused", "not_json", "not_schema", "provider_error"]
+AnswerProblemKind = Literal[
+    "cut", "refused", "not_json", "not_schema", "provider_error", "too_long"
+]
 
 
 @dataclass(frozen=True)
@@ -597,7 +599,7 @@ class AskResult:
         claim that did not; a claim --strict removed or withheld from a public reader is not
         shown, and `notice` says so), refused (see `refused_by`), or
         no_answer (the provider failed, or its output was unusable: cut, not JSON, not the
-        answer schema)."""
+        answer schema, too long to check)."""
         if self.refused_by is not None:
             return "refused"
         if self.answer is None:

@@ -14,7 +14,10 @@ Prompts are files in `tether/prompts/`, loaded byte-exact and identified by name
 12 hex characters of their SHA-256 (`answer@1a2b3c4d5e6f`); a change to a prompt changes the
 ID, so recordings made with the old prompt no longer replay as exact matches.
 
-Problems (`AnswerProblem`): cut (token limit), refused (provider refusal), not_json, not_schema.
+Problems (`AnswerProblem`): cut (token limit), refused (provider refusal), not_json, not_schema,
+too_long (a reply over `MAX_REPLY_CHARS`, more than `MAX_CLAIMS` claims, or a claim over
+`MAX_CLAIM_CHARS`: checking costs grow with the text, so a runaway or hostile reply is not
+read at all).
 
 What it cannot do: it does not judge whether the answer is right (that is `verify`); in inline
 mode a sentence is a claim, so a sentence that states two facts is one claim.
@@ -122,16 +125,41 @@ def build_request(
     )
 
 
+# What a reply may hold before it is refused unread (checking grows with the text: a 60 KB
+# claim took about a minute); far above what an answer of a few claims needs.
+MAX_REPLY_CHARS = 32_000
+MAX_CLAIMS = 30
+MAX_CLAIM_CHARS = 2_000
+
+
+def _too_long(text: str, claims: tuple[Claim, ...]) -> AnswerProblem | None:
+    if len(text) > MAX_REPLY_CHARS:
+        return AnswerProblem(
+            "too_long", f"the reply is {len(text):,} characters (at most {MAX_REPLY_CHARS:,})"
+        )
+    if len(claims) > MAX_CLAIMS:
+        return AnswerProblem("too_long", f"{len(claims)} claims (at most {MAX_CLAIMS})")
+    longest = max((len(c.text) for c in claims), default=0)
+    if longest > MAX_CLAIM_CHARS:
+        return AnswerProblem(
+            "too_long", f"a claim of {longest:,} characters (at most {MAX_CLAIM_CHARS:,})"
+        )
+    return None
+
+
 def parse_completion(
     completion: Completion, context: Context, *, mode: str = "json", language: str = "en"
 ) -> Answer | AnswerProblem:
     """The Answer in a completion, or the AnswerProblem that stops it being read."""
     if completion.refusal or completion.finish_reason == "refusal":
         return AnswerProblem("refused", completion.refusal or "the provider refused to answer")
+    if len(completion.text) > MAX_REPLY_CHARS:
+        return _too_long(completion.text, ()) or AnswerProblem("too_long", "")
     if mode == "inline":
         if completion.finish_reason == "length":
             return AnswerProblem("cut", "the answer hit the token limit")
-        return parse_inline(completion.text, context, language)
+        inline = parse_inline(completion.text, context, language)
+        return _too_long("", inline.claims) or inline
     text = strip_fences(completion.text)
     try:
         raw = json.loads(text)
@@ -152,7 +180,7 @@ def parse_completion(
     )
     if not model.answerable:
         claims = ()  # an unanswerable answer makes no claims
-    return Answer(model.answerable, model.answer.strip(), claims, "json")
+    return _too_long("", claims) or Answer(model.answerable, model.answer.strip(), claims, "json")
 
 
 _MARKER = re.compile(r"\[(\d+)\]")

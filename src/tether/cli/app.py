@@ -196,7 +196,8 @@ EXIT_ANSWERED = 0  # an answer whose claims all passed their checks (other comma
 EXIT_USER_ERROR = 1  # a TetherError: a mistake the user can fix, said in one `error:` line
 EXIT_USAGE = 2  # a bad option or argument (typer's own usage error)
 EXIT_NO_ANSWER = 3  # `ask`: no answer could be produced (the provider failed, or its output
-#                     was unusable: cut at the token limit, not JSON, not the answer schema)
+#                     was unusable: cut at the token limit, not JSON, not the answer schema,
+#                     too long to check)
 EXIT_FLAGGED = 4  # `ask`: an answer, with a claim that failed a check (read its flags)
 EXIT_REFUSED = 5  # `ask`: a refusal, by the support gate (the audience filter included) or the model
 EXIT_INTERRUPTED = 130  # Ctrl-C

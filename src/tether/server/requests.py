@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tether.answering.answer import MAX_CLAIM_CHARS, MAX_CLAIMS
 from tether.answering.gate import MAX_QUESTION_CHARS
-from tether.schemas import Claim
 
 Method = Literal["auto", "bm25", "dense", "hybrid", "rerank"]
 View = Literal["public", "staff"] | None
@@ -61,10 +61,19 @@ class SearchRequest(_Body):
     method: Method = "auto"
 
 
-class CheckRequest(_Body):
-    """Claims to check against passages (`POST /v1/check`), as `ask` checks an answer."""
+class CheckClaim(_Body):
+    """One claim to check: its text (as long as a model's claim may be) and what it cites."""
 
-    claims: list[Claim] = Field(min_length=1, max_length=50)
+    text: str = Field(max_length=MAX_CLAIM_CHARS)
+    chunk_ids: list[str] = Field(max_length=50)
+
+
+class CheckRequest(_Body):
+    """Claims to check against passages (`POST /v1/check`), as `ask` checks an answer; a
+    claim over `MAX_CLAIM_CHARS` characters, or more than `MAX_CLAIMS` claims, is a 422
+    (checking grows with the text)."""
+
+    claims: list[CheckClaim] = Field(min_length=1, max_length=MAX_CLAIMS)
     passage_ids: list[str] = Field(
         max_length=50, description="The chunk IDs the claims may cite (the context)."
     )
