@@ -50,128 +50,28 @@ from dataclasses import dataclass
 from tether.text import fold_fast, is_statement
 from tether.types import Detail
 from tether.verify.claims import ClaimInfo
+from tether.verify.cues import (
+    BENIGN_ADDED,
+    GENERIC,
+    LIMITING,
+    OPPOSITES,
+    PERIOD_WORDS,
+    QUANT_NEIGHBOURS,
+    classes,
+    condition,
+    cue_text,
+    main_clause,
+    periods,
+    polarity,
+    related,
+    words_of,
+)
 from tether.verify.passages import Prepared, Sentence
-from tether.verify.stems import WORD_RE, content_stem
+from tether.verify.stems import content_stem
 
 __all__ = ["FEATURES", "Alignment", "align", "is_statement"]
 
-# Scope words by class (folded). A claim using a class its evidence does not use states
-# something the evidence does not. "each"/"chaque" are left out: they restate a rate ("$2
-# each") far more often than they widen a rule.
-_QUANTIFIERS: dict[str, tuple[str, ...]] = {
-    "only": (
-        "only", "solely", "exclusively", "just", "seulement", "uniquement", "exclusivement",
-        "ne que", "n que", "rien que",
-    ),
-    "all": ("all", "every", "any", "entire", "whole", "tous", "toutes", "tout", "toute",
-            "n importe", "as many", "as much", "unlimited", "no limit", "illimite", "illimites",
-            "illimitee", "autant", "sans limite"),
-    "always": ("always", "at any time", "anytime", "toujours", "en tout temps", "a tout moment"),
-    "never": ("never", "jamais"),
-    "at_least": ("at least", "minimum", "or more", "au moins", "au minimum", "ou plus"),
-    "at_most": ("at most", "up to", "maximum", "no more than", "not more than", "au plus",
-                "au maximum", "jusqu a", "pas plus de", "or less", "or fewer", "ou moins"),
-    "more_than": ("more than", "over", "beyond", "plus de", "au dela"),
-    "less_than": ("less than", "fewer than", "under", "moins de", "within", "dans les"),
-}  # fmt: skip
-# A limit said of an allowance ("up to three times", "within 14 days") restates it.
-_BENIGN_ADDED = frozenset({"at_most", "less_than"})
-# Limiting words the claim must keep: dropping one states a wider rule than the evidence.
-_LIMITING = ("only", "at_least", "at_most")
-# Within/under and up to/at most read alike: a claim may trade one for its neighbour.
-_QUANT_NEIGHBOURS = {
-    "at_most": {"less_than"},
-    "less_than": {"at_most"},
-    "at_least": {"more_than"},
-    "more_than": {"at_least"},
-    "all": {"always"},
-    "always": {"all"},
-}
-_CONDITION = (
-    "if", "unless", "except", "provided", "providing", "as long as", "so long as", "only when",
-    "only after", "only before", "only if", "subject to", "otherwise", "on condition",
-    "except for", "excluding", "si", "sauf", "a condition", "pourvu", "a moins",
-    "seulement si", "excepte", "hormis", "sous reserve", "a l exception", "sinon",
-)  # fmt: skip
-# Polarity cues (folded tokens and phrases); "plus" and "que" count only after a "ne"/"n".
-_NEGATION = ("not", "no", "never", "cannot", "cant", "nor", "none", "without", "nothing",
-             "no longer", "jamais", "aucun", "aucune", "sans", "rien", "ni", "pas", "non")  # fmt: skip
-_NE = re.compile(r"\b(?:ne|n)\s+(?:\w+\s+){0,3}?(pas|plus|jamais|rien|aucun|aucune|que|qu)\b")
-_NT = re.compile(r"\w+n[’']t\b")
-_PERIOD_WORDS = {
-    "day": "day", "days": "day", "jour": "day", "jours": "day", "daily": "day",
-    "quotidien": "day", "quotidienne": "day", "night": "night", "nuit": "night",
-    "week": "week", "semaine": "week", "weekly": "week", "hebdomadaire": "week",
-    "month": "month", "mois": "month", "monthly": "month", "mensuel": "month",
-    "mensuelle": "month", "year": "year", "an": "year", "annee": "year", "yearly": "year",
-    "annual": "year", "annually": "year", "annuel": "year", "annuelle": "year",
-    "hour": "hour", "heure": "hour", "hourly": "hour", "ride": "ride", "trip": "ride",
-    "trajet": "ride", "passage": "ride", "journey": "ride", "voyage": "ride",
-    "item": "item", "article": "item", "document": "item", "person": "person",
-    "personne": "person", "passenger": "person", "passager": "person", "rider": "person",
-    "member": "person", "membre": "person", "visit": "visit", "visite": "visit",
-    "booking": "booking", "reservation": "booking", "order": "order", "commande": "order",
-    "vehicle": "vehicle", "vehicule": "vehicle", "bike": "bike", "velo": "bike",
-    "household": "household", "menage": "household", "family": "household", "famille": "household",
-    "card": "card", "carte": "card", "session": "session", "use": "use", "utilisation": "use",
-    "page": "page", "minute": "minute", "minutes": "minute",
-}  # fmt: skip
-_PER = re.compile(
-    r"\b(?:per|each|every|par|chaque|(?<=\d )an?|(?<=dollars )an?|(?<=cents )an?|(?<=\d )la|(?<=\d )le)\s+(\w+)\b|/\s?(\w+)\b|\b(daily|weekly|"
-    r"monthly|yearly|annual|annually|hourly|quotidien|quotidienne|hebdomadaire|mensuel|"
-    r"mensuelle|annuel|annuelle)\b"
-)
 _WINDOW = 4  # a number's neighbouring words: this many tokens either side
-# Words whose opposite in the evidence, where the claim's own word is absent, is a swap
-# ("counted after tax" against "counted before tax"): EN and FR, folded.
-_OPPOSITES_LIST = (
-    ("before", "after"), ("above", "below"), ("more", "less"), ("most", "least"),
-    ("minimum", "maximum"), ("first", "last"), ("earliest", "latest"), ("earlier", "later"),
-    ("north", "south"), ("east", "west"), ("northern", "southern"), ("eastern", "western"),
-    ("upper", "lower"), ("inside", "outside"), ("indoor", "outdoor"), ("indoors", "outdoors"),
-    ("open", "closed"), ("opens", "closes"), ("included", "excluded"), ("includes", "excludes"),
-    ("including", "excluding"), ("increase", "decrease"), ("higher", "lower"),
-    ("longer", "shorter"), ("faster", "slower"), ("weekday", "weekend"),
-    ("weekdays", "weekends"), ("morning", "evening"), ("mandatory", "optional"),
-    ("required", "optional"), ("allowed", "forbidden"), ("allowed", "prohibited"),
-    ("permitted", "prohibited"), ("accepted", "refused"), ("domestic", "international"),
-    ("arrival", "departure"), ("entry", "exit"), ("buy", "sell"), ("cheaper", "dearer"),
-    ("avant", "apres"), ("premier", "dernier"), ("premiere", "derniere"), ("nord", "sud"),
-    ("haut", "bas"), ("interieur", "exterieur"), ("ouvert", "ferme"), ("ouverte", "fermee"),
-    ("inclus", "exclu"), ("incluse", "exclue"), ("matin", "soir"),
-    ("obligatoire", "facultatif"), ("obligatoire", "optionnel"), ("autorise", "interdit"),
-    ("permis", "interdit"), ("accepte", "refuse"), ("gratuit", "payant"),
-    ("gratuite", "payante"), ("arrivee", "depart"), ("hausse", "baisse"),
-    ("superieur", "inferieur"), ("entree", "sortie"), ("achat", "vente"),
-)  # fmt: skip
-_OPPOSITES: dict[str, set[str]] = {}
-for _a, _b in _OPPOSITES_LIST:
-    _OPPOSITES.setdefault(_a, set()).add(_b)
-    _OPPOSITES.setdefault(_b, set()).add(_a)
-# Words an answer adds around what a passage states (verbs of cost, time, permission and
-# possession, generic nouns): absent from the passage, they are counted apart from the words
-# that carry a claim's content (`words_absent_generic`), so the judge can weigh them less.
-_GENERIC = frozenset(
-    s
-    for w in """
-    cost costs costing pay pays paid paying charge charged charges price priced take takes
-    taken get gets got have has had need needs needed require requires required allow allows
-    allowed permit permitted available offer offers offered provide provides provided give
-    gives given use uses used using apply applies applied include includes included make
-    makes made keep keeps kept let lets receive receives accept accepts accepted come comes
-    go goes able possible option options rule rules policy policies time times long period
-    customer customers client clients member members person people someone anyone you user
-    users rider riders passenger passengers visitor visitors service services way ways also
-    still just really actually here there thing things kind stated according note means mean
-    counts count last lasts lasting valid available open opens borrowed borrow borrowing
-    coute coutent couter payer paye payes prendre prend faut falloir avoir possible permis
-    permet permettent offert offre offrent fournit utiliser utilise client clients usager
-    usagers membre membres personne personnes regle regles politique temps duree valable
-    pendant durant selon aussi encore toujours peut peuvent pouvez doit doivent devez
-    chaque like many much
-    """.split()
-    if (s := content_stem(w))
-)
 
 FEATURES: tuple[str, ...] = (
     "share_passages",  # share of the claim's content words in the cited passages
@@ -216,67 +116,6 @@ class Alignment:
         return " … ".join(s.text.strip() for _, s in self.sentences)
 
 
-def _folded_words(text: str) -> str:
-    """The folded text as space-separated word tokens (apostrophes and hyphens split)."""
-    return " ".join(WORD_RE.findall(fold_fast(text).replace("_", " ")))
-
-
-def _has(words: str, phrase: str) -> bool:
-    return f" {phrase} " in f" {words} "
-
-
-_COMPARATIVE = ("more_than", "less_than", "at_least", "at_most")
-_BARE_COMPARATIVES = ("minimum", "maximum", "or more", "or less", "or fewer", "ou plus", "ou moins")
-_NUMBERISH = re.compile(
-    r"^(?:\$ ?)?(?:\d|"
-    + "|".join(
-        "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty"
-        " deux trois quatre cinq six sept huit neuf dix douze quinze vingt trente".split()
-    )
-    + r")"
-)
-
-
-def _classes(words: str) -> set[str]:
-    """The quantifier classes a folded word string uses (a comparative such as "more than"
-    or "under" only before a number: "more than 3 days", not "more than a day pass")."""
-    found: set[str] = set()
-    for cls, cues in _QUANTIFIERS.items():
-        for cue in cues:
-            for m in re.finditer(rf"(?:^| ){re.escape(cue)}(?= |$)", words):
-                if (
-                    cls in _COMPARATIVE
-                    and cue not in _BARE_COMPARATIVES
-                    and not _NUMBERISH.match(words[m.end() :].strip())
-                ):
-                    continue
-                found.add(cls)
-                break
-    if _NE.search(words) and re.search(r"\b(?:ne|n)\s+(?:\w+\s+){0,3}?(?:que|qu)\b", words):
-        found.add("only")
-    if "only" in found and any(_has(words, c) for c in ("only if", "only when", "seulement si")):
-        # "only if" states a condition; the only-class stays only when "only" is used again
-        rest = re.sub(r"\b(?:only if|only when|seulement si)\b", "", words)
-        if not any(_has(rest, c) for c in _QUANTIFIERS["only"]):
-            found.discard("only")
-    if "never" in found:
-        found.discard("always")
-    return found
-
-
-def _polarity(words: str) -> int:
-    """How many negations a folded word string holds (French "ne ... plus/que" counted once)."""
-    n = sum(1 for c in _NEGATION if _has(words, c) and c not in ("pas", "non", "no longer"))
-    n += len(_NE.findall(words))
-    if _has(words, "pas") and not _NE.search(words):
-        n += 1
-    n += len(_NT.findall(words.replace(" t ", "'t ")))
-    n += words.count("no longer")
-    if re.search(r"\bn\w* (?:\w+ ){0,3}?(?:que|qu)\b", words):
-        n -= 1  # "ne ... que" restricts (only): not a negation
-    return max(n, 0)
-
-
 def language_of(preps: Sequence[Prepared]) -> str:
     return preps[0].chunk.meta.language if preps else "en"
 
@@ -291,8 +130,8 @@ def _clause_has(claim: str, cls: str, preps: Sequence[Prepared], language: str) 
     from tether.verify.claims import claim_info
 
     for clause in _CLAIM_CLAUSES.split(claim):
-        words = _folded_words(clause)
-        if cls not in _classes(words):
+        words = words_of(clause)
+        if cls not in classes(words):
             continue
         tokens = claim_info(clause, language).tokens
         best = max(
@@ -300,41 +139,9 @@ def _clause_has(claim: str, cls: str, preps: Sequence[Prepared], language: str) 
             key=lambda s: len(tokens & s.tokens),
             default=None,
         )
-        if best is not None and cls in _classes(_folded_words(best.text)):
+        if best is not None and cls in classes(words_of(best.text)):
             return True
     return False
-
-
-def _main_clause(words: str) -> str:
-    """A folded word string without its condition clause ("if no other member ...")."""
-    cond = _condition(words)
-    return words[: len(words) - len(cond[1])].strip() if cond else words
-
-
-def _periods(words: str) -> set[str]:
-    found: set[str] = set()
-    for m in _PER.finditer(words):
-        word = m.group(1) or m.group(2) or m.group(3)
-        unit = _PERIOD_WORDS.get(word)
-        if unit is None and word.endswith("s"):
-            unit = _PERIOD_WORDS.get(word[:-1])
-        if unit is not None:
-            found.add(unit)
-    return found
-
-
-def _condition(words: str) -> tuple[str, str] | None:
-    """(cue, the words after it up to the clause's end) of the first condition in a folded
-    word string, or None."""
-    best: tuple[int, str] | None = None
-    for cue in _CONDITION:
-        m = re.search(rf"(?:^| ){re.escape(cue)}(?= )", words)
-        if m and (best is None or m.start() < best[0]):
-            best = (m.start(), cue)
-    if best is None:
-        return None
-    start, cue = best
-    return cue, words[start:].strip()
 
 
 def _clause_text(chosen: Sequence[tuple[str, Sentence]], cue: str) -> str:
@@ -366,7 +173,7 @@ def align(
     words of the passages around them (the context's other passages, the cited documents'
     other sections), where a swapped item or place is usually found."""
     heads = [h for p in preps for h in (p.chunk.meta.title, *p.chunk.heading_path)]
-    cwords = _folded_words(claim)
+    cwords = words_of(claim)
     statement = is_statement(claim, heads)
     ranked = sorted(
         (
@@ -392,15 +199,15 @@ def align(
     aligned_tokens = frozenset().union(*(s.tokens for _, s in chosen)) if chosen else frozenset()
     aligned_stems = frozenset().union(*(s.stems for _, s in chosen)) if chosen else frozenset()
     header_stems = frozenset().union(
-        *(frozenset(content_stem(w) for w in _folded_words(h).split()) for h in heads)
+        *(frozenset(content_stem(w) for w in words_of(h).split()) for h in heads)
     ) if heads else frozenset()  # fmt: skip
     passage_stems = frozenset().union(*(p.stems for p in preps)) if preps else frozenset()
     passage_tokens = (
         frozenset().union(*(p.tokens | p.keys for p in preps)) if preps else frozenset()
     )
-    q_stems = frozenset(content_stem(w) for w in _folded_words(question).split()) - {""}
+    q_stems = frozenset(content_stem(w) for w in words_of(question).split()) - {""}
     evidence = " … ".join(s.text.strip() for _, s in chosen)
-    ewords = _folded_words(evidence)
+    ewords = words_of(evidence)
     cid = chosen[0][0] if chosen else (preps[0].chunk.chunk_id if preps else "")
     details: list[Detail] = []
 
@@ -414,22 +221,22 @@ def align(
     stems = info.stems
     known_stems = passage_stems | q_stems
     shown = _surface(claim)
-    heads5 = {w[:5] for p in preps for w in _folded_words(p.chunk.text).split() if len(w) >= 5}
-    heads5 |= {w[:5] for w in _folded_words(question).split() if len(w) >= 5}
+    heads5 = {w[:5] for p in preps for w in words_of(p.chunk.text).split() if len(w) >= 5}
+    heads5 |= {w[:5] for w in words_of(question).split() if len(w) >= 5}
     absent = sorted(
         w for w in stems
         if w not in known_stems and w not in _UNIT_STEMS
-        and not _related(fold_fast(shown.get(w, w)), known_stems, heads5)
+        and not related(fold_fast(shown.get(w, w)), known_stems, heads5)
     )  # fmt: skip
     absent_other = [w for w in absent if w in other_stems]
-    generic = [w for w in absent if w in _GENERIC]
+    generic = [w for w in absent if w in GENERIC]
     elsewhere = sorted(
         w for w in stems
         if w in passage_stems and w not in aligned_stems and w not in header_stems
         and w not in q_stems
     )  # fmt: skip
     for w in absent:
-        if w not in _GENERIC:
+        if w not in GENERIC:
             add("word", shown.get(w, w))
     # numbers
     items = info.quantities.items
@@ -465,39 +272,39 @@ def align(
             add("cell", display, row_text)
     # opposites: the claim says "after" where its evidence says "before"
     c_set = set(cwords.split())
-    best_words = set(_folded_words(chosen[0][1].text).split()) if chosen else set()
+    best_words = set(words_of(chosen[0][1].text).split()) if chosen else set()
     swapped = sorted(
         w for w in c_set
-        if w in _OPPOSITES and w not in best_words and _OPPOSITES[w] & best_words
-        and not (_OPPOSITES[w] & c_set)
+        if w in OPPOSITES and w not in best_words and OPPOSITES[w] & best_words
+        and not (OPPOSITES[w] & c_set)
     )  # fmt: skip
     for w in swapped:
         add("opposite", w, chosen[0][1].text.strip())
     # quantifiers
-    c_cls, e_cls = _classes(cwords), _classes(ewords)
+    c_cls, e_cls = classes(cwords), classes(ewords)
     added = sorted(
         c for c in c_cls - e_cls
-        if not (_QUANT_NEIGHBOURS.get(c, set()) & e_cls) and c not in _BENIGN_ADDED
+        if not (QUANT_NEIGHBOURS.get(c, set()) & e_cls) and c not in BENIGN_ADDED
         and not _clause_has(claim, c, preps, language_of(preps))
     )  # fmt: skip
     dropped = sorted(
-        c for c in (e_cls - c_cls) & set(_LIMITING)
-        if not (_QUANT_NEIGHBOURS.get(c, set()) & c_cls)
+        c for c in (e_cls - c_cls) & set(LIMITING)
+        if not (QUANT_NEIGHBOURS.get(c, set()) & c_cls)
     )  # fmt: skip
     for c in added:
-        add("quantifier", _cue_text(cwords, c))
+        add("quantifier", cue_text(cwords, c))
     # conditions the claim leaves out
     # only from a sentence that holds at least half of the claim (not one aligned for a word)
     main = " ".join(
-        _folded_words(s.text) for _, s in chosen
+        words_of(s.text) for _, s in chosen
         if len(info.tokens & s.tokens) >= 0.5 * max(len(info.tokens), 1)
     )  # fmt: skip
-    cond = _condition(main)
+    cond = condition(main)
     cond_dropped = 0
-    if cond is not None and _condition(cwords) is None and chosen:
+    if cond is not None and condition(cwords) is None and chosen:
         cue, clause = cond
         clause = _clause_text(chosen, cue) or clause
-        clause_stems = {content_stem(w) for w in _folded_words(clause).split()[1:10]} - {""}
+        clause_stems = {content_stem(w) for w in words_of(clause).split()[1:10]} - {""}
         # the claim states it, or the question does ("My tent came back dirty: what can you
         # deduct?" answered with the fee that applies "if the item comes back dirty")
         if clause_stems and len(clause_stems & (stems | q_stems)) < len(clause_stems) / 3:
@@ -507,14 +314,14 @@ def align(
     flip = 0
     if chosen and len(stems & chosen[0][1].stems) >= max(1, 0.5 * len(stems)):
         mine, theirs = (
-            _polarity(_main_clause(cwords)),
-            _polarity(_main_clause(_folded_words(chosen[0][1].text))),
+            polarity(main_clause(cwords)),
+            polarity(main_clause(words_of(chosen[0][1].text))),
         )
         if (mine > 0) != (theirs > 0):
             flip = 1  # a feature only: the rule in `verify.negation` names a negation
     # periods
-    c_per, e_per = _periods(cwords), _periods(ewords)
-    p_all = _periods(" ".join(_folded_words(p.chunk.text) for p in preps))
+    c_per, e_per = periods(cwords), periods(ewords)
+    p_all = periods(" ".join(words_of(p.chunk.text) for p in preps))
     period_other = period_absent = 0
     for unit in sorted(c_per - e_per):
         if unit in p_all:
@@ -571,7 +378,7 @@ def _table(prep: Prepared) -> list[list[str]]:
 
 
 def _cell_stems(cell: str) -> frozenset[str]:
-    return frozenset(s for w in _folded_words(cell).split() if (s := content_stem(w)))
+    return frozenset(s for w in words_of(cell).split() if (s := content_stem(w)))
 
 
 def _table_binding(
@@ -613,27 +420,6 @@ def _table_binding(
     return None
 
 
-_IRREGULAR = {
-    "held": "hold", "kept": "keep", "paid": "pay", "sold": "sell", "bought": "buy",
-    "gave": "give", "given": "give", "took": "take", "taken": "take", "left": "leave",
-    "made": "make", "sent": "send", "spent": "spend", "lost": "lose", "told": "tell",
-    "brought": "bring", "began": "begin", "begun": "begin", "chose": "choose",
-    "chosen": "choose", "went": "go", "gone": "go", "got": "get", "wrote": "write",
-    "written": "write", "found": "find", "pris": "prendre", "mis": "mettre", "fait": "faire",
-    "ouvert": "ouvrir", "offert": "offrir", "vendu": "vendre", "rendu": "rendre",
-}  # fmt: skip
-
-
-def _related(word: str, known: frozenset[str], heads5: set[str]) -> bool:
-    """True when a claim word (folded) the passages do not hold is a form of one they do: an
-    irregular form (held, hold) or the same first five letters (covered, coverage; charging,
-    charges)."""
-    base = _IRREGULAR.get(word)
-    if base and content_stem(base) in known:
-        return True
-    return len(word) >= 5 and word[:5] in heads5
-
-
 def _log1p(n: int) -> float:
     import math
 
@@ -650,13 +436,6 @@ def _surface(claim: str) -> dict[str, str]:
     return out
 
 
-def _cue_text(words: str, cls: str) -> str:
-    for cue in _QUANTIFIERS.get(cls, ()):
-        if _has(words, cue):
-            return cue
-    return cls.replace("_", " ")
-
-
 _MODEL_NUMBER = re.compile(r"\b[A-Z][\w-]*[a-z][\w-]*\s$")
 _COMPUTED = re.compile(
     r"\b(?:minus|plus|total|times|less|off|discount|after|before tax|moins|rabais|remise|fois)\b"
@@ -664,7 +443,7 @@ _COMPUTED = re.compile(
 _CLAUSE_CUT = re.compile(r"[,;:()]|\s(?:and|or|but|while|whereas|et|ou|mais|alors que)\s", re.I)
 _UNIT_STEMS = frozenset(
     content_stem(w)
-    for w in (*_PERIOD_WORDS, "dollar", "dollars", "percent", "cent", "cents", "times", "fois",
+    for w in (*PERIOD_WORDS, "dollar", "dollars", "percent", "cent", "cents", "times", "fois",
               "hours", "heures", "minutes", "km", "kg", "points", "item", "items")
 ) - {""}  # fmt: skip
 
@@ -681,7 +460,7 @@ def _bound(
     tail = _CLAUSE_CUT.split(claim[start + len(display) :])[0]
     near = {
         s
-        for w in (*_folded_words(head).split()[-_WINDOW:], *_folded_words(tail).split()[:_WINDOW])
+        for w in (*words_of(head).split()[-_WINDOW:], *words_of(tail).split()[:_WINDOW])
         if (s := content_stem(w)) and s not in _UNIT_STEMS
     }
     if not near:
@@ -704,8 +483,8 @@ def _nearest_number(text: str, display: str, near: set[str]) -> bool:
     """False when, in a sentence that lists several numbers ("black and white: $0.15 a page;
     colour: $0.50"), a word the claim puts beside its number stands clearly nearer another
     number of the sentence than that one."""
-    toks = _folded_words(text).split()
-    target = _folded_words(display).split()
+    toks = words_of(text).split()
+    target = words_of(display).split()
     mine = [i for i in range(len(toks)) if target and toks[i : i + len(target)] == target]
     others = [  # another number, not one of a range or code with this one ("3 to 7")
         i for i, t in enumerate(toks)
