@@ -366,3 +366,24 @@ def test_a_keys_file_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     keys.write_bytes(b"allow_anonymous = false\n# \xff\xfe latin-1 comment\n")
     with pytest.raises(TetherError, match="not UTF-8"):
         load_keys(keys)
+
+
+def test_serve_on_a_busy_port_says_so_before_serving(tmp_path: Path) -> None:
+    """A port another server holds: one line, exit 1, and never "serving … on"."""
+    import socket
+
+    from typer.testing import CliRunner
+
+    from tether.cli.main import app as cli
+
+    pytest.importorskip("uvicorn")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(
+            cli, ["serve", "--index", str(tmp_path / "none.sqlite"), "--port", str(port)]
+        )
+    assert result.exit_code == 1, result.output
+    assert f"cannot listen on 127.0.0.1:{port}" in result.output
+    assert "serving" not in result.output and "Traceback" not in result.output

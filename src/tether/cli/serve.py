@@ -69,6 +69,7 @@ def serve(
     from tether.server.keys import KeyRing, load_keys
 
     with user_errors():
+        port_free(host, port)
         url = None if demo else server_store(store)  # --store, else TETHER_STORE
         path = find_index(index, demo) if url is None else None
         opened = open_workspace(index, demo, url)  # the demo index is built when missing
@@ -91,6 +92,29 @@ def serve(
     )
     app = create_app(path, ring, config=config, store=url or "")
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=30)
+
+
+def port_free(host: str, port: int) -> None:
+    """A TetherError when `host:port` cannot be listened on (in use, or not this machine's
+    address), said before "serving … on" is printed: uvicorn would only log it and exit."""
+    import socket
+
+    from tether.errors import TetherError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise TetherError(f"cannot listen on {host}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise TetherError(
+                f"cannot listen on {host}:{port} ({exc.strerror}): another server may be"
+                " using that port; choose another with --port"
+            ) from None
 
 
 keys_app = typer.Typer(help="Keys for `tether serve`.", no_args_is_help=True)
