@@ -316,7 +316,7 @@ _VERBISH = re.compile(
 )
 
 
-def _word_string(text: str) -> str:
+def words_of(text: str) -> str:
     """The folded text as space-separated word tokens (apostrophes and hyphens split)."""
     return " ".join(_WORD.findall(fold_fast(text).replace("_", " ")))
 
@@ -330,12 +330,12 @@ def is_statement(claim: str, headings: Sequence[str] = (), *, fragments: bool = 
     text = claim.strip()
     if not text:
         return False
-    words = _word_string(text)
+    words = words_of(text)
     if text.rstrip("»\"')”").endswith("?"):
         return False
     if _QUESTION_OPEN.match(words) and not text.endswith((".", "!")) and len(words.split()) < 16:
         return False
-    heads = {_word_string(h).strip() for h in headings if h.strip()}
+    heads = {words_of(h).strip() for h in headings if h.strip()}
     if words.strip() in heads:
         return False
     # a verbless fragment made of a heading's words ("Loan periods: books") is that heading;

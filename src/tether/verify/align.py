@@ -47,9 +47,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tether.text import fold_fast, is_statement
+from tether.text import fold_fast, is_statement, words_of
 from tether.types import Detail
-from tether.verify.claims import ClaimInfo
+from tether.verify.claims import ClaimInfo, claim_info
 from tether.verify.cues import (
     BENIGN_ADDED,
     GENERIC,
@@ -64,7 +64,6 @@ from tether.verify.cues import (
     periods,
     polarity,
     related,
-    words_of,
 )
 from tether.verify.passages import Prepared, Sentence
 from tether.verify.stems import content_stem
@@ -127,8 +126,6 @@ def _clause_has(claim: str, cls: str, preps: Sequence[Prepared], language: str) 
     """True when the claim's clause that uses a quantifier class is aligned, on its own, to a
     sentence of the passages that uses it too (a claim of several sentences: "... Never leave
     it in an unheated garage." against its third evidence sentence)."""
-    from tether.verify.claims import claim_info
-
     for clause in _CLAIM_CLAUSES.split(claim):
         words = words_of(clause)
         if cls not in classes(words):
@@ -194,7 +191,7 @@ def align(
             extra = len((info.tokens & s.tokens) - covered)
             if extra and (extra_best is None or extra > extra_best[0]):
                 extra_best = (extra, cid, s)
-        if extra_best is not None and extra_best[0] >= 1:
+        if extra_best is not None:
             chosen.append((extra_best[1], extra_best[2]))
     aligned_tokens = frozenset().union(*(s.tokens for _, s in chosen)) if chosen else frozenset()
     aligned_stems = frozenset().union(*(s.stems for _, s in chosen)) if chosen else frozenset()
@@ -221,7 +218,8 @@ def align(
     stems = info.stems
     known_stems = passage_stems | q_stems
     shown = _surface(claim)
-    heads5 = {w[:5] for p in preps for w in words_of(p.chunk.text).split() if len(w) >= 5}
+    passage_words = " ".join(words_of(p.chunk.text) for p in preps)  # folded once per claim
+    heads5 = {w[:5] for w in passage_words.split() if len(w) >= 5}
     heads5 |= {w[:5] for w in words_of(question).split() if len(w) >= 5}
     absent = sorted(
         w for w in stems
@@ -240,12 +238,13 @@ def align(
             add("word", shown.get(w, w))
     # numbers
     items = info.quantities.items
+    computes = bool(_COMPUTED.search(cwords))  # a claim that computes binds no number to a word
     n_absent = n_elsewhere = n_unbound = 0
     for (key, display), start in zip(items, info.quantities.where, strict=True):
         k = key.rstrip("?") if key.startswith("t:") else key
         if k in aligned_tokens:
-            if _MODEL_NUMBER.search(claim[:start]) or _COMPUTED.search(cwords):
-                continue  # a model's number ("Ridgeline 2"), or a claim that computes
+            if computes or _MODEL_NUMBER.search(claim[:start]):
+                continue  # a claim that computes, or a model's number ("Ridgeline 2")
             if not _bound(claim, start, display, chosen, k):
                 n_unbound += 1
                 add("number", display)
@@ -260,8 +259,8 @@ def align(
     wrong_row = wrong_column = 0
     units = info.units or ("",) * len(items)
     for (key, display), start, unit in zip(items, info.quantities.where, units, strict=True):
-        if unit == "%" or _MODEL_NUMBER.search(claim[:start]) or _COMPUTED.search(cwords):
-            continue  # a rate, a model's number ("Ridgeline 2"), or a claim that computes
+        if computes or unit == "%" or _MODEL_NUMBER.search(claim[:start]):
+            continue  # a claim that computes, a rate, or a model's number ("Ridgeline 2")
         found = _table_binding(key, stems, preps)
         if found is not None:
             kind, row_text = found
@@ -321,17 +320,16 @@ def align(
             flip = 1  # a feature only: the rule in `verify.negation` names a negation
     # periods
     c_per, e_per = periods(cwords), periods(ewords)
-    p_all = periods(" ".join(words_of(p.chunk.text) for p in preps))
+    p_all = periods(passage_words)
     period_other = period_absent = 0
     for unit in sorted(c_per - e_per):
         if unit in p_all:
             continue
         if e_per or p_all:
-            period_other += 1
-            add("period", f"per {unit}")
+            period_other += 1  # the evidence gives another period
         else:
-            period_absent += 1
-            add("period", f"per {unit}")
+            period_absent += 1  # the passages give none
+        add("period", f"per {unit}")
     n_stems = max(len(stems), 1)
     e_stems = frozenset().union(*(s.stems for _, s in chosen[:1])) if chosen else frozenset()
     features = {

@@ -439,9 +439,11 @@ class _Call:
         same_language = any(c.meta.language == o.language for c in cited)
         if same_language:  # a scope word, condition or rate the evidence does not state
             flags += detail_flags(aligned, HARD_DETAILS)
-        if isinstance(judge, AlignedJudge) and judge.aligned and same_language:
+        # a judge that reads the alignment (declared by `aligned`), or None
+        reader = judge if isinstance(judge, AlignedJudge) and judge.aligned else None
+        if reader is not None and same_language:
             entailment = float(
-                judge.judge(
+                reader.judge(
                     aligned.features,
                     claim.text,
                     [c.text for c in cited],
@@ -457,7 +459,7 @@ class _Call:
                 flags = [
                     f for f in flags if f.kind != "unsupported" or (f.arg or "").startswith("cos=")
                 ]
-        elif judge is not None and not getattr(judge, "aligned", False):
+        elif judge is not None and reader is None:
             entailment = float(judge.score(claim.text, [c.text for c in cited]))
             if entailment < self.judge_limit():
                 flags.append(Flag("not_entailed", f"{entailment:.2f}"))

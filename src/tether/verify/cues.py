@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import re
 
-from tether.text import fold_fast
-from tether.verify.stems import WORD_RE, content_stem
+from tether.verify.stems import content_stem
 
 # Scope words by class (folded). A claim using a class its evidence does not use states
 # something the evidence does not. "each"/"chaque" are left out: they restate a rate ("$2
@@ -133,11 +132,6 @@ GENERIC = frozenset(
     """.split()
     if (s := content_stem(w))
 )
-
-
-def words_of(text: str) -> str:
-    """The folded text as space-separated word tokens (apostrophes and hyphens split)."""
-    return " ".join(WORD_RE.findall(fold_fast(text).replace("_", " ")))
 
 
 def _has(words: str, phrase: str) -> bool:
