@@ -43,6 +43,7 @@ from tether.types import (
 
 if TYPE_CHECKING:
     from tether.answering.agent import AgentCaps
+    from tether.answering.answerable import AnswerabilityJudge
     from tether.answering.context import TokenCounter
     from tether.answering.pipeline import AskOptions, Events, VerifierParts
     from tether.evaluation.calibration import SelfCalibration
@@ -218,6 +219,7 @@ class Workspace:
         self._verifier: VerifierParts | None = None
         self._verifier_generation = -1
         self._audit_logs: dict[bool, AuditLog] = {}  # by writable: a reader never records
+        self._answerability: AnswerabilityJudge | None = None
 
     # ---- the index ------------------------------------------------------------------------
 
@@ -388,6 +390,14 @@ class Workspace:
         return choose_judge(
             self.provider.name, self.retriever().embedder, self.provider, self.profile
         )
+
+    def answerability_judge(self) -> AnswerabilityJudge:
+        """The answerability judge (`tether.answering.answerable`), loaded once."""
+        from tether.answering.answerable import AnswerabilityJudge
+
+        if self._answerability is None:
+            self._answerability = AnswerabilityJudge()
+        return self._answerability
 
     def tokens(self) -> TokenCounter:
         """How the context budget is counted: the embedder's tokenizer, else an estimate."""
@@ -654,6 +664,7 @@ class Workspace:
             verifier=self.verifier(),
             profile=self.profile,
             events=events,
+            answerability=self.answerability_judge(),
         )
         if audit and self.settings.audit:
             self.record(result, who)

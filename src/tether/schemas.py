@@ -169,6 +169,17 @@ class Gate(_Wire):
     reason: str
 
 
+class Answerability(_Wire):
+    """The answerability judge's decision, made after the gate and before any model call:
+    P(answerable) against the threshold, the answer type asked for, and why not."""
+
+    answerable: bool
+    probability: float
+    threshold: float
+    asked: str
+    reason: str
+
+
 class Request(_Wire):
     """What was asked of the model: the prompt file's ID, the purpose, the passages shown."""
 
@@ -300,6 +311,7 @@ class AskResult(_Wire):
     method: str
     hits: list[Hit]
     gate: Gate | None
+    answerability: Answerability | None = None  # null: not judged (refused before, or off)
     context: Context | None
     request: Request | None
     completion: Completion | None
@@ -310,7 +322,7 @@ class AskResult(_Wire):
     # no_answer: the provider failed or its output was unusable (never a refusal)
     status: Literal["answered", "flagged", "refused", "no_answer"]
     refused: bool
-    refused_by: Literal["gate", "model", "strict", "verifier"] | None
+    refused_by: Literal["gate", "answerability", "model", "strict", "verifier"] | None
     why_refused: str | None
     # what the reader was not shown and why (claims withheld from a public reader), or ""
     notice: str = ""
@@ -326,6 +338,7 @@ class AskResult(_Wire):
             question=r.question, as_of=r.as_of, audience=r.audience, language=r.language,
             method=r.method, hits=[Hit.from_hit(h) for h in r.hits],
             gate=_optional(r.gate, Gate), context=_context(r.context),
+            answerability=_optional(r.answerability, Answerability),
             request=_optional(r.request, Request), completion=_optional(r.completion, Completion),
             answer=_answer(r.answer), problem=_optional(r.problem, Problem),
             checks=[Check.from_check(ch) for ch in r.checks], status=r.status,
@@ -374,6 +387,8 @@ def _why_refused(r: types.AskResult) -> str | None:
         return None
     if r.gate is not None and not r.gate.passed:
         return f"refused before the model: {r.gate.reason}"
+    if r.answerability is not None and not r.answerability.answerable:
+        return f"refused before the model: {r.answerability.reason}"
     if r.problem is not None:
         return f"the provider refused: {r.problem.detail}"
     if r.refused_by == "strict":

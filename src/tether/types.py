@@ -335,6 +335,9 @@ class ModelRequest:
     # For answerers that read passages directly instead of a prompt (the extractive one):
     question: str = field(default="", compare=False)
     passages: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # (chunk_id, text)
+    # ... and the question's e5 cosine to each sentence span of those passages, from the
+    # index's sentence vectors: (chunk_id, start, end, cosine); empty without vectors
+    closeness: tuple[tuple[str, int, int, float], ...] = field(default=(), compare=False)
     # Tools a provider with tool calls may offer instead of `json_schema` (the agent's
     # actions): (name, description, JSON Schema of the arguments); a call comes back as the
     # JSON text {"action": name, ...arguments}.
@@ -445,7 +448,7 @@ class Answer:
 
 
 AskStatus = Literal["answered", "flagged", "refused", "no_answer"]
-RefusedBy = Literal["gate", "model", "strict", "verifier"]
+RefusedBy = Literal["gate", "answerability", "model", "strict", "verifier"]
 AnswerProblemKind = Literal[
     "cut", "refused", "not_json", "not_schema", "provider_error", "too_long"
 ]
@@ -544,6 +547,21 @@ class Gate:
 
 
 @dataclass(frozen=True)
+class Answerability:
+    """The answerability judge's decision, made after the gate and before any model call
+    (`tether.answering.answerable`): whether a retrieved passage answers the question,
+    P(answerable) against the judge's threshold, the type of answer the question asks for
+    (money, duration, percent, measure, count, time, yes_no, other) and, when it does not,
+    why in plain words."""
+
+    answerable: bool
+    probability: float
+    threshold: float
+    asked: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class AgentStep:
     """One step of the agent loop (`tether ask --agent`): the action the model chose
     (search, read, answer, or invalid), its argument, the chunk IDs it saw (search results,
@@ -581,6 +599,7 @@ class AskResult:
     method: str
     hits: tuple[Hit, ...] = ()
     gate: Gate | None = None
+    answerability: Answerability | None = None  # None: not judged (refused before, or off)
     context: Context | None = None
     request: ModelRequest | None = None
     completion: Completion | None = None
@@ -612,12 +631,16 @@ class AskResult:
     def refused_by(self) -> RefusedBy | None:
         """Who refused, when the answer is a refusal: the support gate (retrieval too weak, or
         nothing the audience may see matched: never told apart for a public asker, since
-        blaming the audience would say that staff documents answer), the model (it said the passages do not answer, or its provider refused),
+        blaming the audience would say that staff documents answer), answerability (no
+        retrieved passage gives what the question asks for: `tether.answering.answerable`),
+        the model (it said the passages do not answer, or its provider refused),
         strict (--strict removed every claim), or the verifier (every claim was withheld from
         a public reader, see `notice`). None when an answer was given, and when none could be
         produced (a provider error is never a refusal)."""
         if self.gate is not None and not self.gate.passed:
             return "gate"
+        if self.answerability is not None and not self.answerability.answerable:
+            return "answerability"
         if self.problem is not None:
             return "model" if self.problem.kind == "refused" else None
         if self.answer is None or self.answer.answerable:

@@ -92,8 +92,11 @@ def build_request(
     mode: str = "json",
     closed_book: bool = False,
     max_tokens: int = 400,
+    closeness: tuple[tuple[str, int, int, float], ...] = (),
 ) -> ModelRequest:
-    """The request for one answer: prompt file filled with the passages and the question."""
+    """The request for one answer: prompt file filled with the passages and the question;
+    `closeness` (the question's cosine to each sentence span) rides along for answerers that
+    read passages directly."""
     name = "closed_book" if closed_book else ("answer_inline" if mode == "inline" else "answer")
     template, prompt_id = load_prompt(name)
     if mode == "inline":
@@ -122,6 +125,7 @@ def build_request(
         passages=tuple((p.chunk.chunk_id, p.chunk.text) for p in context.passages)
         if not closed_book
         else (),
+        closeness=() if closed_book else closeness,
     )
 
 

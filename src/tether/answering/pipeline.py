@@ -2,8 +2,10 @@
 judge that suits a provider, and `make_judge`, a judge by name (the Workspace in `tether.app`
 builds the parts).
 
-question → filters (as_of, audience) → retrieval → support gate (`tether.answering.gate`) →
-context → prompt → provider → parse → verify → AskResult.
+question → filters (as_of, audience) → retrieval → support gate (`tether.answering.gate`, a
+cheap off-topic filter) → answerability (`tether.answering.answerable`: does a retrieved
+passage give what the question asks for?) → context → prompt → provider → parse → verify →
+AskResult.
 
 `ask` builds nothing: the retriever (with its embedder), the provider, the judge and the token
 counter are parameters, built once by whoever holds them (the application's Workspace), so a
@@ -12,8 +14,9 @@ question never loads a model.
 A question (or a search query) over `MAX_QUESTION_CHARS` characters is refused before any
 retrieval: ranking costs grow with its length (a 100 KB question took 46 s and 700 MB).
 
-What it cannot do: the gate judges retrieval strength, not whether the passages answer (see
-`tether.answering.gate`); the answer's language is English or French only (the languages the
+What it cannot do: the gate judges retrieval strength and the answerability judge reads words,
+numbers and sentence vectors (see their modules), so a passage that looks like an answer and is
+not passes both, and the claim checks are what catch it; the answer's language is English or French only (the languages the
 prompts and refusal sentences know).
 """
 
@@ -25,7 +28,10 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
+import numpy as np
+
 from tether.answering.answer import build_request, parse_completion
+from tether.answering.answerable import AnswerabilityJudge, read_question
 from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
 from tether.answering.evidence import (
     Closeness,
@@ -47,11 +53,13 @@ from tether.protocols import Embedder, Judge, Provider, Store
 from tether.text import detect_language
 from tether.types import (
     Answer,
+    Answerability,
     AnswerProblem,
     AskResult,
     Audience,
     Context,
     Filters,
+    Hit,
 )
 from tether.verify import check as verify
 from tether.verify.judges import EmbeddingJudge, LLMJudge
@@ -65,7 +73,8 @@ class AskOptions:
     `floor`, the index's calibrated floor when None), the answer `mode` (json or inline
     citations; select: the model chooses evidence sentences by number,
     `tether.answering.evidence`; auto: `answer_mode`), `closed_book` (no passages), `strict`
-    (drop flagged claims) and `verify`. A public asker is never shown a claim that fails an
+    (drop flagged claims), `verify`, and `answerability` (refuse before the model when the
+    answerability judge finds no passage that answers; `tether.answering.answerable`). A public asker is never shown a claim that fails an
     exact, instruction, precedence or number check (`tether.verify.flags.withhold`; the
     result's `notice` says what was withheld)."""
 
@@ -81,6 +90,7 @@ class AskOptions:
     closed_book: bool = False
     strict: bool = False
     verify: bool = True
+    answerability: bool = True  # refuse before the model when no passage answers
 
 
 def answer_language(text: str) -> str:
@@ -157,6 +167,7 @@ def ask(
     verifier: VerifierParts | None = None,
     profile: Profile = DEFAULT_PROFILE,
     events: Events | None = None,
+    answerability: AnswerabilityJudge | None = None,
 ) -> AskResult:
     """Answer one question from the index with the given parts (see the module docstring).
 
@@ -167,7 +178,8 @@ def ask(
     on an index without vectors (None: a fresh cache, no such embedder), `profile` the tuned
     values of the index's embedder (gate floors, the checker's cosine cut-offs). `events`, when
     given, is called with each stage's name and the result so far as it completes (see
-    `Events`), so a face can stream them."""
+    `Events`), so a face can stream them. `answerability` judges, after the gate, whether a
+    retrieved passage answers (None, or `options.answerability` False: not judged)."""
     o = options or AskOptions()
     o = replace(o, mode=answer_mode(o.mode, provider))
     emit = events or _no_events
@@ -200,12 +212,30 @@ def ask(
         return replace(
             base, answer=answer, provider="none (refused before the model)", timings=timings
         )
+    if answerability is not None and o.answerability:
+        t = time.perf_counter()
+        verdict = judge_answerability(answerability, question, hits, store, filters, retriever)
+        timings["answerability_s"] = time.perf_counter() - t
+        base = replace(base, answerability=verdict)
+        emit("answerability", base)
+        if not verdict.answerable:
+            answer = Answer(False, "", ())
+            return replace(
+                base, answer=answer, provider="none (refused before the model)", timings=timings
+            )
 
     t = time.perf_counter()
     context = assemble(hits, o.budget, count=tokens.count, tokenizer=tokens.name)
     timings["context_s"] = time.perf_counter() - t
     closeness = _closeness(question, store, retriever, context) if o.mode == "select" else None
-    result = _answer(replace(base, context=context), provider, o, context, timings, closeness)
+    spans = (
+        _span_closeness(question, store, retriever, context)
+        if o.mode in ("json", "inline")
+        else ()
+    )
+    result = _answer(
+        replace(base, context=context), provider, o, context, timings, closeness, spans
+    )
     emit("answer", result)
     embedder = getattr(retriever, "embedder", None)
     result = checked(result, store, context, o, judge=judge, embedder=embedder,
@@ -213,6 +243,29 @@ def ask(
     if result.checks:
         emit("checks", result)
     return result
+
+
+def judge_answerability(
+    judge: AnswerabilityJudge,
+    question: str,
+    hits: list[Hit],
+    store: Store,
+    filters: Filters,
+    retriever: Any,
+) -> Answerability:
+    """The answerability judge's decision on `question` and its retrieved `hits` (the
+    retriever's query vector gives the sentence cosines when it has an embedder)."""
+    embedder = getattr(retriever, "embedder", None)
+    vector = retriever.query_vector(question) if embedder is not None else None
+    verdict = judge.decide(read_question(question, hits, store, filters, vector))
+    language = answer_language(question)
+    return Answerability(
+        answerable=verdict.answerable,
+        probability=round(verdict.probability, 4),
+        threshold=verdict.threshold,
+        asked=verdict.reading.asked,
+        reason="" if verdict.answerable else verdict.reading.reason(language),
+    )
 
 
 def checked(
@@ -265,8 +318,9 @@ def checked(
 
 Events = Callable[[str, AskResult], None]
 """What `ask` calls as each stage completes: ("retrieval", the result with its hits), ("gate",
-with the gate's decision), ("answer", with the completion and answer), ("checks", with every
-claim's checks); a refusal by the gate stops after "gate", a closed-book question has only
+with the gate's decision), ("answerability", with the answerability judge's), ("answer", with the completion and answer), ("checks", with every
+claim's checks); a refusal by the gate stops after "gate", one by the answerability judge after
+"answerability", a closed-book question has only
 "answer". The final result is `ask`'s return value."""
 
 
@@ -295,6 +349,25 @@ def _closeness(question: str, store: Store, retriever: Any, context: Context) ->
     return sentence_closeness(retriever.query_vector(question), vectors, context)
 
 
+def _span_closeness(
+    question: str, store: Store, retriever: Any, context: Context
+) -> tuple[tuple[str, int, int, float], ...]:
+    """The question's cosine to each sentence span of the context's passages (chunk_id,
+    start, end, cosine), for answerers that read passages directly; () without vectors."""
+    if getattr(retriever, "embedder", None) is None:
+        return ()
+    vectors = store.sentence_vectors(context.chunk_ids)
+    if not vectors:
+        return ()
+    q = retriever.query_vector(question)
+    q = q / (np.linalg.norm(q) or 1.0)
+    out: list[tuple[str, int, int, float]] = []
+    for cid, (spans, matrix) in vectors.items():
+        values = matrix @ q / np.maximum(np.linalg.norm(matrix, axis=1), 1e-9)
+        out += [(cid, a, b, round(float(v), 4)) for (a, b), v in zip(spans, values, strict=True)]
+    return tuple(out)
+
+
 def _answer(
     base: AskResult,
     provider: Provider,
@@ -302,6 +375,7 @@ def _answer(
     context: Context | None,
     timings: dict[str, float],
     closeness: Closeness | None = None,
+    spans: tuple[tuple[str, int, int, float], ...] = (),
 ) -> AskResult:
     ctx = context if context is not None else Context(())
     select = o.mode == "select" and not o.closed_book
@@ -317,6 +391,7 @@ def _answer(
             language=base.language,
             mode=o.mode,
             closed_book=o.closed_book,
+            closeness=spans,
         )
     t = time.perf_counter()
     try:

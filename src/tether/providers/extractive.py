@@ -10,9 +10,10 @@ how long, how much or when, and a sentence that says no, only or must gains when
 asks yes or no; passage rank breaks ties.
 
 It never quotes a heading, a title or a question (an FAQ's "How long does my refund take?",
-a section named "Refunds": `tether.text.is_statement`), and to a question that asks how many,
-how long, how much or when it quotes only sentences that give an amount, a length or a time
-(a number, a number word, "a week", a weekday): none, and it refuses.
+a section named "Refunds": `tether.text.is_statement`), and to a question that asks for a
+price, a length of time, a percentage, a measurement, a number or a time (`tether.asks`, the
+cues the answerability judge reads too) it quotes only sentences that give one ("$40", "48
+hours", "15%", "2 kg", "three", "Saturday"): none, and it refuses.
 
 It never quotes a passage that holds text addressed to AI assistants (the detector of
 `tether.instructions`, the one the verifier's `instruction_in_source` check uses, which flags
@@ -38,6 +39,7 @@ import re
 import time
 from collections.abc import Sequence
 
+from tether.asks import QUANTITIES, asks, gives
 from tether.errors import ProviderError
 from tether.instructions import find_instructions
 from tether.providers.base import join_notes, with_selection
@@ -56,27 +58,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*[A-Za-z0-9]|\d")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'»)\]]*\s+(?=[\"'«(\[]?[A-Z0-9À-ÖØ-Þ])")
 _LIST_MARK = re.compile(r"^\s*(?:[#>]+|[-*+•]|\d+[.)])\s+")
-# Question-type cues (read on the folded question): how many / how long / when ... asks for a
-# quantity, can / is / does ... for yes or no.
-_ASKS_QUANTITY = re.compile(
-    r"\b(?:how (?:many|much|long|far|often|soon|late|early|old|big|heavy)|what (?:percentage|"
-    r"percent|price|fee|amount|time|date|day|hours?|size|weight|discount)|when|within how|"
-    r"combien|quand|jusqu'a quand|a quelle heure|quel(?:le)?s? (?:est|sont) (?:le|la|les) "
-    r"(?:delai|prix|montant|frais|duree|date|heures?|taille|poids|rabais))\b"
-)
-_ASKS_YES_NO = re.compile(
-    r"^\s*(?:can|could|do|does|did|is|are|will|would|may|must|should|has|have|est-ce|"
-    r"puis-je|peut-on|peut|peuvent|dois-je|faut-il|y a-t-il|ai-je|suis-je)\b"
-)
-_NUMBERISH = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|thirty|"
-    r"sixty|ninety|hundred|deux|trois|quatre|cinq|sept|huit|neuf|dix|douze|quinze|vingt|"
-    r"trente|soixante|cent|half|twice|once|free|gratuit\w*|"
-    r"(?:a|an|one|un|une) (?:day|week|month|year|hour|jour|semaine|mois|an|annee|heure)|"
-    r"(?:daily|weekly|monthly|yearly|annual\w*|quotidien\w*|hebdomadaire|mensuel\w*|annuel\w*)|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|"
-    r"lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche)\b"
-)
+TYPED = (*QUANTITIES, "time")  # the question types a sentence must give to be quoted
 _POLAR = re.compile(
     r"\b(?:no|not|cannot|never|only|must|may|can|does not|do not|ne|pas|jamais|seulement|"
     r"uniquement|doit|peut|aucun|aucune)\b|n't"
@@ -109,8 +91,17 @@ def split_sentences(text: str) -> list[str]:
 class ExtractiveProvider:
     """Answers by quoting the passage sentences that best match the question (no model)."""
 
-    MODEL = "extractive-v1"
+    MODEL = "extractive-v2"
     _MIN_WORDS = 3
+    # The question's e5 cosine to a sentence (when the index has sentence vectors): a sentence
+    # within COS_MARGIN of the best and at least COS_FLOOR may be quoted though it shares no
+    # word; every sentence gains COS_WEIGHT per unit of cosine above COS_BASE. e5 cosines sit
+    # in a narrow band (0.75-0.95); set on the tuned-on question sets.
+    COS_FLOOR = 0.84
+    COS_MARGIN = 0.015
+    COS_BASE = 0.80
+    COS_WEIGHT = 4.0
+    SECOND_CLAIM = 0.75  # a further sentence is quoted when it scores this share of the best
 
     def __init__(self, min_score: float = 0.34, max_claims: int = 3, max_passages: int = 2) -> None:
         self.name = "extractive"
@@ -154,11 +145,11 @@ class ExtractiveProvider:
         if not total:
             return 0.0
         matched = sum(weight.get(t, 1.0) for t in q_terms & _terms(sentence))
-        folded_q, folded_s = fold(question), fold(sentence)
+        kind = asks(question)
         cue = 0.0
-        if _ASKS_QUANTITY.search(folded_q) and _NUMBERISH.search(folded_s):
+        if kind in TYPED and gives(kind, sentence):
             cue += 0.15
-        if _ASKS_YES_NO.search(folded_q) and _POLAR.search(folded_s):
+        if kind == "yes_no" and _POLAR.search(fold(sentence)):
             cue += 0.1
         return matched / total + self._code_bonus(question, sentence) + cue + 0.05 / (1 + rank)
 
@@ -167,20 +158,27 @@ class ExtractiveProvider:
         question: str,
         passages: Sequence[tuple[str, str]],
         min_score: float | None = None,
+        closeness: Sequence[tuple[str, int, int, float]] = (),
     ) -> list[tuple[float, int, int, str, str]]:
         """The sentences of `passages` ((chunk_id, text) in rank order) that may be quoted,
         best answer first: (answer score, passage rank, sentence index, chunk_id, sentence).
 
         A sentence may be quoted when `score` reaches `min_score` (this answerer's own when
-        None); passages holding text addressed to AI assistants, sentences under three words
-        and repeated sentences are left out."""
+        None), or, with `closeness` (the question's cosine to each sentence span), when its
+        cosine is within `COS_MARGIN` of the best and at least `COS_FLOOR`: the way across
+        languages, where no word is shared. A table row is scored with its table's header
+        row. Passages holding text addressed to AI assistants, sentences under three words and
+        repeated sentences are left out."""
         floor = self.min_score if min_score is None else min_score
-        candidates: list[tuple[int, int, str, str]] = []
+        near: dict[str, list[tuple[int, int, float]]] = {}
+        for cid, a, b, cos in closeness:
+            near.setdefault(cid, []).append((a, b, cos))
+        rows: list[tuple[int, int, str, str, str, float]] = []
         seen: set[str] = set()
         for rank, (chunk_id, text) in enumerate(passages):
             if find_instructions(text):  # the verifier flags every claim citing it
                 continue
-            for index, sentence in enumerate(split_sentences(text)):
+            for index, (sentence, scored_as) in enumerate(_sentences(text)):
                 if len(sentence.split()) < self._MIN_WORDS:
                     continue
                 if not is_statement(sentence, fragments=False):
@@ -189,10 +187,28 @@ class ExtractiveProvider:
                 if key in seen:
                     continue
                 seen.add(key)
-                if self.score(question, sentence, rank) >= floor:
-                    candidates.append((rank, index, chunk_id, sentence))
-        weight = _rarity(question, [c[3] for c in candidates])
-        scored = [(self.answers(question, c[3], c[0], weight), *c) for c in candidates]
+                cos = _cosine(near.get(chunk_id, ()), text, sentence)
+                rows.append((rank, index, chunk_id, sentence, scored_as, cos))
+        kind = asks(question)
+        candidates = [r for r in rows if self.score(question, r[4], r[0]) >= floor]
+        if not any(gives(kind, r[3]) for r in candidates):
+            # no sentence shares enough words and gives what is asked (another language, other
+            # words): the sentences closest in meaning may be quoted instead
+            best_cos = max((r[5] for r in rows), default=0.0)
+            candidates += [
+                r for r in rows
+                if r not in candidates and r[5] >= self.COS_FLOOR
+                and r[5] >= best_cos - self.COS_MARGIN
+            ]  # fmt: skip
+        weight = _rarity(question, [c[4] for c in candidates])
+        scored = [
+            (
+                self.answers(question, c[4], c[0], weight)
+                + self.COS_WEIGHT * max(0.0, c[5] - self.COS_BASE),
+                c[0], c[1], c[2], c[3],
+            )
+            for c in candidates
+        ]  # fmt: skip
         scored.sort(key=lambda s: (-s[0], s[1], s[2]))
         return scored
 
@@ -208,15 +224,16 @@ class ExtractiveProvider:
             raise ProviderError(
                 "the extractive answerer needs request.question (the user's question)"
             )
-        scored = self.rank_sentences(question, request.passages)
-        if _ASKS_QUANTITY.search(fold(question)):
-            # how long, how much, when: only a sentence that gives an amount, a length or a
-            # time answers; none, and the answer is a refusal
-            scored = [s for s in scored if _NUMBERISH.search(fold(s[4]))]
+        scored = self.rank_sentences(question, request.passages, closeness=request.closeness)
+        kind = asks(question)
+        if kind in TYPED:
+            # how long, how much, when: only a sentence that gives a length, an amount or a
+            # time (`tether.asks.gives`) answers; none, and the answer is a refusal
+            scored = [s for s in scored if gives(kind, s[4])]
         chosen: list[tuple[float, int, int, str, str]] = []
         passages: list[str] = []
         if scored:
-            floor = 0.6 * scored[0][0]
+            floor = self.SECOND_CLAIM * scored[0][0]
             for item in scored:
                 if len(chosen) >= self.max_claims or item[0] < floor:
                     break
@@ -249,6 +266,34 @@ class ExtractiveProvider:
             latency_s=time.perf_counter() - started,
             note=join_notes(note, self.selection),
         )
+
+
+def _sentences(text: str) -> list[tuple[str, str]]:
+    """(sentence, the text it is scored as) of a passage (`split_sentences`): a table row is
+    scored with its table's header row, whose words name what the row's cells are."""
+    out: list[tuple[str, str]] = []
+    header = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("|"):
+            header = ""
+        elif not header:
+            header = stripped  # the first row of a table: its header
+            continue
+        elif set(stripped) <= set("|-: "):
+            continue  # the |---| line under the header
+        for sentence in split_sentences(line):
+            out.append((sentence, f"{header} {sentence}" if header else sentence))
+    return out
+
+
+def _cosine(spans: Sequence[tuple[int, int, float]], text: str, sentence: str) -> float:
+    """The best cosine of the sentence spans that `sentence` overlaps in `text` (0: none)."""
+    start = text.find(sentence)
+    if start < 0 or not spans:
+        return 0.0
+    end = start + len(sentence)
+    return max((c for a, b, c in spans if a < end and b > start), default=0.0)
 
 
 def _rarity(question: str, sentences_: list[str]) -> dict[str, float]:

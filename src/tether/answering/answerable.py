@@ -1,0 +1,285 @@
+"""Answerability: does a passage the asker may see answer this question? Decided after
+retrieval and before any model call, from the retrieved passages themselves.
+
+`read_question` measures the question against its retrieved passages (`Reading.features`):
+- which of the question's content words the collection the asker may see holds at all (a
+  product, a person or a rule the documents never name: "the Kestrel TR-2200", "employees"
+  asked by the public), weighted by how rare each word is there;
+- how much of the question one sentence (with its section heading and document title) covers,
+  and the same counting only sentences that give what the question asks for (`tether.asks`: a
+  number for how much, a time for when);
+- codes and numbers of the question missing from the passages;
+- the closest sentence's cosine to the question (e5 sentence vectors, when the index has
+  them: the only signal that crosses languages) and the closest sentence's that gives the
+  asked type;
+- the reranker's best score.
+
+`AnswerabilityJudge` turns them into P(answerable) with a logistic regression fitted on
+labelled question sets (`tether.evaluation.answerability_training`, one command; the model is
+`answerability_model.json` beside this module, the same `JudgeModel` format as the claim
+judge's) and refuses under its threshold, saying why in plain words (`Reading.reason`).
+
+What it cannot do: it reads words, numbers and sentence vectors, not meaning: a passage that
+names every word of the question and gives a number of the asked kind looks like an answer
+even when its number is about something else, and a question whose words all differ from its
+answer's (a paraphrase across vocabularies) relies on the cosine alone. It decides whether the
+passages answer, not whether the answer is true.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tether.asks import QUANTITIES, AskKind, asks, gives
+from tether.protocols import Store
+from tether.text import STOP_WORDS, codes, detect_language, fold, is_statement, sentences, stem
+from tether.types import Filters, Hit
+from tether.verify.learned import JudgeModel, load_model
+
+MODEL_PATH = Path(__file__).with_name("answerability_model.json")
+
+# Question words that carry no subject (on top of the stop words).
+_QUESTION_WORDS = frozenset(
+    """how what when where which who whom why can could do does did is are was were will would
+    may must should has have am much many long far often soon late early old big heavy kind
+    type comment quand quel quelle quels quelles pourquoi combien ou qui que quoi est-ce
+    puis-je peut-on dois-je faut-il il elle y a t je on nous vous i you we they me my your our
+    need needs want wants get know tell please possible able allowed still""".split()
+)
+_TERM = re.compile(r"[a-z0-9]+")
+_RAW_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+_PASSAGES = 5  # the retrieved passages read (the context's best)
+
+
+def question_terms(question: str) -> dict[str, str]:
+    """The question's content words: stem → the word as written (lower case)."""
+    out: dict[str, str] = {}
+    for raw in _RAW_TERM.findall(question.lower()):
+        for word in _TERM.findall(fold(raw)):
+            if len(word) < 2 or word in STOP_WORDS or word in _QUESTION_WORDS:
+                continue
+            out.setdefault(stem(word), raw if fold(raw) == word else word)
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def rarity(word: str, language: str) -> float:
+    """How rare `word` is in everyday `language` (English or French; wordfreq's Zipf scale
+    turned round: 0 for "the", about 3 for "jacket", 7 for a word it has never seen): a
+    question word the documents lack says little when it is common ("use", "back") and much
+    when it is rare ("kayak", "magazines")."""
+    import wordfreq  # loads its word lists on first use (about half a second a language)
+
+    if any(c.isdigit() for c in word):
+        return 7.0
+    zipf = max(wordfreq.zipf_frequency(word, "en"), wordfreq.zipf_frequency(word, "fr"))
+    return max(0.0, 7.0 - zipf)
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in _TERM.findall(fold(text)) if w not in STOP_WORDS}
+
+
+_WANT_EN = {
+    "money": "the price or amount asked for", "duration": "the length of time asked for",
+    "percent": "the percentage asked for", "measure": "the measurement asked for",
+    "count": "the number asked for", "time": "the date or time asked for",
+}  # fmt: skip
+_WANT_FR = {
+    "money": "le prix ou le montant demandé", "duration": "la durée demandée",
+    "percent": "le pourcentage demandé", "measure": "la mesure demandée",
+    "count": "le nombre demandé", "time": "la date ou l'heure demandée",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How the question meets its passages: the features the judge reads, the type asked,
+    the question words the collection never uses, and the sentence that comes closest."""
+
+    features: dict[str, float]
+    asked: AskKind
+    unknown: tuple[str, ...] = ()  # question words no passage the asker may see holds
+    best_sentence: str = ""
+    best_chunk: str = ""
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def reason(self, language: str = "en") -> str:
+        """Why the passages were judged not to answer, in plain words, with what to do."""
+        if language == "fr":
+            if self.unknown:
+                return (
+                    f"aucun passage ne parle de « {', '.join(self.unknown)} » ; vérifiez"
+                    " l'orthographe ou demandez à une personne de l'équipe"
+                )
+            want = _WANT_FR.get(self.asked, "ce qui est demandé")
+            return (
+                f"les passages trouvés parlent du sujet mais aucun ne donne {want} ;"
+                " reformulez la question ou demandez à une personne de l'équipe"
+            )
+        if self.unknown:
+            return (
+                f"no passage you may see mentions {', '.join(repr(u) for u in self.unknown)};"
+                " check the spelling, or ask a person on the team"
+            )
+        want = _WANT_EN.get(self.asked, "what is asked")
+        return (
+            f"the passages found are about the subject, but none gives {want}; rephrase the"
+            " question, or ask a person on the team"
+        )
+
+
+def read_question(
+    question: str,
+    hits: Sequence[Hit],
+    store: Store,
+    filters: Filters,
+    query_vector: np.ndarray | None = None,
+) -> Reading:
+    """The question measured against its best `hits` (see the module docstring); `store` and
+    `filters` say which words the passages the asker may see hold; `query_vector` (e5, from
+    the retriever) with the index's sentence vectors gives the cosines (0 without them)."""
+    terms = question_terms(question)
+    asked = asks(question)
+    top = list(hits[:_PASSAGES])
+    language = detect_language(question)
+
+    # how rare each question word is among the passages the asker may see (0: never seen)
+    seen = {s: store.count_lexical(w, filters) for s, w in terms.items()} if terms else {}
+    total = max(1, len(store.allowed_ids(filters))) if terms else 1
+    weight = {s: math.log(1 + total / (1 + seen[s])) for s in terms}
+    weight_sum = sum(weight.values()) or 1.0
+    in_top: set[str] = set()
+    for h in top:
+        in_top |= _stems(" ".join((h.chunk.meta.title, *h.chunk.heading_path, h.chunk.text)))
+    unknown = tuple(
+        terms[s] for s in terms if seen[s] == 0 and s not in in_top and len(terms[s]) > 2
+    )
+    rare = {s: rarity(terms[s], language) for s in terms}
+    rare_sum = sum(rare.values()) or 1.0
+    missing_top = sum(weight[s] for s in terms if s not in in_top) / weight_sum
+    unknown_rare = sum(rare[s] for s in terms if seen[s] == 0 and s not in in_top) / rare_sum
+    unknown_max = max((rare[s] for s in terms if seen[s] == 0 and s not in in_top), default=0.0)
+    missing_rare = max((rare[s] for s in terms if s not in in_top), default=0.0)
+    unknown_share = sum(weight[s] for s in terms if seen[s] == 0 and s not in in_top) / weight_sum
+
+    q_codes = {c.lower() for c in codes(question)} | {
+        n for n in re.findall(r"\d+(?:[.,]\d+)?", question)
+    }
+    top_text = fold(" ".join(h.chunk.text for h in top))
+    codes_missing = sum(1 for c in q_codes if fold(c) not in top_text)
+
+    cosines = _cosines(top, store, query_vector)
+    best_cover = typed_cover = best_cos = typed_cos = typed_rare = 0.0
+    passage_cover = 0.0
+    best_sentence, best_chunk, best_key = "", "", -1.0
+    for h in top:
+        head = _stems(" ".join((h.chunk.meta.title, *h.chunk.heading_path)))
+        body = _stems(h.chunk.text)
+        passage_cover = max(passage_cover, _cover(terms, weight, weight_sum, head | body))
+        spans = cosines.get(h.chunk.chunk_id, ([], np.zeros(0)))
+        for a, b in _sentence_offsets(h.chunk.text):
+            sentence = h.chunk.text[a:b].strip()
+            if not sentence or not is_statement(sentence, fragments=False):
+                continue
+            found = head | _stems(sentence)
+            cover = _cover(terms, weight, weight_sum, found)
+            cos = _span_cosine(spans, a, b)
+            typed = gives(asked, sentence)
+            best_cover, best_cos = max(best_cover, cover), max(best_cos, cos)
+            if typed:
+                typed_cover, typed_cos = max(typed_cover, cover), max(typed_cos, cos)
+                typed_rare = max(typed_rare, _cover(terms, rare, rare_sum, found))
+                key = cover + cos
+                if key > best_key:
+                    best_key, best_sentence, best_chunk = key, sentence, h.chunk.chunk_id
+    rerank = max((float(h.score) for h in top if h.method == "rerank"), default=0.0)
+    same_language = float(any(h.chunk.meta.language == language for h in top[:2]))
+    features = {
+        "rerank": rerank,
+        "best_cover": best_cover,
+        "typed_cover": typed_cover,
+        "typed_rare_cover": typed_rare,
+        "unknown_rare": unknown_rare,
+        "unknown_max": unknown_max,
+        "missing_rare": missing_rare,
+        "passage_cover": passage_cover,
+        "missing_top": missing_top,
+        "unknown_share": unknown_share,
+        "any_unknown": float(bool(unknown)),
+        "codes_missing": float(min(codes_missing, 2)),
+        "best_cos": best_cos,
+        "typed_cos": typed_cos,
+        "has_cos": float(bool(cosines)),
+        "typed_asked": float(asked in QUANTITIES or asked == "time"),
+        "typed_found": float(bool(best_sentence)),
+        "same_language": same_language,
+        "n_terms": float(min(len(terms), 8)),
+    }
+    return Reading(features, asked, unknown, best_sentence, best_chunk)
+
+
+def _sentence_offsets(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every sentence of every line of a chunk's text (headings included:
+    `is_statement` leaves them out)."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for line in text.split("\n"):
+        begin, pos = pos, pos + len(line) + 1
+        out += [(begin + a, begin + b) for a, b in sentences(line)]
+    return out
+
+
+def _cover(
+    terms: Mapping[str, str], weight: Mapping[str, float], total: float, found: set[str]
+) -> float:
+    return sum(weight[s] for s in terms if s in found) / total
+
+
+def _cosines(
+    hits: Sequence[Hit], store: Store, query_vector: np.ndarray | None
+) -> dict[str, tuple[list[tuple[int, int]], np.ndarray]]:
+    if query_vector is None:
+        return {}
+    vectors = store.sentence_vectors([h.chunk.chunk_id for h in hits])
+    q = query_vector / (np.linalg.norm(query_vector) or 1.0)
+    return {
+        cid: (spans, matrix @ q / np.maximum(np.linalg.norm(matrix, axis=1), 1e-9))
+        for cid, (spans, matrix) in vectors.items()
+    }
+
+
+def _span_cosine(found: tuple[list[tuple[int, int]], np.ndarray], start: int, end: int) -> float:
+    spans, values = found
+    over = [float(v) for (a, b), v in zip(spans, values, strict=True) if a < end and b > start]
+    return max(over, default=0.0)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judge's decision on one question: P(answerable), the threshold, and the reading."""
+
+    answerable: bool
+    probability: float
+    threshold: float
+    reading: Reading
+
+
+class AnswerabilityJudge:
+    """P(answerable) from a `Reading` (see the module docstring)."""
+
+    def __init__(self, model: JudgeModel | None = None, *, threshold: float | None = None):
+        self.model = model if model is not None else load_model(MODEL_PATH)
+        self.threshold = self.model.threshold if threshold is None else threshold
+
+    def decide(self, reading: Reading) -> Verdict:
+        """Answerable when P(answerable) reaches the threshold."""
+        p = self.model.probability(reading.features)
+        return Verdict(p >= self.threshold, p, self.threshold, reading)
