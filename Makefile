@@ -17,7 +17,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $(VENV)/.demo-installed $@
 
-.PHONY: install install-dev demo test lint bench bench-judge judge bench-peers bench-peers-answers
+.PHONY: install install-dev demo test lint bench bench-judge judge answerability bench-answerability bench-peers bench-peers-answers
 install: $(VENV)/.demo-installed
 install-dev: $(VENV)/.dev-installed
 
@@ -59,3 +59,14 @@ bench-peers-answers: install
 	test -x .venv-peers/bin/python || $(PY) -m venv .venv-peers
 	.venv-peers/bin/pip install -q -e '.[peers]'
 	.venv-peers/bin/python bench/peers/answers.py --answers $(N) --server-python $(BIN)/python
+
+# The answerability judge: rebuild its model (src/tether/answering/answerability_model.json;
+# about a minute, the training collections' indexes kept in .tether/answerability) and measure
+# it on the tuned-on and held-out answer sets (bench/results/answerability.md, minutes).
+answerability: install-dev
+	$(BIN)/python scripts/train_answerability.py
+
+bench-answerability: install-dev
+	$(BIN)/python bench/bench_answerability.py --no-answerability
+	$(BIN)/python bench/bench_answerability.py
+	$(BIN)/python bench/bench_answerability.py --markdown

@@ -4,7 +4,8 @@ scored by its keys (`tether.evaluation.answer_eval`).
 
 Sets, side by side:
 - tuned on: the bundled set's training half (`answerability_training.split`), the library
-  and transit training sets (`bench/data/answer_training/`);
+  and transit training sets (`bench/data/answer_training/`), the test suite's 3- and 10-file
+  collections (`tests/data/`);
 - held out: the bundled set's other half, and the two held-out answer sets
   (`bench/data/answer_heldout/`, checked against their SHA256SUMS before anything runs).
 
@@ -63,6 +64,10 @@ def sets() -> dict[str, tuple[str, Path, list[Question]]]:
                     load_questions(DATA / "answer_training" / "questions-library.jsonl")),
         "transit": ("tuned-on", DATA / "judge_heldout" / "collection",
                     load_questions(DATA / "answer_training" / "questions-transit.jsonl")),
+        "small3": ("tuned-on", ROOT / "tests" / "data" / "small3" / "docs",
+                   load_questions(ROOT / "tests" / "data" / "small3" / "questions.jsonl")),
+        "small10": ("tuned-on", ROOT / "tests" / "data" / "small10" / "docs",
+                    load_questions(ROOT / "tests" / "data" / "small10" / "questions.jsonl")),
         "demo-heldout": ("held-out", demo_collection(),
                          [q for q in demo if split(q.id) == "heldout"]),
         "heldout-10": ("held-out", HELDOUT / "collection-10",

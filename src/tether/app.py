@@ -219,7 +219,7 @@ class Workspace:
         self._verifier: VerifierParts | None = None
         self._verifier_generation = -1
         self._audit_logs: dict[bool, AuditLog] = {}  # by writable: a reader never records
-        self._answerability: AnswerabilityJudge | None = None
+        self._answerability: tuple[str, AnswerabilityJudge] | None = None
 
     # ---- the index ------------------------------------------------------------------------
 
@@ -392,12 +392,17 @@ class Workspace:
         )
 
     def answerability_judge(self) -> AnswerabilityJudge:
-        """The answerability judge (`tether.answering.answerable`), loaded once."""
-        from tether.answering.answerable import AnswerabilityJudge
+        """The answerability judge (`tether.answering.answerable`), with the local model as
+        its second opinion on uncertain questions when the local model is the provider
+        (already loaded; any other provider would cost a paid call per question)."""
+        from tether.answering.answerable import AnswerabilityJudge, ModelAnswerability
 
-        if self._answerability is None:
-            self._answerability = AnswerabilityJudge()
-        return self._answerability
+        provider = self.provider
+        key = getattr(provider, "name", "")
+        if self._answerability is None or self._answerability[0] != key:
+            second = ModelAnswerability(provider) if key == "local" else None
+            self._answerability = (key, AnswerabilityJudge(second=second))
+        return self._answerability[1]
 
     def tokens(self) -> TokenCounter:
         """How the context budget is counted: the embedder's tokenizer, else an estimate."""

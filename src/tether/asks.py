@@ -51,7 +51,8 @@ ASKS_PERCENT = re.compile(
     r"discount\b|\bpourcentage\b|\b(?:quel(?:le)?s?|combien de) (?:remise|rabais|reduction)\b"
 )
 ASKS_MEASURE = re.compile(
-    r"\bhow (?:heavy|big|large|tall|wide|far|hot|cold|fast)\b|\b(?:weight|size|height|width|"
+    r"\bhow (?:heavy|big|large|tall|wide|far|hot|cold|fast)\b|\b(?:weigh|weighs|weight|pese|"
+    r"pesent|size|height|width|"
     r"length|capacity|temperature|speed|distance|voltage|torque|pressure|load|poids|taille|"
     r"hauteur|largeur|longueur|capacite|temperature|vitesse|distance|tension|couple|charge "
     r"maximale)\b"
@@ -127,7 +128,7 @@ def asks(question: str) -> AskKind:
     folded = fold(question)
     for kind, cue in (
         ("time", ASKS_TIME), ("duration", ASKS_DURATION), ("percent", ASKS_PERCENT),
-        ("money", ASKS_MONEY), ("measure", ASKS_MEASURE), ("count", ASKS_COUNT),
+        ("measure", ASKS_MEASURE), ("money", ASKS_MONEY), ("count", ASKS_COUNT),
     ):  # fmt: skip
         if cue.search(folded):
             return kind  # type: ignore[return-value]

@@ -178,6 +178,7 @@ class Answerability(_Wire):
     threshold: float
     asked: str
     reason: str
+    second: float | None = None  # a language model's P(yes) when it was asked (it decided)
 
 
 class Request(_Wire):

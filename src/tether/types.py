@@ -551,14 +551,16 @@ class Answerability:
     """The answerability judge's decision, made after the gate and before any model call
     (`tether.answering.answerable`): whether a retrieved passage answers the question,
     P(answerable) against the judge's threshold, the type of answer the question asks for
-    (money, duration, percent, measure, count, time, yes_no, other) and, when it does not,
-    why in plain words."""
+    (money, duration, percent, measure, count, time, yes_no, other), when it does not, why
+    in plain words, and the second opinion's P(yes) when a language model was asked (it then
+    decided)."""
 
     answerable: bool
     probability: float
     threshold: float
     asked: str
     reason: str = ""
+    second: float | None = None  # a language model's P(yes) when it was asked (else None)
 
 
 @dataclass(frozen=True)

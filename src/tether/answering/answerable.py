@@ -32,18 +32,26 @@ import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from string import Template
 
 import numpy as np
 
 from tether.asks import QUANTITIES, AskKind, asks, gives
-from tether.protocols import Store
+from tether.prompts import load_prompt
+from tether.protocols import Provider, Store
 from tether.text import STOP_WORDS, codes, detect_language, fold, is_statement, sentences, stem
-from tether.types import Filters, Hit
+from tether.types import Filters, Hit, Message, ModelRequest
+from tether.verify.judges import p_yes
 from tether.verify.learned import JudgeModel, load_model
 
 MODEL_PATH = Path(__file__).with_name("answerability_model.json")
+# Where a second opinion (the local model, when it is the provider) is asked, and the P(yes)
+# from which it finds the question answerable: chosen on the tuned-on question sets
+# (bench/answerability_second_opinion.py).
+SECOND_BAND = (0.0, 1.0)
+SECOND_THRESHOLD = 0.75
 
 # Question words that carry no subject (on top of the stop words).
 _QUESTION_WORDS = frozenset(
@@ -56,6 +64,7 @@ _QUESTION_WORDS = frozenset(
 _TERM = re.compile(r"[a-z0-9]+")
 _RAW_TERM = re.compile(r"[^\W_]+", re.UNICODE)
 _PASSAGES = 5  # the retrieved passages read (the context's best)
+EVIDENCE_SENTENCES = 6  # the closest sentences a second opinion reads
 
 
 def question_terms(question: str) -> dict[str, str]:
@@ -109,7 +118,9 @@ class Reading:
     unknown: tuple[str, ...] = ()  # question words no passage the asker may see holds
     best_sentence: str = ""
     best_chunk: str = ""
-    extra: dict[str, float] = field(default_factory=dict)
+    # the sentences that come closest (words and cosine; those that give the asked type
+    # first), each after its section's name: what a second opinion reads
+    evidence: tuple[str, ...] = ()
 
     def reason(self, language: str = "en") -> str:
         """Why the passages were judged not to answer, in plain words, with what to do."""
@@ -180,6 +191,8 @@ def read_question(
     best_cover = typed_cover = best_cos = typed_cos = typed_rare = 0.0
     passage_cover = 0.0
     best_sentence, best_chunk, best_key = "", "", -1.0
+    near_language, near_cos = "", -1.0  # the language of the sentence closest in meaning
+    ranked: list[tuple[bool, float, str]] = []
     for h in top:
         head = _stems(" ".join((h.chunk.meta.title, *h.chunk.heading_path)))
         body = _stems(h.chunk.text)
@@ -194,6 +207,9 @@ def read_question(
             cos = _span_cosine(spans, a, b)
             typed = gives(asked, sentence)
             best_cover, best_cos = max(best_cover, cover), max(best_cos, cos)
+            if cos > near_cos:
+                near_cos, near_language = cos, h.chunk.meta.language or ""
+            ranked.append((typed, cover + cos, f"{h.chunk.section}: {sentence}"))
             if typed:
                 typed_cover, typed_cos = max(typed_cover, cover), max(typed_cos, cos)
                 typed_rare = max(typed_rare, _cover(terms, rare, rare_sum, found))
@@ -202,28 +218,36 @@ def read_question(
                     best_key, best_sentence, best_chunk = key, sentence, h.chunk.chunk_id
     rerank = max((float(h.score) for h in top if h.method == "rerank"), default=0.0)
     same_language = float(any(h.chunk.meta.language == language for h in top[:2]))
+    # across languages no word is shared: the word signals are silenced (0) and the cosines
+    # speak alone (`cross`, `cross_cos`)
+    cross = float(near_language != language) if cosines else 1.0 - same_language
+    words = 1.0 - cross
     features = {
         "rerank": rerank,
-        "best_cover": best_cover,
-        "typed_cover": typed_cover,
-        "typed_rare_cover": typed_rare,
-        "unknown_rare": unknown_rare,
-        "unknown_max": unknown_max,
-        "missing_rare": missing_rare,
-        "passage_cover": passage_cover,
-        "missing_top": missing_top,
-        "unknown_share": unknown_share,
-        "any_unknown": float(bool(unknown)),
+        "best_cover": words * best_cover,
+        "typed_cover": words * typed_cover,
+        "typed_rare_cover": words * typed_rare,
+        "unknown_rare": words * unknown_rare,
+        "unknown_max": words * unknown_max,
+        "missing_rare": words * missing_rare,
+        "passage_cover": words * passage_cover,
+        "missing_top": words * missing_top,
+        "unknown_share": words * unknown_share,
+        "any_unknown": words * float(bool(unknown)),
         "codes_missing": float(min(codes_missing, 2)),
         "best_cos": best_cos,
         "typed_cos": typed_cos,
-        "has_cos": float(bool(cosines)),
+        "cross": cross,
+        "cross_cos": cross * typed_cos,
         "typed_asked": float(asked in QUANTITIES or asked == "time"),
         "typed_found": float(bool(best_sentence)),
         "same_language": same_language,
         "n_terms": float(min(len(terms), 8)),
     }
-    return Reading(features, asked, unknown, best_sentence, best_chunk)
+    ranked.sort(key=lambda r: (not r[0], -r[1]))
+    evidence = tuple(dict.fromkeys(r[2] for r in ranked))[:EVIDENCE_SENTENCES]
+    unknown = unknown if not cross else ()
+    return Reading(features, asked, unknown, best_sentence, best_chunk, evidence)
 
 
 def _sentence_offsets(text: str) -> list[tuple[int, int]]:
@@ -264,22 +288,74 @@ def _span_cosine(found: tuple[list[tuple[int, int]], np.ndarray], start: int, en
 
 @dataclass(frozen=True)
 class Verdict:
-    """The judge's decision on one question: P(answerable), the threshold, and the reading."""
+    """The judge's decision on one question: P(answerable), the threshold, the reading, and
+    the second opinion's P(yes) when one was asked (else None)."""
 
     answerable: bool
     probability: float
     threshold: float
     reading: Reading
+    second: float | None = None
+
+
+class ModelAnswerability:
+    """A language model's P(yes) to "does one of these passages answer this exact question?"
+    (`prompts/answerable.txt`, one token with log-probabilities; the verdict word when the
+    provider gives none). About 10-20 s a question with the local 1.5B model on 2 cores."""
+
+    def __init__(self, provider: Provider, *, words: int = 150) -> None:
+        self.provider = provider
+        self.words = words  # each passage is cut to its first `words` words
+        self.name = f"llm ({getattr(provider, 'name', 'provider')})"
+
+    def request(self, question: str, passages: Sequence[str]) -> ModelRequest:
+        template, prompt_id = load_prompt("answerable")
+        body = "\n\n".join(
+            f"[{i}] " + " ".join(p.split()[: self.words]) for i, p in enumerate(passages, 1)
+        )
+        text = Template(template).safe_substitute(passages=body, question=question.strip())
+        return ModelRequest(
+            messages=(Message("user", text),), json_schema=None, schema_name="judge",
+            max_tokens=1, temperature=0.0, purpose="judge", prompt_id=prompt_id, logprobs=True,
+        )  # fmt: skip
+
+    def score(self, question: str, passages: Sequence[str]) -> float:
+        """P(yes); 0.5 (no opinion) when the reply cannot be read."""
+        completion = self.provider.complete(self.request(question, passages))
+        value = p_yes(completion.top_logprobs) if completion.top_logprobs else None
+        if value is not None:
+            return value
+        word = completion.text.strip().strip(".!").lower()
+        return 1.0 if word.startswith(("yes", "oui")) else 0.0 if word.startswith("no") else 0.5
 
 
 class AnswerabilityJudge:
-    """P(answerable) from a `Reading` (see the module docstring)."""
+    """P(answerable) from a `Reading` (see the module docstring), with an optional second
+    opinion (`second`, a `ModelAnswerability`) asked only when the probability falls in
+    `band`: its P(yes) against `second_threshold` then decides."""
 
-    def __init__(self, model: JudgeModel | None = None, *, threshold: float | None = None):
+    def __init__(
+        self,
+        model: JudgeModel | None = None,
+        *,
+        threshold: float | None = None,
+        second: ModelAnswerability | None = None,
+        band: tuple[float, float] = SECOND_BAND,
+        second_threshold: float = SECOND_THRESHOLD,
+    ) -> None:
         self.model = model if model is not None else load_model(MODEL_PATH)
         self.threshold = self.model.threshold if threshold is None else threshold
+        self.second = second
+        self.band = band
+        self.second_threshold = second_threshold
 
-    def decide(self, reading: Reading) -> Verdict:
-        """Answerable when P(answerable) reaches the threshold."""
+    def decide(self, reading: Reading, question: str = "", passages: Sequence[str] = ()) -> Verdict:
+        """Answerable when P(answerable) reaches the threshold, or, in the uncertain band with
+        a second opinion, when the second opinion's P(yes) does (`question` and `passages`,
+        the best few retrieved passages' text, are what it reads)."""
         p = self.model.probability(reading.features)
+        low, high = self.band
+        if self.second is not None and passages and low <= p < high:
+            second = self.second.score(question, passages)
+            return Verdict(second >= self.second_threshold, p, self.threshold, reading, second)
         return Verdict(p >= self.threshold, p, self.threshold, reading)

@@ -13,9 +13,9 @@ on staff passages); the Profile's (`DEFAULT_FLOORS`, fitted on the bundled quest
 decision for a public asker rests on the hits of a public search and that public floor: it
 does not depend on whether staff passages match.
 
-What it cannot do: the gate judges retrieval strength, not whether the passages answer; a
-question phrased very differently from the documents can be refused although answerable
-(the trade-off table in the README gives the measured rates).
+What it cannot do: the gate judges retrieval strength, not whether the passages answer (the
+answerability judge, `tether.answering.answerable`, decides that after it); its self-fitted
+floor is a cheap off-topic filter tuned for recall, so it lets near misses through on purpose.
 """
 
 from __future__ import annotations

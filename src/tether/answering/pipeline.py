@@ -32,6 +32,7 @@ import numpy as np
 
 from tether.answering.answer import build_request, parse_completion
 from tether.answering.answerable import AnswerabilityJudge, read_question
+from tether.asks import asks, gives
 from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
 from tether.answering.evidence import (
     Closeness,
@@ -236,6 +237,8 @@ def ask(
     result = _answer(
         replace(base, context=context), provider, o, context, timings, closeness, spans
     )
+    if o.mode == "select" and o.answerability:
+        result = chosen_answer(result)
     emit("answer", result)
     embedder = getattr(retriever, "embedder", None)
     result = checked(result, store, context, o, judge=judge, embedder=embedder,
@@ -243,6 +246,35 @@ def ask(
     if result.checks:
         emit("checks", result)
     return result
+
+
+def chosen_answer(result: AskResult) -> AskResult:
+    """Select mode's abstention: the sentences the model chose answer only when one of them
+    gives what the question asks for (`tether.asks`: a price for how much, a length for how
+    long, a time for when); when none does, the answer is a refusal by answerability."""
+    answer = result.answer
+    if answer is None or not answer.answerable or not answer.claims:
+        return result
+    kind = asks(result.question)
+    if any(gives(kind, c.text) for c in answer.claims):
+        return result
+    language = result.language
+    prior = result.answerability
+    reason = (
+        "les phrases choisies ne donnent pas ce qui est demandé ; reformulez la question"
+        if language == "fr"
+        else "the sentences the model chose do not give what the question asks for; rephrase"
+        " the question, or ask a person on the team"
+    )
+    verdict = Answerability(
+        answerable=False,
+        probability=prior.probability if prior else 0.0,
+        threshold=prior.threshold if prior else 0.0,
+        asked=kind,
+        reason=reason,
+        second=prior.second if prior else None,
+    )
+    return replace(result, answer=Answer(False, "", (), mode=answer.mode), answerability=verdict)
 
 
 def judge_answerability(
@@ -257,7 +289,8 @@ def judge_answerability(
     retriever's query vector gives the sentence cosines when it has an embedder)."""
     embedder = getattr(retriever, "embedder", None)
     vector = retriever.query_vector(question) if embedder is not None else None
-    verdict = judge.decide(read_question(question, hits, store, filters, vector))
+    reading = read_question(question, hits, store, filters, vector)
+    verdict = judge.decide(reading, question, [h.chunk.text for h in hits[:3]])
     language = answer_language(question)
     return Answerability(
         answerable=verdict.answerable,
@@ -265,6 +298,7 @@ def judge_answerability(
         threshold=verdict.threshold,
         asked=verdict.reading.asked,
         reason="" if verdict.answerable else verdict.reading.reason(language),
+        second=None if verdict.second is None else round(verdict.second, 4),
     )
 
 

@@ -320,7 +320,7 @@ ask.__doc__ = (
     "Answer a question from the index with cited, checked claims (or refuse honestly).\n\n"
     + EXIT_HELP
     + " With --json, `status` says the same: answered, flagged, refused (and `refused_by`:"
-    " gate, audience, model or strict) or no_answer."
+    " gate, answerability, model, strict or verifier) or no_answer."
 )
 
 
@@ -392,6 +392,19 @@ def print_result(result: AskResult, provider_note: str = "", profile_note: str =
             " (no model call, no cost)",
             highlight=False,
         )
+        return
+    verdict = result.answerability
+    if verdict is not None and not verdict.answerable:
+        before = result.completion is None
+        said = "" if verdict.second is None else f"; the model said {verdict.second:.2f}"
+        out.print(
+            f"[yellow]{'Refused before the model' if before else 'Refused'}:[/yellow]"
+            f" {shown(verdict.reason)} (answerability {verdict.probability:.2f}, threshold"
+            f" {verdict.threshold:.2f}{said}{'; no model call, no cost' if before else ''})",
+            highlight=False,
+        )
+        if result.completion is not None:
+            print_completion(result.completion, result.provider)
         return
     for note in dict.fromkeys(n for n in (provider_note, result.provider_note) if n):
         out.print(f"[dim]note: {shown(note)}[/dim]", highlight=False)

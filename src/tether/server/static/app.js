@@ -137,7 +137,9 @@ function showResult(result) {
     const gate = result.gate;
     const why = result.refused_by === "gate" && gate
       ? "Refused by the support gate: " + gate.reason + " (best score " + gate.best.toFixed(3) + ", floor " + gate.floor.toFixed(3) + ")"
-      : "Refused by the " + (result.refused_by === "strict" ? "strict mode" : "model") + ": " + (result.why_refused || "");
+      : result.refused_by === "answerability"
+        ? "No passage answers this question: " + ((result.answerability && result.answerability.reason) || result.why_refused || "")
+        : "Refused by the " + (result.refused_by === "strict" ? "strict mode" : "model") + ": " + (result.why_refused || "");
     say(why, true);
   } else if (result.status === "no_answer") {
     say("No answer: " + (result.problem ? result.problem.detail : "the provider failed"), true);
