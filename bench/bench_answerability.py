@@ -35,7 +35,14 @@ from tether.answering.pipeline import AskOptions
 from tether.app import Workspace
 from tether.config import settings_from_mapping
 from tether.evaluation.answer_eval import run_answer_eval
-from tether.evaluation.answerability_training import split
+try:
+    from tether.evaluation.answerability_training import split
+except ImportError:  # `--baseline` on a tether from before the judge: the same halves
+    import zlib
+
+    def split(question_id: str) -> str:
+        return "train" if zlib.crc32(question_id.encode("utf-8")) % 2 == 0 else "heldout"
+
 from tether.evaluation.questions import demo_collection, load_questions
 from tether.text import is_statement
 from tether.types import AskResult, Question
@@ -107,8 +114,8 @@ def measure(name: str, args: argparse.Namespace) -> dict:
     extra = {"not_statements": 0}
 
     def ask(q: Question) -> AskResult:
-        options = AskOptions(as_of=q.as_of, audience=q.audience,
-                             answerability=not args.no_answerability)  # fmt: skip
+        extra_options = {} if args.baseline else {"answerability": not args.no_answerability}
+        options = AskOptions(as_of=q.as_of, audience=q.audience, **extra_options)
         result = ws.ask(q.question, options, audit=False)
         extra["not_statements"] += not_statements(result)
         if kind == "tuned-on":
@@ -179,6 +186,8 @@ def main() -> int:
     parser.add_argument("--provider", default="extractive", help="extractive or local")
     parser.add_argument("--no-answerability", action="store_true",
                         help="without the answerability judge (the gate alone)")
+    parser.add_argument("--baseline", action="store_true",
+                        help="the tether on PYTHONPATH as it is (one from before the judge)")
     parser.add_argument("--sets", default="", help="comma-separated set names (default: all)")
     parser.add_argument("--limit", type=int, default=0, help="at most N questions a set")
     parser.add_argument("--cache", type=Path, default=ROOT / ".tether" / "answerability")
@@ -193,11 +202,14 @@ def main() -> int:
     names = [n for n in args.sets.split(",") if n] or list(sets())
     results = [measure(n, args) for n in names]
     suffix = ("" if args.provider == "extractive" else f"-{args.provider}") + (
-        "-off" if args.no_answerability else ""
+        "-baseline" if args.baseline else "-off" if args.no_answerability else ""
     )
     out = args.out or RESULTS / f"answerability{suffix}.json"
-    title = (f"{args.provider} answerer, " + ("gate only (before)" if args.no_answerability
-             else "gate + answerability judge"))  # fmt: skip
+    title = f"{args.provider} answerer, " + (
+        "before this change (main before issue 24's judge)" if args.baseline
+        else "gate only (answerability judge off)" if args.no_answerability
+        else "gate + answerability judge"
+    )  # fmt: skip
     load = f"{len(names)} sets, 2-core machine shared with other jobs; limit {args.limit or 'none'}"
     out.write_text(json.dumps({"title": title, "load": load, "sets": results}, indent=1) + "\n",
                    encoding="utf-8")  # fmt: skip

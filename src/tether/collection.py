@@ -128,6 +128,7 @@ class Collection:
         closed_book: bool = False,
         strict: bool = False,
         verify: bool = True,
+        answerability: bool = True,
     ) -> AskResult:
         """Answer `question` with claims checked against their cited passages.
 
@@ -136,7 +137,8 @@ class Collection:
         default), `language` (detected from the question), `method`, `k` passages, the
         context `budget` in tokens, `min_support` passages over the gate's `floor`, `mode`
         (json or inline citations, select: evidence sentences chosen by number, auto: select
-        with the local model, else json), `closed_book`, `strict`, `verify`. A provider failure
+        with the local model, else json), `closed_book`, `strict`, `verify`, `answerability`
+        (refuse before the model when no passage answers). A provider failure
         does not raise: it is `result.problem`. The question is recorded in the index's
         audit as asked by the OS user (TETHER_AUDIT=false: it is not)."""
         from tether.answering.gate import check_question
@@ -145,7 +147,7 @@ class Collection:
         given = dict(
             as_of=as_of_value(as_of), audience=check_audience(audience), language=language,
             method=method, k=k, closed_book=closed_book, floor=floor, mode=mode,
-            strict=strict, verify=verify,
+            strict=strict, verify=verify, answerability=answerability,
         )  # fmt: skip
         if budget is not None:
             given["budget"] = budget

@@ -65,6 +65,7 @@ _TERM = re.compile(r"[a-z0-9]+")
 _RAW_TERM = re.compile(r"[^\W_]+", re.UNICODE)
 _PASSAGES = 5  # the retrieved passages read (the context's best)
 EVIDENCE_SENTENCES = 6  # the closest sentences a second opinion reads
+NAMED_RARITY = 2.0  # a missing word rarer than this (Zipf 5: "price", "card") is named
 
 
 def question_terms(question: str) -> dict[str, str]:
@@ -170,10 +171,13 @@ def read_question(
     in_top: set[str] = set()
     for h in top:
         in_top |= _stems(" ".join((h.chunk.meta.title, *h.chunk.heading_path, h.chunk.text)))
-    unknown = tuple(
-        terms[s] for s in terms if seen[s] == 0 and s not in in_top and len(terms[s]) > 2
-    )
     rare = {s: rarity(terms[s], language) for s in terms}
+    # named in a refusal: the rarer question words no passage the asker may see holds
+    unknown = tuple(
+        terms[s]
+        for s in sorted(terms, key=lambda s: -rare[s])
+        if seen[s] == 0 and s not in in_top and len(terms[s]) > 2 and rare[s] >= NAMED_RARITY
+    )[:3]
     rare_sum = sum(rare.values()) or 1.0
     missing_top = sum(weight[s] for s in terms if s not in in_top) / weight_sum
     unknown_rare = sum(rare[s] for s in terms if seen[s] == 0 and s not in in_top) / rare_sum
@@ -233,7 +237,7 @@ def read_question(
         "passage_cover": words * passage_cover,
         "missing_top": words * missing_top,
         "unknown_share": words * unknown_share,
-        "any_unknown": words * float(bool(unknown)),
+        "any_unknown": words * float(any(seen[s] == 0 and s not in in_top for s in terms)),
         "codes_missing": float(min(codes_missing, 2)),
         "best_cos": best_cos,
         "typed_cos": typed_cos,

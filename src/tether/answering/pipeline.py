@@ -180,7 +180,9 @@ def ask(
     values of the index's embedder (gate floors, the checker's cosine cut-offs). `events`, when
     given, is called with each stage's name and the result so far as it completes (see
     `Events`), so a face can stream them. `answerability` judges, after the gate, whether a
-    retrieved passage answers (None, or `options.answerability` False: not judged)."""
+    retrieved passage answers (None, or `options.answerability` False: not judged); it judges
+    reranked passages only (what it was trained on: an index without vectors, or another
+    method asked for, is not judged, and the gate and the model decide)."""
     o = options or AskOptions()
     o = replace(o, mode=answer_mode(o.mode, provider))
     emit = events or _no_events
@@ -213,7 +215,7 @@ def ask(
         return replace(
             base, answer=answer, provider="none (refused before the model)", timings=timings
         )
-    if answerability is not None and o.answerability:
+    if answerability is not None and o.answerability and method == "rerank":
         t = time.perf_counter()
         verdict = judge_answerability(answerability, question, hits, store, filters, retriever)
         timings["answerability_s"] = time.perf_counter() - t

@@ -266,6 +266,13 @@ def ask(
     strict: Annotated[
         bool, typer.Option(help="Remove claims that fail an exact check; refuse when none is left.")
     ] = False,
+    answerability: Annotated[
+        bool,
+        typer.Option(
+            help="Refuse before the model when the answerability judge finds no passage that"
+            " gives what the question asks for (--no-answerability: let the model decide)."
+        ),
+    ] = True,
     agent: AgentOpt = False,
     max_steps: MaxStepsOpt = 6,
     max_tokens: MaxTokensOpt = 16_000,
@@ -283,7 +290,7 @@ def ask(
         text, opts, _ = ask_options(
             question, as_of, audience, method, k, demo=on_demo,
             **({} if budget is None else {"budget": budget}),
-            closed_book=closed_book, mode=mode, strict=strict,
+            closed_book=closed_book, mode=mode, strict=strict, answerability=answerability,
         )  # fmt: skip
         ws = open_workspace(index, demo or (index is None and store is None and on_demo), store)
         with working("loading the model…"):

@@ -158,14 +158,15 @@ def audience_for(request: Request, key: ApiKey, view: View) -> Audience:
 
 async def ask(body: AskRequest, request: Request, key: Key) -> Any:
     """Answer a question with checked claims (an AskResult; with `stream`, server-sent events:
-    `retrieval`, `gate`, `answer`, `check` per claim, then `result` or `error`)."""
+    `retrieval`, `gate`, `answerability`, `answer`, `check` per claim, then `result` or
+    `error`)."""
     from tether.answering.pipeline import AskOptions
 
     s = server_of(request)
     options = AskOptions(
         as_of=as_of_value(body.as_of), audience=audience_for(request, key, body.view),
         language=body.language, method=body.method, k=body.k, mode=body.mode,
-        strict=body.strict, verify=body.verify,
+        strict=body.strict, verify=body.verify, answerability=body.answerability,
     )  # fmt: skip
     if not body.stream:
         result = await wait(
@@ -204,6 +205,8 @@ def _stage(stage: str, partial: Any) -> list[tuple[str, Any]]:
         return [("retrieval", {"method": wire["method"], "hits": wire["hits"]})]
     if stage == "gate":
         return [("gate", wire["gate"])]
+    if stage == "answerability":
+        return [("answerability", wire["answerability"])]
     if stage == "answer":
         keys = ("answer", "completion", "problem", "context")
         return [("answer", {k: wire[k] for k in keys})]

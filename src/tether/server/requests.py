@@ -44,6 +44,10 @@ class AskRequest(_Body):
     )
     strict: bool = Field(False, description="Drop the claims that fail an exact check.")
     verify: bool = Field(True, description="Check each claim against its cited passages.")
+    answerability: bool = Field(
+        True,
+        description="Refuse before the model when no passage gives what the question asks for.",
+    )
     stream: bool = Field(
         False,
         description="Server-sent events: retrieval, gate, answer, one `check` per claim,"
