@@ -50,9 +50,13 @@ def serve(
         list[str] | None,
         typer.Option(help="An origin whose pages may call the API (repeat; default: none)."),
     ] = None,
+    docs: Annotated[
+        bool,
+        typer.Option("--docs", help="Serve Swagger UI at /docs (the browser loads it from a CDN)."),
+    ] = False,
     store: StoreOpt = None,
 ) -> None:
-    """Serve the HTTP API (/v1, OpenAPI at /docs) and the web page (/) over one index."""
+    """Serve the HTTP API (/v1, OpenAPI at /openapi.json) and the web page (/) over one index."""
     from tether.errors import TetherError
 
     with user_errors():
@@ -83,7 +87,7 @@ def serve(
         )
     config = ServeConfig(
         rate=rate, burst=max(1, int(rate * 2)), model_waiting=queue, deadline_s=deadline,
-        cors_origins=tuple(cors_origin or ()),
+        cors_origins=tuple(cors_origin or ()), docs=docs,
     )  # fmt: skip
     who = "anonymous callers are public" if ring.allow_anonymous else "a key is needed"
     err.print(

@@ -1,14 +1,17 @@
 """The HTTP API of `tether serve`: `create_app` builds a FastAPI app over one index.
 
-Endpoints (OpenAPI at /openapi.json, browsable at /docs): POST /v1/ask (an AskResult, or
-server-sent events with `stream`), POST /v1/search, GET /v1/documents, GET
-/v1/documents/{doc_id}, GET /v1/chunks/{chunk_id}, POST /v1/check, GET /v1/whoami, GET
-/v1/flags (each flag in plain words), GET /healthz, GET /metrics (staff keys), and the web page at /.
+Endpoints (OpenAPI at /openapi.json; Swagger UI at /docs only with `ServeConfig.docs`):
+POST /v1/ask (an AskResult, or server-sent events with `stream`), POST /v1/search, GET
+/v1/documents, GET /v1/documents/{doc_id}, GET /v1/chunks/{chunk_id}, POST /v1/check, GET
+/v1/whoami, GET /v1/flags (each flag in plain words), GET /healthz, GET /metrics (staff keys),
+and the web page at /.
 
 The audience comes from the key (`Authorization: Bearer KEY`, see `tether.server.keys`), never
 from the body: `view` may only narrow it. Every response computed for an audience carries it
 in the `Tether-Audience` header (an AskResult also in its `audience` field). A document or
-chunk the audience may not see is answered exactly as one that does not exist.
+chunk the audience may not see is answered exactly as one that does not exist. Every response
+carries the security headers of `tether.server.http.SECURITY_HEADERS` (CSP, nosniff, no
+framing, no referrer).
 
 What it cannot do: it holds no state but the index (several processes can serve one store);
 the web page and the API share one origin, CORS is off unless origins are given.
@@ -40,6 +43,7 @@ from tether.server.http import (
     Guard,
     Metrics,
     Refused,
+    docs_page,
     install_problems,
     problem,
     problem_responses,
@@ -58,7 +62,8 @@ class ServeConfig:
     """How a server runs: `readers` searches at a time, `model_slots` answers at a time with
     `model_waiting` more in line (503 beyond), `deadline_s` per request (504 beyond),
     `max_body` bytes per request (413 beyond), `rate`/`burst` requests a second per key (429
-    beyond; 0: no limit), `cors_origins` allowed (none: CORS off)."""
+    beyond; 0: no limit), `cors_origins` allowed (none: CORS off), `docs`: serve Swagger UI
+    at /docs (off by default: the page loads Swagger UI from a CDN)."""
 
     readers: int = 4
     model_slots: int = 1
@@ -68,6 +73,7 @@ class ServeConfig:
     rate: float = 10.0
     burst: int = 20
     cors_origins: tuple[str, ...] = ()
+    docs: bool = False
 
 
 class Server:
@@ -188,9 +194,7 @@ def _ask(
     ws: Workspace, question: str, options: Any, key: ApiKey, events: Any = None
 ) -> schemas.AskResult:
     """Answer on a worker, recorded in the audit as asked by the key's name ("anonymous")."""
-    return schemas.AskResult.from_ask_result(
-        ws.ask(question, options, events=events, who=key.name)
-    )
+    return schemas.AskResult.from_ask_result(ws.ask(question, options, events=events, who=key.name))
 
 
 def _event(name: str, data: Any) -> str:
@@ -363,10 +367,14 @@ def create_app(
         title="tether", version=__version__,
         description="Answers from a document collection with claims an agent can check.",
         responses=problem_responses(400, 401, 413, 422, 429, 500),
+        docs_url=None, redoc_url=None,
     )  # fmt: skip
     app.state.tether = Server(make, ring, conf)
     install_problems(app)
     _routes(app)
+    if conf.docs:
+        swagger = lambda: docs_page(app.openapi_url or "", "tether API")  # noqa: E731
+        app.add_api_route("/docs", swagger, methods=["GET"], include_in_schema=False)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     if conf.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware

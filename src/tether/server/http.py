@@ -1,25 +1,34 @@
 """The HTTP plumbing of `tether serve`: problem bodies (RFC 9457 style) for every error, the
-request size limit, the response's audience header and the Prometheus metrics.
+request size limit, the response's audience and security headers, and the Prometheus metrics.
 
 - `ProblemDetails`: the JSON body of every 4xx/5xx (`application/problem+json`): type, title,
   status, detail. An unexpected exception is a 500 with a fixed sentence, never a traceback.
 - `Guard`: one ASGI middleware that refuses a body over the size limit (413, whether or not
   the client sent a Content-Length), adds `Tether-Audience` to every response computed for an
-  audience, and counts requests and their latency per route.
+  audience and `SECURITY_HEADERS` to every response (a response that sets its own
+  Content-Security-Policy keeps it: the opt-in /docs page), and counts requests and their
+  latency per route.
 - `Metrics`: the counters and histograms of one app, in a registry of its own.
+- `docs_page`: FastAPI's Swagger UI page with a Content-Security-Policy of its own (the
+  page's CDN and its one inline script, by hash), served only when `--docs` asks for it.
 
 What it cannot do: it never decides an audience (the key does, in `tether.server.api`), and the
-metrics are per process.
+metrics are per process. Responses uvicorn writes itself (a malformed request line) carry
+none of these headers.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
 import time
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -28,6 +37,24 @@ from tether.errors import TetherError
 
 AUDIENCE_HEADER = "Tether-Audience"
 PROBLEM_TYPE = "application/problem+json"
+
+# The page (static/index.html) loads one script and one stylesheet from /static and sets no
+# inline script or style, so it needs nothing beyond its own origin.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
+    " connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self';"
+    " frame-ancestors 'none'"
+)
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = tuple(
+    (name.encode(), value.encode())
+    for name, value in (
+        ("Content-Security-Policy", CSP),
+        ("X-Content-Type-Options", "nosniff"),
+        ("X-Frame-Options", "DENY"),
+        ("Referrer-Policy", "no-referrer"),
+    )
+)
+SWAGGER_CDN = "https://cdn.jsdelivr.net"
 
 
 class ProblemDetails(BaseModel):
@@ -155,11 +182,11 @@ class Guard:
         async def sending(message: Any) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
+                headers = list(message.get("headers", []))
                 audience = (scope.get("state") or {}).get("audience")
                 if audience:
-                    headers = list(message.get("headers", []))
                     headers.append((AUDIENCE_HEADER.lower().encode(), audience.encode()))
-                    message = {**message, "headers": headers}
+                message = {**message, "headers": with_security_headers(headers)}
             await send(message)
 
         try:
@@ -171,3 +198,28 @@ class Guard:
         route = getattr(scope.get("route"), "path", None) or "unmatched"
         self.metrics.requests.labels(route, scope.get("method", ""), str(status)).inc()
         self.metrics.latency.labels(route).observe(time.perf_counter() - started)
+
+
+def with_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """`headers` plus each of `SECURITY_HEADERS` the response does not set itself."""
+    present = {name.lower() for name, _ in headers}
+    return headers + [(name, value) for name, value in SECURITY_HEADERS
+                      if name.lower() not in present]  # fmt: skip
+
+
+def docs_page(openapi_url: str, title: str) -> HTMLResponse:
+    """FastAPI's Swagger UI for `openapi_url`, with a Content-Security-Policy that lets it load
+    Swagger UI from its CDN (the browser that opens the page fetches it from there) and run its
+    one inline script (allowed by its SHA-256, nothing else inline)."""
+    page = get_swagger_ui_html(openapi_url=openapi_url, title=title)
+    html = bytes(page.body).decode()
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
+        for script in re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    )
+    policy = (
+        f"default-src 'self'; script-src 'self' {SWAGGER_CDN} {hashes};"
+        f" style-src 'self' {SWAGGER_CDN} 'unsafe-inline'; img-src 'self' data: https:;"
+        " connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+    )
+    return HTMLResponse(html, headers={"Content-Security-Policy": policy})

@@ -1,0 +1,104 @@
+"""The served faces under attack (issue 25): each test reproduces one attack on `tether serve`
+and asserts the one clear answer (a status and a one-line problem body, never a traceback).
+A small lexical index (no model loaded) keeps them fast; the timeouts run against a real
+uvicorn on a free loopback port, as `tether serve` starts it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+
+from fastapi.testclient import TestClient
+from serving import serve_app
+
+from tether.config import Settings
+
+PUBLIC, STAFF = "tk_public-hardening", "tk_staff-hardening"
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def is_problem(response, status: int) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body = response.json()
+    assert body["status"] == status and body["detail"] and "\n" not in body["detail"]
+    assert "Traceback" not in response.text
+    return body
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory) -> Path:
+    """One public page and one staff page, lexical only (no vectors, no model)."""
+    from tether.app import Workspace
+
+    root = tmp_path_factory.mktemp("hardening")
+    folder = root / "docs"
+    folder.mkdir()
+    (folder / "parking.md").write_text(
+        "---\naccess: public\n---\n# Parking\n\nParking is free on Sundays.\n"
+    )
+    (folder / "fraud.md").write_text(
+        "---\naccess: staff\n---\n# Fraud\n\nOrders over 900 euros are held for a check.\n"
+    )
+    path = root / "index.sqlite"
+    Workspace(Settings(), index=path, create=True).ingest(folder, embed=False)
+    return path
+
+
+def client(index: Path, *, anonymous: bool = True, **config: object) -> TestClient:
+    app = serve_app(index, {PUBLIC: "public", STAFF: "staff"}, anonymous=anonymous, **config)
+    return TestClient(app, raise_server_exceptions=False)
+
+
+# ---- 1. security headers, no CDN by default ------------------------------------------------
+
+SEARCH = {"query": "parking", "method": "bm25"}
+
+
+def test_every_response_carries_the_security_headers(index) -> None:
+    with client(index) as c:
+        answers = [
+            c.get("/"), c.get("/static/app.js"), c.get("/static/style.css"), c.get("/healthz"),
+            c.post("/v1/search", json=SEARCH), c.get("/v1/nothing"), c.get("/openapi.json"),
+            c.post("/v1/search", json=SEARCH, headers=bearer("tk_wrong")),
+        ]  # fmt: skip
+    for r in answers:
+        csp = r.headers["content-security-policy"]
+        assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp, r.url
+        assert "script-src 'self';" in csp and "unsafe-inline" not in csp
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert r.headers["x-frame-options"] == "DENY"
+        assert r.headers["referrer-policy"] == "no-referrer"
+
+
+def test_the_page_needs_nothing_but_its_own_origin() -> None:
+    """The CSP allows no inline script or style: the page has none, and loads only /static."""
+    import re
+
+    from tether.server.api import STATIC
+
+    html = (STATIC / "index.html").read_text()
+    assert re.findall(r"<script[^>]*>", html) == ['<script src="/static/app.js" defer>']
+    assert "<style" not in html and " style=" not in html and "on" + "click=" not in html
+    assert re.findall(r'(?:src|href)="([^"]+)"', html) == ["/static/style.css", "/static/app.js"]
+    script = (STATIC / "app.js").read_text()
+    assert ".style" not in script and 'setAttribute("style"' not in script
+
+
+def test_docs_is_off_by_default_and_opt_in_says_where_swagger_comes_from(index) -> None:
+    with client(index) as c:
+        is_problem(c.get("/docs"), 404)
+        is_problem(c.get("/redoc"), 404)
+        assert "/v1/search" in c.get("/openapi.json").json()["paths"]
+    with client(index, docs=True) as c:
+        page = c.get("/docs")
+    assert page.status_code == 200 and "swagger-ui" in page.text
+    csp = page.headers["content-security-policy"]
+    assert "https://cdn.jsdelivr.net" in csp and "'sha256-" in csp
+    assert "frame-ancestors 'none'" in csp and page.headers["x-content-type-options"] == "nosniff"
