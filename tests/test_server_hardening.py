@@ -102,3 +102,41 @@ def test_docs_is_off_by_default_and_opt_in_says_where_swagger_comes_from(index) 
     csp = page.headers["content-security-policy"]
     assert "https://cdn.jsdelivr.net" in csp and "'sha256-" in csp
     assert "frame-ancestors 'none'" in csp and page.headers["x-content-type-options"] == "nosniff"
+
+
+# ---- 2. failed authentications, per client address -----------------------------------------
+
+
+def test_failed_keys_are_rate_limited_per_address(index) -> None:
+    """An address that keeps showing wrong keys gets 429 with Retry-After, even for a right
+    key, before its key is looked up; another address's valid key is served as before."""
+    app = serve_app(index, {PUBLIC: "public", STAFF: "staff"}, anonymous=True,
+                    failed_auth_per_minute=3)  # fmt: skip
+    guesser = TestClient(app, raise_server_exceptions=False, client=("203.0.113.7", 4000))
+    other = TestClient(app, raise_server_exceptions=False, client=("198.51.100.9", 4000))
+    for n in range(3):
+        is_problem(guesser.get("/v1/whoami", headers=bearer(f"tk_guess-{n}")), 401)
+    refused = guesser.get("/v1/whoami", headers=bearer("tk_guess-3"))
+    body = is_problem(refused, 429)
+    assert body["detail"] == "too many failed authentications from this address"
+    assert int(refused.headers["Retry-After"]) >= 1
+    is_problem(guesser.get("/v1/whoami", headers={"Authorization": "Basic abc"}), 429)
+    is_problem(guesser.get("/v1/whoami", headers=bearer(STAFF)), 429)  # not even looked up
+    assert guesser.get("/v1/whoami").json()["name"] == "anonymous"  # no key: not affected
+    for key, name in ((STAFF, "k2"), (PUBLIC, "k1")):
+        assert other.get("/v1/whoami", headers=bearer(key)).json()["name"] == name
+    is_problem(other.get("/v1/whoami", headers=bearer("tk_one-typo")), 401)  # its own bucket
+    metrics = other.get("/metrics", headers=bearer(STAFF)).text
+    assert 'tether_turned_away_total{reason="auth"} 3.0' in metrics
+
+
+def test_the_rate_limiter_forgets_refilled_buckets(monkeypatch) -> None:
+    from tether.server.keys import RateLimiter
+
+    monkeypatch.setattr(RateLimiter, "MAX_BUCKETS", 3)
+    limiter = RateLimiter(rate=1e12, burst=1)
+    for n in range(10):  # each bucket refills at once
+        assert limiter.take(f"10.0.0.{n}") == 0.0
+    assert len(limiter._buckets) <= 4
+    slow = RateLimiter(rate=0.001, burst=1)
+    assert slow.take("a") == 0.0 and slow.peek("a") > 0 and slow.take("a") > 0

@@ -49,6 +49,7 @@ from tether.server.http import (
     problem_responses,
 )
 from tether.server.keys import ANONYMOUS, ApiKey, KeyRing, RateLimiter
+from tether.server.limits import FailedAuth
 from tether.server.requests import AskRequest, Caller, CheckRequest, Health, SearchRequest, View
 from tether.server.workers import Lane, wait
 from tether.types import Audience, Claim, Filters
@@ -62,8 +63,10 @@ class ServeConfig:
     """How a server runs: `readers` searches at a time, `model_slots` answers at a time with
     `model_waiting` more in line (503 beyond), `deadline_s` per request (504 beyond),
     `max_body` bytes per request (413 beyond), `rate`/`burst` requests a second per key (429
-    beyond; 0: no limit), `cors_origins` allowed (none: CORS off), `docs`: serve Swagger UI
-    at /docs (off by default: the page loads Swagger UI from a CDN)."""
+    beyond; 0: no limit), `failed_auth_per_minute` failed authentications per client address
+    (429 beyond, `tether.server.limits.FailedAuth`; 0: no limit), `cors_origins` allowed
+    (none: CORS off), `docs`: serve Swagger UI at /docs (off by default: the page loads
+    Swagger UI from a CDN)."""
 
     readers: int = 4
     model_slots: int = 1
@@ -72,6 +75,7 @@ class ServeConfig:
     max_body: int = 64 * 1024
     rate: float = 10.0
     burst: int = 20
+    failed_auth_per_minute: float = 10.0
     cors_origins: tuple[str, ...] = ()
     docs: bool = False
 
@@ -85,6 +89,7 @@ class Server:
         self.readers = Lane("reader", make, config.readers)
         self.model = Lane("model", make, config.model_slots, config.model_waiting)
         self.limiter = RateLimiter(config.rate, config.burst)
+        self.failures = FailedAuth(config.failed_auth_per_minute)
         self.metrics = Metrics()
 
     async def read(self, fn: Callable[[Workspace], T]) -> T:
@@ -125,21 +130,30 @@ async def caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
 ) -> ApiKey:
-    """The key of the request (or the anonymous public caller), after the rate limit."""
+    """The key of the request (or the anonymous public caller), after the limits on failed
+    authentications (per client address) and on requests (per key)."""
     s = server_of(request)
     challenge = {"WWW-Authenticate": "Bearer"}
+    host = request.client.host if request.client else "?"
+    if request.headers.get("authorization"):
+        blocked = s.failures.blocked(host)
+        if blocked:
+            s.metrics.turned_away.labels("auth").inc()
+            message = "too many failed authentications from this address"
+            raise Refused(429, message, headers={"Retry-After": str(blocked)})
     if credentials is not None:
         key = s.keys.lookup(credentials.credentials)
         if key is None:
+            s.failures.failed(host)
             raise Refused(401, "the key is not known", headers=challenge)
     elif request.headers.get("authorization"):
+        s.failures.failed(host)
         raise Refused(401, "use `Authorization: Bearer KEY`", headers=challenge)
     elif s.keys.allow_anonymous:
         key = ANONYMOUS
     else:
         raise Refused(401, "a key is needed: `Authorization: Bearer KEY`", headers=challenge)
     request.state.audience = key.audience
-    host = request.client.host if request.client else "?"
     wait = s.limiter.take(key.name if key is not ANONYMOUS else f"anonymous@{host}")
     if wait:
         s.metrics.turned_away.labels("rate").inc()
