@@ -140,3 +140,49 @@ def test_the_rate_limiter_forgets_refilled_buckets(monkeypatch) -> None:
     assert len(limiter._buckets) <= 4
     slow = RateLimiter(rate=0.001, burst=1)
     assert slow.take("a") == 0.0 and slow.peek("a") > 0 and slow.take("a") > 0
+
+
+# ---- 3. proxy headers only from named proxies ------------------------------------------------
+
+
+def _whoami_codes(base: str, forged: list[str | None]) -> list[int]:
+    import httpx
+
+    codes = []
+    for address in forged:
+        headers = {"X-Forwarded-For": address} if address else {}
+        codes.append(httpx.get(f"{base}/v1/whoami", headers=headers, timeout=10).status_code)
+    return codes
+
+
+def test_a_forged_forwarded_for_does_not_change_the_bucket_by_default(index) -> None:
+    """Anonymous callers are counted per address: by default the peer's (loopback here), so a
+    client sending X-Forwarded-For still lands in its own bucket; only a proxy named by
+    --forwarded-allow-ips gets its header believed."""
+    from serving import live_server
+
+    pytest.importorskip("uvicorn")
+    forged: list[str | None] = [None, "198.51.100.1", "198.51.100.2", "198.51.100.3"]
+    app = serve_app(index, {}, anonymous=True, rate=0.01, burst=1)
+    with live_server(app) as (host, port):
+        assert _whoami_codes(f"http://{host}:{port}", forged) == [200, 429, 429, 429]
+    app = serve_app(index, {}, anonymous=True, rate=0.01, burst=1)
+    with live_server(app, forwarded_allow_ips=("127.0.0.1",)) as (host, port):
+        assert _whoami_codes(f"http://{host}:{port}", forged) == [200, 200, 200, 200]
+
+
+def test_forwarded_allow_ips_are_checked() -> None:
+    from tether.errors import TetherError
+    from tether.server.running import parse_forwarded_allow_ips
+
+    assert parse_forwarded_allow_ips(None) == ()
+    assert parse_forwarded_allow_ips(" 10.0.0.1, 10.0.0.0/8 ,*") == ("10.0.0.1", "10.0.0.0/8", "*")
+    with pytest.raises(TetherError, match=r"'proxy\.local' is not an IP address"):
+        parse_forwarded_allow_ips("10.0.0.1,proxy.local")
+    from typer.testing import CliRunner
+
+    from tether.cli.main import app
+
+    r = CliRunner().invoke(app, ["serve", "--demo", "--forwarded-allow-ips", "proxy.local"])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "error: --forwarded-allow-ips: 'proxy.local' is not an IP address" in r.output

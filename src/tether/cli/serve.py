@@ -50,6 +50,14 @@ def serve(
         list[str] | None,
         typer.Option(help="An origin whose pages may call the API (repeat; default: none)."),
     ] = None,
+    forwarded_allow_ips: Annotated[
+        str | None,
+        typer.Option(
+            "--forwarded-allow-ips",
+            help="Proxies whose X-Forwarded-For names the client (comma-separated addresses or"
+            " networks, or *); default: none, the peer's address counts.",
+        ),
+    ] = None,
     docs: Annotated[
         bool,
         typer.Option("--docs", help="Serve Swagger UI at /docs (the browser loads it from a CDN)."),
@@ -61,7 +69,7 @@ def serve(
 
     with user_errors():
         try:
-            import uvicorn
+            import uvicorn  # noqa: F401 (is the serve extra installed?)
 
             from tether.server.api import ServeConfig, create_app
         except ImportError as exc:  # `make demo` installs no server: say so in one line
@@ -71,8 +79,10 @@ def serve(
             ) from None
     from tether.cli.app import open_workspace, server_store
     from tether.server.keys import KeyRing, load_keys
+    from tether.server.running import parse_forwarded_allow_ips, run
 
     with user_errors():
+        proxies = parse_forwarded_allow_ips(forwarded_allow_ips)
         port_free(host, port)
         url = None if demo else server_store(store)  # --store, else TETHER_STORE
         path = find_index(index, demo) if url is None else None
@@ -95,7 +105,7 @@ def serve(
         highlight=False,
     )
     app = create_app(path, ring, config=config, store=url or "")
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=30)
+    run(app, host, port, forwarded_allow_ips=proxies)
 
 
 def port_free(host: str, port: int) -> None:
