@@ -186,3 +186,92 @@ def test_forwarded_allow_ips_are_checked() -> None:
     r = CliRunner().invoke(app, ["serve", "--demo", "--forwarded-allow-ips", "proxy.local"])
     assert r.exit_code == 1 and "Traceback" not in r.output
     assert "error: --forwarded-allow-ips: 'proxy.local' is not an IP address" in r.output
+
+
+# ---- 4. header and body read timeouts -------------------------------------------------------
+
+
+def _trickle(
+    address: tuple[str, int], head: bytes, drip: bytes, every: float
+) -> tuple[bytes, float]:
+    """Send `head`, then `drip` one byte every `every` s until the server answers or closes;
+    what it answered and how long after `head` it did."""
+    import socket
+    import time
+
+    with socket.create_connection(address, timeout=15) as s:
+        s.sendall(head)
+        began = time.monotonic()
+        s.setblocking(False)
+        answer = b""
+        for byte in drip:
+            time.sleep(every)
+            try:
+                s.send(bytes([byte]))
+            except OSError:
+                break  # closed by the server
+            try:
+                chunk = s.recv(65536)
+            except BlockingIOError:
+                continue
+            answer += chunk
+            if not chunk or b"\r\n\r\n" in answer:
+                break
+        s.setblocking(True)
+        s.settimeout(5)
+        try:
+            while chunk := s.recv(65536):
+                answer += chunk
+        except OSError:
+            pass
+        return answer, time.monotonic() - began
+
+
+def _one_line_problem(answer: bytes, status: int) -> dict:
+    import json
+
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % status), answer
+    lowered = head.lower()
+    assert b"content-type: application/problem+json" in lowered
+    assert b"connection: close" in lowered and b"x-content-type-options: nosniff" in lowered
+    problem = json.loads(body)
+    assert problem["status"] == status and "\n" not in problem["detail"]
+    return problem
+
+
+def test_headers_sent_one_byte_at_a_time_are_cut_off(index) -> None:
+    from serving import live_server
+
+    pytest.importorskip("uvicorn")
+    app = serve_app(index, {}, anonymous=True)
+    with live_server(app, header_timeout_s=1.0) as address:
+        head = b"POST /v1/search HTTP/1.1\r\nHost: x\r\n"
+        answer, took = _trickle(address, head, b"X-Slow: " + b"a" * 60, every=0.1)
+        problem = _one_line_problem(answer, 408)
+        assert problem["detail"] == "the request headers did not arrive within 1 s"
+        assert took < 4
+        silent, took = _trickle(address, b"", b"", every=0)  # connects and says nothing
+        assert _one_line_problem(silent, 408) and took < 4
+        import httpx  # a normal request on the same server is served
+
+        base = "http://{}:{}".format(*address)
+        assert httpx.post(f"{base}/v1/search", json=SEARCH, timeout=10).status_code == 200
+
+
+def test_a_body_sent_one_byte_a_second_is_cut_off(index) -> None:
+    from serving import live_server
+
+    pytest.importorskip("uvicorn")
+    app = serve_app(index, {}, anonymous=True, body_timeout_s=1.0)
+    body = b'{"query": "parking", "method": "bm25"}'
+    head = (b"POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body))  # fmt: skip
+    with live_server(app) as address:
+        answer, took = _trickle(address, head, body, every=0.2)
+        problem = _one_line_problem(answer, 408)
+        assert problem["detail"] == "the request body did not arrive within 1 s"
+        assert took < 4
+        at_once = head.replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n") + body
+        quick, took = _trickle(address, at_once, b"", every=0)
+        assert quick.startswith(b"HTTP/1.1 200 ") and took < 4

@@ -46,6 +46,14 @@ def serve(
     deadline: Annotated[
         float, typer.Option(help="Seconds a request may take (504 beyond).", min=1)
     ] = 60.0,
+    header_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a request's headers may take to arrive (408 beyond).", min=0.1),
+    ] = 10.0,
+    body_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a request's body may take to arrive (408 beyond).", min=0.1),
+    ] = 30.0,
     cors_origin: Annotated[
         list[str] | None,
         typer.Option(help="An origin whose pages may call the API (repeat; default: none)."),
@@ -97,7 +105,7 @@ def serve(
         )
     config = ServeConfig(
         rate=rate, burst=max(1, int(rate * 2)), model_waiting=queue, deadline_s=deadline,
-        cors_origins=tuple(cors_origin or ()), docs=docs,
+        cors_origins=tuple(cors_origin or ()), docs=docs, body_timeout_s=body_timeout,
     )  # fmt: skip
     who = "anonymous callers are public" if ring.allow_anonymous else "a key is needed"
     err.print(
@@ -105,7 +113,7 @@ def serve(
         highlight=False,
     )
     app = create_app(path, ring, config=config, store=url or "")
-    run(app, host, port, forwarded_allow_ips=proxies)
+    run(app, host, port, forwarded_allow_ips=proxies, header_timeout_s=header_timeout)
 
 
 def port_free(host: str, port: int) -> None:

@@ -62,7 +62,8 @@ STATIC = files("tether.server") / "static"
 class ServeConfig:
     """How a server runs: `readers` searches at a time, `model_slots` answers at a time with
     `model_waiting` more in line (503 beyond), `deadline_s` per request (504 beyond),
-    `max_body` bytes per request (413 beyond), `rate`/`burst` requests a second per key (429
+    `max_body` bytes per request (413 beyond) arriving within `body_timeout_s` of the headers
+    (408 beyond), `rate`/`burst` requests a second per key (429
     beyond; 0: no limit), `failed_auth_per_minute` failed authentications per client address
     (429 beyond, `tether.server.limits.FailedAuth`; 0: no limit), `cors_origins` allowed
     (none: CORS off), `docs`: serve Swagger UI at /docs (off by default: the page loads
@@ -73,6 +74,7 @@ class ServeConfig:
     model_waiting: int = 4
     deadline_s: float = 60.0
     max_body: int = 64 * 1024
+    body_timeout_s: float = 30.0
     rate: float = 10.0
     burst: int = 20
     failed_auth_per_minute: float = 10.0
@@ -398,7 +400,8 @@ def create_app(
             allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type"],
             expose_headers=["Tether-Audience", "Retry-After"],
         )  # fmt: skip
-    app.add_middleware(Guard, max_body=conf.max_body, metrics=app.state.tether.metrics)
+    app.add_middleware(Guard, max_body=conf.max_body, metrics=app.state.tether.metrics,
+                       body_timeout_s=conf.body_timeout_s)  # fmt: skip
     app.router.add_event_handler("shutdown", app.state.tether.close)
     return app
 

@@ -4,7 +4,8 @@ request size limit, the response's audience and security headers, and the Promet
 - `ProblemDetails`: the JSON body of every 4xx/5xx (`application/problem+json`): type, title,
   status, detail. An unexpected exception is a 500 with a fixed sentence, never a traceback.
 - `Guard`: one ASGI middleware that refuses a body over the size limit (413, whether or not
-  the client sent a Content-Length), adds `Tether-Audience` to every response computed for an
+  the client sent a Content-Length) or one that has not all arrived `body_timeout_s` seconds
+  after the request's headers (408, and the connection is closed), adds `Tether-Audience` to every response computed for an
   audience and `SECURITY_HEADERS` to every response (a response that sets its own
   Content-Security-Policy keeps it: the opt-in /docs page), and counts requests and their
   latency per route.
@@ -19,6 +20,7 @@ none of these headers.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import re
@@ -69,7 +71,7 @@ class ProblemDetails(BaseModel):
 
 TITLES = {
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 413: "Content Too Large", 415: "Unsupported Media Type",
+    405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large", 415: "Unsupported Media Type",
     422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error",
     503: "Service Unavailable", 504: "Gateway Timeout",
 }  # fmt: skip
@@ -149,12 +151,16 @@ class Metrics:
 
 
 class Guard:
-    """ASGI middleware: the body size limit, the audience header, request metrics."""
+    """ASGI middleware: the body size limit and deadline, the audience and security headers,
+    request metrics."""
 
-    def __init__(self, app: Any, *, max_body: int, metrics: Metrics) -> None:
+    def __init__(
+        self, app: Any, *, max_body: int, metrics: Metrics, body_timeout_s: float = 30.0
+    ) -> None:
         self.app = app
         self.max_body = max_body
         self.metrics = metrics
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -170,13 +176,23 @@ class Guard:
             self._count(scope, 413, started)
             return
         seen = 0
+        body_ends = asyncio.get_running_loop().time() + self.body_timeout_s
+        body_done = False
 
         async def limited() -> Any:
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, body_done
+            if body_done:  # the app waits for a disconnect (a stream): no deadline
+                return await receive()
+            left = body_ends - asyncio.get_running_loop().time()
+            try:
+                message = await asyncio.wait_for(receive(), max(left, 0.0))
+            except TimeoutError:
+                detail = f"the request body did not arrive within {self.body_timeout_s:g} s"
+                raise Refused(408, detail, headers={"Connection": "close"}) from None
             seen += len(message.get("body", b""))
             if seen > self.max_body:
                 raise Refused(413, f"the request body is over {self.max_body} bytes")
+            body_done = message["type"] != "http.request" or not message.get("more_body")
             return message
 
         async def sending(message: Any) -> None:
