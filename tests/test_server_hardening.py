@@ -275,3 +275,63 @@ def test_a_body_sent_one_byte_a_second_is_cut_off(index) -> None:
         at_once = head.replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n") + body
         quick, took = _trickle(address, at_once, b"", every=0)
         assert quick.startswith(b"HTTP/1.1 200 ") and took < 4
+
+
+# ---- 5. anonymous answers recorded per address and day, the rest counted ---------------------
+
+
+def _small_index(folder: Path) -> Path:
+    from tether.app import Workspace
+
+    docs = folder / "docs"
+    docs.mkdir()
+    (docs / "parking.md").write_text(
+        "---\naccess: public\n---\n# Parking\n\nParking is free on Sundays.\n"
+    )
+    path = folder / "index.sqlite"
+    Workspace(Settings(), index=path, create=True).ingest(docs, embed=False)
+    return path
+
+
+def test_anonymous_audit_rows_are_capped_per_address_and_the_dropped_counted(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from tether.app import Workspace
+    from tether.cli.main import app as cli
+    from tether.types import AuditQuery
+
+    path = _small_index(tmp_path)
+    app = serve_app(path, {PUBLIC: "public"}, anonymous=True, anonymous_audit_per_day=2)
+    question = {"question": "Is parking free on Sundays?", "method": "bm25"}
+    other = TestClient(app, raise_server_exceptions=False, client=("198.51.100.9", 4000))
+    with TestClient(app, raise_server_exceptions=False, client=("203.0.113.5", 4000)) as flood:
+        for _ in range(5):  # every one is answered; 2 are recorded
+            assert flood.post("/v1/ask", json=question).json()["answer"]
+        streamed = flood.post("/v1/ask", json={**question, "stream": True})
+        assert "event: result" in streamed.text
+        assert other.post("/v1/ask", json=question).status_code == 200  # its own count
+        for _ in range(3):  # a key is never capped
+            assert flood.post("/v1/ask", json=question, headers=bearer(PUBLIC)).status_code == 200
+    with Workspace(Settings(), index=path) as ws:  # after the server stopped
+        found = ws.audit_entries(AuditQuery(reader="staff"))
+    answered = sorted(e.who for e in found if e.status != "dropped")
+    assert answered == ["anonymous"] * 3 + ["k1"] * 3
+    dropped = [e for e in found if e.status == "dropped"]
+    assert sum(e.dropped for e in dropped) == 4 and all(e.question == "" for e in dropped)
+    assert len(dropped) == 2  # the first drop at once, the other three when the server stopped
+    listed = CliRunner().invoke(cli, ["audit", "--index", str(path), "--audience", "staff"])
+    assert listed.exit_code == 0, listed.output
+    assert "4 anonymous answers not recorded" in " ".join(listed.output.split())
+
+
+def test_the_audit_quota_writes_drops_in_batches(monkeypatch) -> None:
+    from tether.server.limits import AuditQuota
+
+    quota = AuditQuota(1, flush_every=3, flush_s=3600)
+    assert quota.admit("a") and not quota.admit("a") and quota.admit("b")
+    assert [quota.dropped() for _ in range(7)] == [1, 0, 0, 3, 0, 0, 3]
+    assert quota.dropped() == 0 and quota.pending() == 1 and quota.pending() == 0
+    assert all(AuditQuota(0).admit("a") for _ in range(1000))  # 0: no cap
+    monkeypatch.setattr("time.gmtime", lambda *a: __import__("time").struct_time(
+        (2031, 1, 2, 0, 0, 0, 3, 2, 0)))  # fmt: skip
+    assert quota.admit("a")  # a new day

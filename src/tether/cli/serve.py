@@ -46,6 +46,14 @@ def serve(
     deadline: Annotated[
         float, typer.Option(help="Seconds a request may take (504 beyond).", min=1)
     ] = 60.0,
+    anonymous_audit_per_day: Annotated[
+        int,
+        typer.Option(
+            help="Anonymous answers recorded in the audit per client address a day (beyond:"
+            " answered, counted as dropped); 0: no cap.",
+            min=0,
+        ),
+    ] = 200,
     header_timeout: Annotated[
         float,
         typer.Option(help="Seconds a request's headers may take to arrive (408 beyond).", min=0.1),
@@ -106,6 +114,7 @@ def serve(
     config = ServeConfig(
         rate=rate, burst=max(1, int(rate * 2)), model_waiting=queue, deadline_s=deadline,
         cors_origins=tuple(cors_origin or ()), docs=docs, body_timeout_s=body_timeout,
+        anonymous_audit_per_day=anonymous_audit_per_day,
     )  # fmt: skip
     who = "anonymous callers are public" if ring.allow_anonymous else "a key is needed"
     err.print(

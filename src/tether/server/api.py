@@ -49,7 +49,7 @@ from tether.server.http import (
     problem_responses,
 )
 from tether.server.keys import ANONYMOUS, ApiKey, KeyRing, RateLimiter
-from tether.server.limits import FailedAuth
+from tether.server.limits import AuditQuota, FailedAuth
 from tether.server.requests import AskRequest, Caller, CheckRequest, Health, SearchRequest, View
 from tether.server.workers import Lane, wait
 from tether.types import Audience, Claim, Filters
@@ -65,7 +65,10 @@ class ServeConfig:
     `max_body` bytes per request (413 beyond) arriving within `body_timeout_s` of the headers
     (408 beyond), `rate`/`burst` requests a second per key (429
     beyond; 0: no limit), `failed_auth_per_minute` failed authentications per client address
-    (429 beyond, `tether.server.limits.FailedAuth`; 0: no limit), `cors_origins` allowed
+    (429 beyond, `tether.server.limits.FailedAuth`; 0: no limit),
+    `anonymous_audit_per_day` anonymous answers recorded per client address and UTC day
+    (beyond: answered, counted as dropped; `tether.server.limits.AuditQuota`; 0: no cap),
+    `cors_origins` allowed
     (none: CORS off), `docs`: serve Swagger UI at /docs (off by default: the page loads
     Swagger UI from a CDN)."""
 
@@ -78,6 +81,7 @@ class ServeConfig:
     rate: float = 10.0
     burst: int = 20
     failed_auth_per_minute: float = 10.0
+    anonymous_audit_per_day: int = 200
     cors_origins: tuple[str, ...] = ()
     docs: bool = False
 
@@ -87,11 +91,13 @@ class Server:
 
     def __init__(self, make: Callable[[], Workspace], keys: KeyRing, config: ServeConfig) -> None:
         self.config = config
+        self.make = make
         self.keys = keys
         self.readers = Lane("reader", make, config.readers)
         self.model = Lane("model", make, config.model_slots, config.model_waiting)
         self.limiter = RateLimiter(config.rate, config.burst)
         self.failures = FailedAuth(config.failed_auth_per_minute)
+        self.audit_quota = AuditQuota(config.anonymous_audit_per_day)
         self.metrics = Metrics()
 
     async def read(self, fn: Callable[[Workspace], T]) -> T:
@@ -115,9 +121,28 @@ class Server:
         if result.problem is not None and result.problem.kind == "provider_error":
             self.metrics.provider_errors.inc()
 
+    def audits(self, request: Request, key: ApiKey) -> bool:
+        """Whether the answer to this request is recorded in the audit: always for a key,
+        for an anonymous caller while its address is under the daily cap."""
+        return key is not ANONYMOUS or self.audit_quota.admit(client_address(request))
+
+    def dropped(self, ws: Workspace) -> None:
+        """Count one anonymous answer not recorded; write the count when it is due."""
+        ws.record_dropped(self.audit_quota.dropped())
+
     def close(self) -> None:
+        """Stop the lanes; write the dropped answers not yet written."""
         self.readers.close()
         self.model.close()
+        left = self.audit_quota.pending()
+        if left:
+            with self.make() as ws:
+                ws.record_dropped(left)
+
+
+def client_address(request: Request) -> str:
+    """The client's address as uvicorn gives it (see `tether.server.running`)."""
+    return request.client.host if request.client else "?"
 
 
 def server_of(request: Request) -> Server:
@@ -136,7 +161,7 @@ async def caller(
     authentications (per client address) and on requests (per key)."""
     s = server_of(request)
     challenge = {"WWW-Authenticate": "Bearer"}
-    host = request.client.host if request.client else "?"
+    host = client_address(request)
     if request.headers.get("authorization"):
         blocked = s.failures.blocked(host)
         if blocked:
@@ -189,9 +214,11 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
         language=body.language, method=body.method, k=body.k, mode=body.mode,
         strict=body.strict, verify=body.verify,
     )  # fmt: skip
+    audit = s.audits(request, key)
     if not body.stream:
         result = await wait(
-            s.answer(lambda ws: _ask(ws, body.question, options, key)), s.config.deadline_s
+            s.answer(lambda ws: _ask(ws, s, body.question, options, key, audit)),
+            s.config.deadline_s,
         )
         s.observe(result)
         return result
@@ -202,15 +229,20 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
         for item in _stage(stage, partial):
             loop.call_soon_threadsafe(line.put_nowait, item)
 
-    future = s.answer(lambda ws: _ask(ws, body.question, options, key, events))
+    future = s.answer(lambda ws: _ask(ws, s, body.question, options, key, audit, events))
     return StreamingResponse(_stream(s, future, line), media_type="text/event-stream")
 
 
 def _ask(
-    ws: Workspace, question: str, options: Any, key: ApiKey, events: Any = None
-) -> schemas.AskResult:
-    """Answer on a worker, recorded in the audit as asked by the key's name ("anonymous")."""
-    return schemas.AskResult.from_ask_result(ws.ask(question, options, events=events, who=key.name))
+    ws: Workspace, s: Server, question: str, options: Any, key: ApiKey, audit: bool,
+    events: Any = None,
+) -> schemas.AskResult:  # fmt: skip
+    """Answer on a worker, recorded in the audit as asked by the key's name ("anonymous"), or,
+    without `audit`, counted as dropped."""
+    found = ws.ask(question, options, events=events, who=key.name, audit=audit)
+    if not audit:
+        s.dropped(ws)
+    return schemas.AskResult.from_ask_result(found)
 
 
 def _event(name: str, data: Any) -> str:
