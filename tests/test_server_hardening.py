@@ -5,6 +5,7 @@ uvicorn on a free loopback port, as `tether serve` starts it."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -335,3 +336,60 @@ def test_the_audit_quota_writes_drops_in_batches(monkeypatch) -> None:
     monkeypatch.setattr("time.gmtime", lambda *a: __import__("time").struct_time(
         (2031, 1, 2, 0, 0, 0, 3, 2, 0)))  # fmt: skip
     assert quota.admit("a")  # a new day
+
+
+# ---- 6. lanes: heavy requests never take a search's thread -----------------------------------
+
+
+def test_a_search_runs_while_checks_and_answers_fill_their_lanes(index, monkeypatch) -> None:
+    """With one reader thread, the checker's lane full (one running, one waiting) and the
+    model's full, a search is still answered at once; one more check or answer is a 503
+    with Retry-After. The slow work is the engine's own `check` and `ask`, held on an event
+    (the lane is under test, not the verifier)."""
+    import concurrent.futures
+    import threading
+
+    import httpx
+    from serving import live_server
+
+    from tether.app import Workspace
+
+    pytest.importorskip("uvicorn")
+    release, started = threading.Event(), threading.Semaphore(0)
+    real_check, real_ask = Workspace.check, Workspace.ask
+
+    def slow(real):
+        def held(self, *args, **kwargs):
+            started.release()
+            release.wait(30)
+            return real(self, *args, **kwargs)
+
+        return held
+
+    monkeypatch.setattr(Workspace, "check", slow(real_check))
+    monkeypatch.setattr(Workspace, "ask", slow(real_ask))
+    app = serve_app(index, {}, anonymous=True, readers=1, check_slots=1, check_waiting=1,
+                    model_slots=1, model_waiting=0, deadline_s=60)  # fmt: skip
+    check = {"claims": [{"text": "Parking is free on Sundays.", "chunk_ids": []}],
+             "passage_ids": [], "judge": False}  # fmt: skip
+    ask = {"question": "Is parking free on Sundays?", "method": "bm25"}
+    with live_server(app) as (host, port), concurrent.futures.ThreadPoolExecutor(4) as pool:
+        base = f"http://{host}:{port}"
+        post = lambda path, body: httpx.post(base + path, json=body, timeout=60)  # noqa: E731
+        heavy = [pool.submit(post, "/v1/check", check), pool.submit(post, "/v1/ask", ask)]
+        for _ in range(2):  # one check and one answer are running (and held)
+            assert started.acquire(timeout=20)
+        heavy.append(pool.submit(post, "/v1/check", check))  # waits in the checker's line
+        time.sleep(0.5)
+        try:
+            searched = post("/v1/search", SEARCH)
+            assert searched.status_code == 200 and searched.elapsed.total_seconds() < 5
+            assert "Parking" in searched.json()[0]["text"]
+            for path, body in (("/v1/check", check), ("/v1/ask", ask)):
+                busy = post(path, body)
+                is_problem(busy, 503)
+                assert int(busy.headers["Retry-After"]) >= 1
+            assert "checker is busy" in post("/v1/check", check).json()["detail"]
+        finally:
+            release.set()
+        assert [f.result().status_code for f in heavy] == [200, 200, 200]

@@ -61,20 +61,23 @@ STATIC = files("tether.server") / "static"
 @dataclass(frozen=True)
 class ServeConfig:
     """How a server runs: `readers` searches at a time, `model_slots` answers at a time with
-    `model_waiting` more in line (503 beyond), `deadline_s` per request (504 beyond),
-    `max_body` bytes per request (413 beyond) arriving within `body_timeout_s` of the headers
-    (408 beyond), `rate`/`burst` requests a second per key (429
-    beyond; 0: no limit), `failed_auth_per_minute` failed authentications per client address
-    (429 beyond, `tether.server.limits.FailedAuth`; 0: no limit),
+    `model_waiting` more in line (503 beyond), `check_slots` checks at a time with
+    `check_waiting` more in line (503 beyond), each in a lane of its own (a search never
+    waits for a thread held by an answer or a check: `tether.server.workers`); `deadline_s`
+    per request (504 beyond); `max_body` bytes per request (413 beyond) arriving within
+    `body_timeout_s` of the headers (408 beyond); `rate`/`burst` requests a second per key
+    (429 beyond; 0: no limit); `failed_auth_per_minute` failed authentications per client
+    address (429 beyond, `tether.server.limits.FailedAuth`; 0: no limit);
     `anonymous_audit_per_day` anonymous answers recorded per client address and UTC day
-    (beyond: answered, counted as dropped; `tether.server.limits.AuditQuota`; 0: no cap),
-    `cors_origins` allowed
-    (none: CORS off), `docs`: serve Swagger UI at /docs (off by default: the page loads
-    Swagger UI from a CDN)."""
+    (beyond: answered, counted as dropped; `tether.server.limits.AuditQuota`; 0: no cap);
+    `cors_origins` allowed (none: CORS off); `docs`: serve Swagger UI at /docs (off by
+    default: the page loads Swagger UI from a CDN)."""
 
     readers: int = 4
     model_slots: int = 1
     model_waiting: int = 4
+    check_slots: int = 2
+    check_waiting: int = 4
     deadline_s: float = 60.0
     max_body: int = 64 * 1024
     body_timeout_s: float = 30.0
@@ -87,7 +90,8 @@ class ServeConfig:
 
 
 class Server:
-    """What one app holds: the reader and model lanes, the keys, the rate limit, the metrics."""
+    """What one app holds: the reader, model and checker lanes, the keys, the limits, the
+    metrics."""
 
     def __init__(self, make: Callable[[], Workspace], keys: KeyRing, config: ServeConfig) -> None:
         self.config = config
@@ -95,6 +99,10 @@ class Server:
         self.keys = keys
         self.readers = Lane("reader", make, config.readers)
         self.model = Lane("model", make, config.model_slots, config.model_waiting)
+        self.checker = Lane(
+            "check", make, config.check_slots, config.check_waiting,
+            busy="the checker is busy: too many checks are waiting",
+        )  # fmt: skip
         self.limiter = RateLimiter(config.rate, config.burst)
         self.failures = FailedAuth(config.failed_auth_per_minute)
         self.audit_quota = AuditQuota(config.anonymous_audit_per_day)
@@ -106,12 +114,20 @@ class Server:
 
     def answer(self, fn: Callable[[Workspace], T]) -> Future[T]:
         """Start `fn(workspace)` on the model's lane, or 503 when its line is full."""
+        return self._heavy(self.model, fn, "queue")
+
+    async def check(self, fn: Callable[[Workspace], T]) -> T:
+        """`fn(workspace)` on the checker's lane under the deadline, or 503 when its line is
+        full."""
+        return await wait(self._heavy(self.checker, fn, "check"), self.config.deadline_s)
+
+    def _heavy(self, lane: Lane, fn: Callable[[Workspace], T], reason: str) -> Future[T]:
         try:
-            self.model.admit()
+            lane.admit()
         except Refused:
-            self.metrics.turned_away.labels("queue").inc()
+            self.metrics.turned_away.labels(reason).inc()
             raise
-        return self.model.submit(fn, admitted=True)
+        return lane.submit(fn, admitted=True)
 
     def observe(self, result: schemas.AskResult) -> None:
         """Count a refusal, flagged claims, a provider error."""
@@ -134,6 +150,7 @@ class Server:
         """Stop the lanes; write the dropped answers not yet written."""
         self.readers.close()
         self.model.close()
+        self.checker.close()
         left = self.audit_quota.pending()
         if left:
             with self.make() as ws:
@@ -348,7 +365,7 @@ async def check(body: CheckRequest, request: Request, key: Key) -> list[schemas.
         language=body.language, question=body.question, judge=body.judge,
     )  # fmt: skip
     claims = [Claim(c.text, tuple(c.chunk_ids)) for c in body.claims]
-    found = await server_of(request).read(lambda ws: ws.check(claims, body.passage_ids, options))
+    found = await server_of(request).check(lambda ws: ws.check(claims, body.passage_ids, options))
     return [schemas.Check.from_check(c) for c in found]
 
 

@@ -128,7 +128,8 @@ def install_problems(app: FastAPI) -> None:
 
 class Metrics:
     """What `/metrics` shows: requests and latency per route and status, refusals by who
-    refused, flagged claims, provider errors, requests turned away (rate limit, full queue)."""
+    refused, flagged claims, provider errors, requests turned away (rate limit, failed
+    authentications, a full model or checker line)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
