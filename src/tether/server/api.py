@@ -137,10 +137,11 @@ class Server:
         if result.problem is not None and result.problem.kind == "provider_error":
             self.metrics.provider_errors.inc()
 
-    def audits(self, request: Request, key: ApiKey) -> bool:
-        """Whether the answer to this request is recorded in the audit: always for a key,
-        for an anonymous caller while its address is under the daily cap."""
-        return key is not ANONYMOUS or self.audit_quota.admit(client_address(request))
+    def audits(self, key: ApiKey, address: str) -> bool:
+        """Whether an answer about to run is recorded in the audit: always for a key, for an
+        anonymous caller while its address is under the daily cap (counted here, so a request
+        turned away before it runs takes nothing)."""
+        return key is not ANONYMOUS or self.audit_quota.admit(address)
 
     def dropped(self, ws: Workspace) -> None:
         """Count one anonymous answer not recorded; write the count when it is due."""
@@ -231,10 +232,10 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
         language=body.language, method=body.method, k=body.k, mode=body.mode,
         strict=body.strict, verify=body.verify,
     )  # fmt: skip
-    audit = s.audits(request, key)
+    host = client_address(request)
     if not body.stream:
         result = await wait(
-            s.answer(lambda ws: _ask(ws, s, body.question, options, key, audit)),
+            s.answer(lambda ws: _ask(ws, s, body.question, options, key, host)),
             s.config.deadline_s,
         )
         s.observe(result)
@@ -246,16 +247,17 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
         for item in _stage(stage, partial):
             loop.call_soon_threadsafe(line.put_nowait, item)
 
-    future = s.answer(lambda ws: _ask(ws, s, body.question, options, key, audit, events))
+    future = s.answer(lambda ws: _ask(ws, s, body.question, options, key, host, events))
     return StreamingResponse(_stream(s, future, line), media_type="text/event-stream")
 
 
 def _ask(
-    ws: Workspace, s: Server, question: str, options: Any, key: ApiKey, audit: bool,
+    ws: Workspace, s: Server, question: str, options: Any, key: ApiKey, address: str,
     events: Any = None,
 ) -> schemas.AskResult:  # fmt: skip
     """Answer on a worker, recorded in the audit as asked by the key's name ("anonymous"), or,
-    without `audit`, counted as dropped."""
+    for an anonymous caller over its daily cap, counted as dropped."""
+    audit = s.audits(key, address)
     found = ws.ask(question, options, events=events, who=key.name, audit=audit)
     if not audit:
         s.dropped(ws)
@@ -431,7 +433,7 @@ def create_app(
     app = FastAPI(
         title="tether", version=__version__,
         description="Answers from a document collection with claims an agent can check.",
-        responses=problem_responses(400, 401, 413, 422, 429, 500),
+        responses=problem_responses(400, 401, 408, 413, 422, 429, 500),
         docs_url=None, redoc_url=None,
     )  # fmt: skip
     app.state.tether = Server(make, ring, conf)
