@@ -610,6 +610,25 @@ class Workspace:
             print(f"warning: the answer was not recorded in the audit: {exc}", file=sys.stderr)
             return None
 
+    def record_dropped(self, count: int, who: str = "anonymous") -> int | None:
+        """Record that `count` public answers asked by `who` were not recorded (a server's daily
+        cap on anonymous answers, `tether.server.limits.AuditQuota`): one small entry of status
+        "dropped", so the audit says how many are missing. Like `record`: nothing when the
+        setting TETHER_AUDIT is off, a failure reported on stderr, never raised."""
+        from tether.types import AuditEntry
+
+        if count <= 0 or not self.settings.audit:
+            return None
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        entry = AuditEntry(at, who, "public", "", "dropped", dropped=count)
+        try:
+            days = self.settings.audit_retention_days or None
+            return self._audit(True).record(entry, days)
+        except (TetherError, OSError) as exc:
+            print(f"warning: {count} dropped answers were not noted in the audit: {exc}",
+                  file=sys.stderr)  # fmt: skip
+            return None
+
     def audit_entries(self, query: AuditQuery) -> list[AuditEntry]:
         """The entries `query` selects, as its reader may see them: a public reader gets public
         entries without id or asker (ids count staff entries too; a staff key may ask for the

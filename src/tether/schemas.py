@@ -643,7 +643,8 @@ class AnswerReport(_Wire):
 
 
 class AuditRecord(_Wire):
-    """One answered question as the audit keeps it (`tether audit`)."""
+    """One answered question as the audit keeps it (`tether audit`), or, with status
+    "dropped", how many answers were not recorded."""
 
     id: int
     at: str
@@ -663,6 +664,9 @@ class AuditRecord(_Wire):
     flags: list[str]
     timings: dict[str, float]
     cost_usd: float
+    dropped: int = Field(
+        0, description='status "dropped": how many answers were not recorded (a daily cap)'
+    )
 
     @classmethod
     def from_entry(cls, e: types.AuditEntry) -> AuditRecord:

@@ -663,7 +663,9 @@ class AuditEntry:
     """One answered question as the audit keeps it (`tether.protocols.AuditLog`): when, who
     (a key name such as "cli", or an OS user) and for which audience, the filters and method,
     the passages given to the model, the prompt's hash, provider and model, the answer with
-    each claim's checks, timings and cost. `id` is given by the log when it is written."""
+    each claim's checks, timings and cost. `id` is given by the log when it is written.
+    An entry of status "dropped" is no answer: it says that `dropped` answers asked by `who`
+    were not recorded (a server's daily cap on anonymous answers per client address)."""
 
     at: str  # UTC, ISO 8601 (YYYY-MM-DDTHH:MM:SSZ)
     who: str
@@ -681,6 +683,7 @@ class AuditEntry:
     claims: tuple[dict, ...] = ()  # {"text", "chunk_ids", "flags", "entailment", "removed"}
     timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
     cost_usd: float = 0.0
+    dropped: int = 0  # status "dropped": how many answers were not recorded
     id: int | None = None
 
     @property

@@ -1,6 +1,8 @@
 """`tether audit`: the answered questions the index recorded (`Workspace.record`): list and
 filter them (flagged first, by date, by the asker's audience, by flag), `show ID` in full,
-`export --format jsonl|csv`.
+`export --format jsonl|csv`. An entry of status "dropped" is no answer: it counts the
+anonymous answers `tether serve` left out over its daily cap per client address; the listing
+sums them.
 
 The reader's `--audience` is public by default: a public reader never sees an entry asked
 for staff (those answers may quote staff passages); `--audience staff` sees every entry.
@@ -56,7 +58,7 @@ LimitOpt = Annotated[int, typer.Option(help="At most this many (0: all).", min=0
 
 CSV_FIELDS = (
     "id", "at", "who", "audience", "as_of", "method", "status", "refused_by", "provider",
-    "model", "question", "answer", "flags", "passage_ids", "prompt_hash", "cost_usd",
+    "model", "question", "answer", "flags", "passage_ids", "prompt_hash", "cost_usd", "dropped",
 )  # fmt: skip
 
 
@@ -108,11 +110,23 @@ def audit(
         f"audit ({len(entries)} shown)", ("id", "at", "who", "audience", "status", "flags", "question")
     )
     for e in entries:
+        question = dropped_words(e.dropped) if e.status == "dropped" else e.question
         listed.add_row(
             str(e.id or "-"), e.at, shown(e.who, one_line=True), e.audience, e.status,
-            shown(", ".join(e.flags) or "—", one_line=True), shown(e.question, one_line=True),
+            shown(", ".join(e.flags) or "—", one_line=True), shown(question, one_line=True),
         )  # fmt: skip
     out.print(listed)
+    missing = sum(e.dropped for e in entries if e.status == "dropped")
+    if missing:
+        out.print(f"{dropped_words(missing)} in the entries shown", highlight=False)
+
+
+def dropped_words(count: int) -> str:
+    """What an entry of status "dropped" stands for, in words."""
+    return (
+        f"{count} anonymous answer{'s' * (count != 1)} not recorded (over tether serve's daily"
+        " cap per client address)"
+    )
 
 
 @audit_app.command()
@@ -136,7 +150,8 @@ def show(
         return
     data = record.model_dump()
     for key in ("id", "at", "who", "audience", "as_of", "method", "status", "refused_by",
-                "provider", "model", "prompt_hash", "cost_usd", "question", "answer"):  # fmt: skip
+                "provider", "model", "prompt_hash", "cost_usd", "question", "answer",
+                "dropped"):  # fmt: skip
         out.print(f"[bold]{key}[/bold]: {shown(data[key])}", highlight=False)
     out.print(f"[bold]passages[/bold]: {shown(', '.join(record.passage_ids) or 'none')}",
               highlight=False)  # fmt: skip

@@ -46,18 +46,46 @@ def serve(
     deadline: Annotated[
         float, typer.Option(help="Seconds a request may take (504 beyond).", min=1)
     ] = 60.0,
+    anonymous_audit_per_day: Annotated[
+        int,
+        typer.Option(
+            help="Anonymous answers recorded in the audit per client address a day (beyond:"
+            " answered, counted as dropped); 0: no cap.",
+            min=0,
+        ),
+    ] = 200,
+    header_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a request's headers may take to arrive (408 beyond).", min=0.1),
+    ] = 10.0,
+    body_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a request's body may take to arrive (408 beyond).", min=0.1),
+    ] = 30.0,
     cors_origin: Annotated[
         list[str] | None,
         typer.Option(help="An origin whose pages may call the API (repeat; default: none)."),
     ] = None,
+    forwarded_allow_ips: Annotated[
+        str | None,
+        typer.Option(
+            "--forwarded-allow-ips",
+            help="Proxies whose X-Forwarded-For names the client (comma-separated addresses or"
+            " networks, or *); default: none, the peer's address counts.",
+        ),
+    ] = None,
+    docs: Annotated[
+        bool,
+        typer.Option("--docs", help="Serve Swagger UI at /docs (the browser loads it from a CDN)."),
+    ] = False,
     store: StoreOpt = None,
 ) -> None:
-    """Serve the HTTP API (/v1, OpenAPI at /docs) and the web page (/) over one index."""
+    """Serve the HTTP API (/v1, OpenAPI at /openapi.json) and the web page (/) over one index."""
     from tether.errors import TetherError
 
     with user_errors():
         try:
-            import uvicorn
+            import uvicorn  # noqa: F401 (is the serve extra installed?)
 
             from tether.server.api import ServeConfig, create_app
         except ImportError as exc:  # `make demo` installs no server: say so in one line
@@ -67,8 +95,10 @@ def serve(
             ) from None
     from tether.cli.app import open_workspace, server_store
     from tether.server.keys import KeyRing, load_keys
+    from tether.server.running import parse_forwarded_allow_ips, run
 
     with user_errors():
+        proxies = parse_forwarded_allow_ips(forwarded_allow_ips)
         port_free(host, port)
         url = None if demo else server_store(store)  # --store, else TETHER_STORE
         path = find_index(index, demo) if url is None else None
@@ -83,7 +113,8 @@ def serve(
         )
     config = ServeConfig(
         rate=rate, burst=max(1, int(rate * 2)), model_waiting=queue, deadline_s=deadline,
-        cors_origins=tuple(cors_origin or ()),
+        cors_origins=tuple(cors_origin or ()), docs=docs, body_timeout_s=body_timeout,
+        anonymous_audit_per_day=anonymous_audit_per_day,
     )  # fmt: skip
     who = "anonymous callers are public" if ring.allow_anonymous else "a key is needed"
     err.print(
@@ -91,7 +122,7 @@ def serve(
         highlight=False,
     )
     app = create_app(path, ring, config=config, store=url or "")
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=30)
+    run(app, host, port, forwarded_allow_ips=proxies, header_timeout_s=header_timeout)
 
 
 def port_free(host: str, port: int) -> None:

@@ -1,14 +1,17 @@
 """The HTTP API of `tether serve`: `create_app` builds a FastAPI app over one index.
 
-Endpoints (OpenAPI at /openapi.json, browsable at /docs): POST /v1/ask (an AskResult, or
-server-sent events with `stream`), POST /v1/search, GET /v1/documents, GET
-/v1/documents/{doc_id}, GET /v1/chunks/{chunk_id}, POST /v1/check, GET /v1/whoami, GET
-/v1/flags (each flag in plain words), GET /healthz, GET /metrics (staff keys), and the web page at /.
+Endpoints (OpenAPI at /openapi.json; Swagger UI at /docs only with `ServeConfig.docs`):
+POST /v1/ask (an AskResult, or server-sent events with `stream`), POST /v1/search, GET
+/v1/documents, GET /v1/documents/{doc_id}, GET /v1/chunks/{chunk_id}, POST /v1/check, GET
+/v1/whoami, GET /v1/flags (each flag in plain words), GET /healthz, GET /metrics (staff keys),
+and the web page at /.
 
 The audience comes from the key (`Authorization: Bearer KEY`, see `tether.server.keys`), never
 from the body: `view` may only narrow it. Every response computed for an audience carries it
 in the `Tether-Audience` header (an AskResult also in its `audience` field). A document or
-chunk the audience may not see is answered exactly as one that does not exist.
+chunk the audience may not see is answered exactly as one that does not exist. Every response
+carries the security headers of `tether.server.http.SECURITY_HEADERS` (CSP, nosniff, no
+framing, no referrer).
 
 What it cannot do: it holds no state but the index (several processes can serve one store);
 the web page and the API share one origin, CORS is off unless origins are given.
@@ -40,11 +43,13 @@ from tether.server.http import (
     Guard,
     Metrics,
     Refused,
+    docs_page,
     install_problems,
     problem,
     problem_responses,
 )
 from tether.server.keys import ANONYMOUS, ApiKey, KeyRing, RateLimiter
+from tether.server.limits import AuditQuota, FailedAuth
 from tether.server.requests import AskRequest, Caller, CheckRequest, Health, SearchRequest, View
 from tether.server.workers import Lane, wait
 from tether.types import Audience, Claim, Filters
@@ -56,29 +61,51 @@ STATIC = files("tether.server") / "static"
 @dataclass(frozen=True)
 class ServeConfig:
     """How a server runs: `readers` searches at a time, `model_slots` answers at a time with
-    `model_waiting` more in line (503 beyond), `deadline_s` per request (504 beyond),
-    `max_body` bytes per request (413 beyond), `rate`/`burst` requests a second per key (429
-    beyond; 0: no limit), `cors_origins` allowed (none: CORS off)."""
+    `model_waiting` more in line (503 beyond), `check_slots` checks at a time with
+    `check_waiting` more in line (503 beyond), each in a lane of its own (a search never
+    waits for a thread held by an answer or a check: `tether.server.workers`); `deadline_s`
+    per request (504 beyond); `max_body` bytes per request (413 beyond) arriving within
+    `body_timeout_s` of the headers (408 beyond); `rate`/`burst` requests a second per key
+    (429 beyond; 0: no limit); `failed_auth_per_minute` failed authentications per client
+    address (429 beyond, `tether.server.limits.FailedAuth`; 0: no limit);
+    `anonymous_audit_per_day` anonymous answers recorded per client address and UTC day
+    (beyond: answered, counted as dropped; `tether.server.limits.AuditQuota`; 0: no cap);
+    `cors_origins` allowed (none: CORS off); `docs`: serve Swagger UI at /docs (off by
+    default: the page loads Swagger UI from a CDN)."""
 
     readers: int = 4
     model_slots: int = 1
     model_waiting: int = 4
+    check_slots: int = 2
+    check_waiting: int = 4
     deadline_s: float = 60.0
     max_body: int = 64 * 1024
+    body_timeout_s: float = 30.0
     rate: float = 10.0
     burst: int = 20
+    failed_auth_per_minute: float = 10.0
+    anonymous_audit_per_day: int = 200
     cors_origins: tuple[str, ...] = ()
+    docs: bool = False
 
 
 class Server:
-    """What one app holds: the reader and model lanes, the keys, the rate limit, the metrics."""
+    """What one app holds: the reader, model and checker lanes, the keys, the limits, the
+    metrics."""
 
     def __init__(self, make: Callable[[], Workspace], keys: KeyRing, config: ServeConfig) -> None:
         self.config = config
+        self.make = make
         self.keys = keys
         self.readers = Lane("reader", make, config.readers)
         self.model = Lane("model", make, config.model_slots, config.model_waiting)
+        self.checker = Lane(
+            "check", make, config.check_slots, config.check_waiting,
+            busy="the checker is busy: too many checks are waiting",
+        )  # fmt: skip
         self.limiter = RateLimiter(config.rate, config.burst)
+        self.failures = FailedAuth(config.failed_auth_per_minute)
+        self.audit_quota = AuditQuota(config.anonymous_audit_per_day)
         self.metrics = Metrics()
 
     async def read(self, fn: Callable[[Workspace], T]) -> T:
@@ -87,12 +114,20 @@ class Server:
 
     def answer(self, fn: Callable[[Workspace], T]) -> Future[T]:
         """Start `fn(workspace)` on the model's lane, or 503 when its line is full."""
+        return self._heavy(self.model, fn, "queue")
+
+    async def check(self, fn: Callable[[Workspace], T]) -> T:
+        """`fn(workspace)` on the checker's lane under the deadline, or 503 when its line is
+        full."""
+        return await wait(self._heavy(self.checker, fn, "check"), self.config.deadline_s)
+
+    def _heavy(self, lane: Lane, fn: Callable[[Workspace], T], reason: str) -> Future[T]:
         try:
-            self.model.admit()
+            lane.admit()
         except Refused:
-            self.metrics.turned_away.labels("queue").inc()
+            self.metrics.turned_away.labels(reason).inc()
             raise
-        return self.model.submit(fn, admitted=True)
+        return lane.submit(fn, admitted=True)
 
     def observe(self, result: schemas.AskResult) -> None:
         """Count a refusal, flagged claims, a provider error."""
@@ -102,9 +137,30 @@ class Server:
         if result.problem is not None and result.problem.kind == "provider_error":
             self.metrics.provider_errors.inc()
 
+    def audits(self, key: ApiKey, address: str) -> bool:
+        """Whether an answer about to run is recorded in the audit: always for a key, for an
+        anonymous caller while its address is under the daily cap (counted here, so a request
+        turned away before it runs takes nothing)."""
+        return key is not ANONYMOUS or self.audit_quota.admit(address)
+
+    def dropped(self, ws: Workspace) -> None:
+        """Count one anonymous answer not recorded; write the count when it is due."""
+        ws.record_dropped(self.audit_quota.dropped())
+
     def close(self) -> None:
+        """Stop the lanes; write the dropped answers not yet written."""
         self.readers.close()
         self.model.close()
+        self.checker.close()
+        left = self.audit_quota.pending()
+        if left:
+            with self.make() as ws:
+                ws.record_dropped(left)
+
+
+def client_address(request: Request) -> str:
+    """The client's address as uvicorn gives it (see `tether.server.running`)."""
+    return request.client.host if request.client else "?"
 
 
 def server_of(request: Request) -> Server:
@@ -119,21 +175,30 @@ async def caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
 ) -> ApiKey:
-    """The key of the request (or the anonymous public caller), after the rate limit."""
+    """The key of the request (or the anonymous public caller), after the limits on failed
+    authentications (per client address) and on requests (per key)."""
     s = server_of(request)
     challenge = {"WWW-Authenticate": "Bearer"}
+    host = client_address(request)
+    if request.headers.get("authorization"):
+        blocked = s.failures.blocked(host)
+        if blocked:
+            s.metrics.turned_away.labels("auth").inc()
+            message = "too many failed authentications from this address"
+            raise Refused(429, message, headers={"Retry-After": str(blocked)})
     if credentials is not None:
         key = s.keys.lookup(credentials.credentials)
         if key is None:
+            s.failures.failed(host)
             raise Refused(401, "the key is not known", headers=challenge)
     elif request.headers.get("authorization"):
+        s.failures.failed(host)
         raise Refused(401, "use `Authorization: Bearer KEY`", headers=challenge)
     elif s.keys.allow_anonymous:
         key = ANONYMOUS
     else:
         raise Refused(401, "a key is needed: `Authorization: Bearer KEY`", headers=challenge)
     request.state.audience = key.audience
-    host = request.client.host if request.client else "?"
     wait = s.limiter.take(key.name if key is not ANONYMOUS else f"anonymous@{host}")
     if wait:
         s.metrics.turned_away.labels("rate").inc()
@@ -168,9 +233,11 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
         language=body.language, method=body.method, k=body.k, mode=body.mode,
         strict=body.strict, verify=body.verify, answerability=body.answerability,
     )  # fmt: skip
+    host = client_address(request)
     if not body.stream:
         result = await wait(
-            s.answer(lambda ws: _ask(ws, body.question, options, key)), s.config.deadline_s
+            s.answer(lambda ws: _ask(ws, s, body.question, options, key, host)),
+            s.config.deadline_s,
         )
         s.observe(result)
         return result
@@ -181,17 +248,21 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
         for item in _stage(stage, partial):
             loop.call_soon_threadsafe(line.put_nowait, item)
 
-    future = s.answer(lambda ws: _ask(ws, body.question, options, key, events))
+    future = s.answer(lambda ws: _ask(ws, s, body.question, options, key, host, events))
     return StreamingResponse(_stream(s, future, line), media_type="text/event-stream")
 
 
 def _ask(
-    ws: Workspace, question: str, options: Any, key: ApiKey, events: Any = None
-) -> schemas.AskResult:
-    """Answer on a worker, recorded in the audit as asked by the key's name ("anonymous")."""
-    return schemas.AskResult.from_ask_result(
-        ws.ask(question, options, events=events, who=key.name)
-    )
+    ws: Workspace, s: Server, question: str, options: Any, key: ApiKey, address: str,
+    events: Any = None,
+) -> schemas.AskResult:  # fmt: skip
+    """Answer on a worker, recorded in the audit as asked by the key's name ("anonymous"), or,
+    for an anonymous caller over its daily cap, counted as dropped."""
+    audit = s.audits(key, address)
+    found = ws.ask(question, options, events=events, who=key.name, audit=audit)
+    if not audit:
+        s.dropped(ws)
+    return schemas.AskResult.from_ask_result(found)
 
 
 def _event(name: str, data: Any) -> str:
@@ -299,7 +370,7 @@ async def check(body: CheckRequest, request: Request, key: Key) -> list[schemas.
         language=body.language, question=body.question, judge=body.judge,
     )  # fmt: skip
     claims = [Claim(c.text, tuple(c.chunk_ids)) for c in body.claims]
-    found = await server_of(request).read(lambda ws: ws.check(claims, body.passage_ids, options))
+    found = await server_of(request).check(lambda ws: ws.check(claims, body.passage_ids, options))
     return [schemas.Check.from_check(c) for c in found]
 
 
@@ -365,11 +436,15 @@ def create_app(
     app = FastAPI(
         title="tether", version=__version__,
         description="Answers from a document collection with claims an agent can check.",
-        responses=problem_responses(400, 401, 413, 422, 429, 500),
+        responses=problem_responses(400, 401, 408, 413, 422, 429, 500),
+        docs_url=None, redoc_url=None,
     )  # fmt: skip
     app.state.tether = Server(make, ring, conf)
     install_problems(app)
     _routes(app)
+    if conf.docs:
+        swagger = lambda: docs_page(app.openapi_url or "", "tether API")  # noqa: E731
+        app.add_api_route("/docs", swagger, methods=["GET"], include_in_schema=False)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     if conf.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
@@ -379,7 +454,8 @@ def create_app(
             allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type"],
             expose_headers=["Tether-Audience", "Retry-After"],
         )  # fmt: skip
-    app.add_middleware(Guard, max_body=conf.max_body, metrics=app.state.tether.metrics)
+    app.add_middleware(Guard, max_body=conf.max_body, metrics=app.state.tether.metrics,
+                       body_timeout_s=conf.body_timeout_s)  # fmt: skip
     app.router.add_event_handler("shutdown", app.state.tether.close)
     return app
 

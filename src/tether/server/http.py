@@ -1,25 +1,36 @@
 """The HTTP plumbing of `tether serve`: problem bodies (RFC 9457 style) for every error, the
-request size limit, the response's audience header and the Prometheus metrics.
+request size limit, the response's audience and security headers, and the Prometheus metrics.
 
 - `ProblemDetails`: the JSON body of every 4xx/5xx (`application/problem+json`): type, title,
   status, detail. An unexpected exception is a 500 with a fixed sentence, never a traceback.
 - `Guard`: one ASGI middleware that refuses a body over the size limit (413, whether or not
-  the client sent a Content-Length), adds `Tether-Audience` to every response computed for an
-  audience, and counts requests and their latency per route.
+  the client sent a Content-Length) or one that has not all arrived `body_timeout_s` seconds
+  after the request's headers (408, and the connection is closed), adds `Tether-Audience` to every response computed for an
+  audience and `SECURITY_HEADERS` to every response (a response that sets its own
+  Content-Security-Policy keeps it: the opt-in /docs page), and counts requests and their
+  latency per route.
 - `Metrics`: the counters and histograms of one app, in a registry of its own.
+- `docs_page`: FastAPI's Swagger UI page with a Content-Security-Policy of its own (the
+  page's CDN and its one inline script, by hash), served only when `--docs` asks for it.
 
 What it cannot do: it never decides an audience (the key does, in `tether.server.api`), and the
-metrics are per process.
+metrics are per process. Responses uvicorn writes itself (a malformed request line) carry
+none of these headers.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import hashlib
+import re
 import time
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -28,6 +39,24 @@ from tether.errors import TetherError
 
 AUDIENCE_HEADER = "Tether-Audience"
 PROBLEM_TYPE = "application/problem+json"
+
+# The page (static/index.html) loads one script and one stylesheet from /static and sets no
+# inline script or style, so it needs nothing beyond its own origin.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
+    " connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self';"
+    " frame-ancestors 'none'"
+)
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = tuple(
+    (name.encode(), value.encode())
+    for name, value in (
+        ("Content-Security-Policy", CSP),
+        ("X-Content-Type-Options", "nosniff"),
+        ("X-Frame-Options", "DENY"),
+        ("Referrer-Policy", "no-referrer"),
+    )
+)
+SWAGGER_CDN = "https://cdn.jsdelivr.net"
 
 
 class ProblemDetails(BaseModel):
@@ -42,7 +71,7 @@ class ProblemDetails(BaseModel):
 
 TITLES = {
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 413: "Content Too Large", 415: "Unsupported Media Type",
+    405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large", 415: "Unsupported Media Type",
     422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error",
     503: "Service Unavailable", 504: "Gateway Timeout",
 }  # fmt: skip
@@ -99,7 +128,8 @@ def install_problems(app: FastAPI) -> None:
 
 class Metrics:
     """What `/metrics` shows: requests and latency per route and status, refusals by who
-    refused, flagged claims, provider errors, requests turned away (rate limit, full queue)."""
+    refused, flagged claims, provider errors, requests turned away (rate limit, failed
+    authentications, a full model or checker line)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -122,12 +152,16 @@ class Metrics:
 
 
 class Guard:
-    """ASGI middleware: the body size limit, the audience header, request metrics."""
+    """ASGI middleware: the body size limit and deadline, the audience and security headers,
+    request metrics."""
 
-    def __init__(self, app: Any, *, max_body: int, metrics: Metrics) -> None:
+    def __init__(
+        self, app: Any, *, max_body: int, metrics: Metrics, body_timeout_s: float = 30.0
+    ) -> None:
         self.app = app
         self.max_body = max_body
         self.metrics = metrics
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -143,23 +177,33 @@ class Guard:
             self._count(scope, 413, started)
             return
         seen = 0
+        body_ends = asyncio.get_running_loop().time() + self.body_timeout_s
+        body_done = False
 
         async def limited() -> Any:
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, body_done
+            if body_done:  # the app waits for a disconnect (a stream): no deadline
+                return await receive()
+            left = body_ends - asyncio.get_running_loop().time()
+            try:
+                message = await asyncio.wait_for(receive(), max(left, 0.0))
+            except TimeoutError:
+                detail = f"the request body did not arrive within {self.body_timeout_s:g} s"
+                raise Refused(408, detail, headers={"Connection": "close"}) from None
             seen += len(message.get("body", b""))
             if seen > self.max_body:
                 raise Refused(413, f"the request body is over {self.max_body} bytes")
+            body_done = message["type"] != "http.request" or not message.get("more_body")
             return message
 
         async def sending(message: Any) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
+                headers = list(message.get("headers", []))
                 audience = (scope.get("state") or {}).get("audience")
                 if audience:
-                    headers = list(message.get("headers", []))
                     headers.append((AUDIENCE_HEADER.lower().encode(), audience.encode()))
-                    message = {**message, "headers": headers}
+                message = {**message, "headers": with_security_headers(headers)}
             await send(message)
 
         try:
@@ -171,3 +215,28 @@ class Guard:
         route = getattr(scope.get("route"), "path", None) or "unmatched"
         self.metrics.requests.labels(route, scope.get("method", ""), str(status)).inc()
         self.metrics.latency.labels(route).observe(time.perf_counter() - started)
+
+
+def with_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """`headers` plus each of `SECURITY_HEADERS` the response does not set itself."""
+    present = {name.lower() for name, _ in headers}
+    return headers + [(name, value) for name, value in SECURITY_HEADERS
+                      if name.lower() not in present]  # fmt: skip
+
+
+def docs_page(openapi_url: str, title: str) -> HTMLResponse:
+    """FastAPI's Swagger UI for `openapi_url`, with a Content-Security-Policy that lets it load
+    Swagger UI from its CDN (the browser that opens the page fetches it from there) and run its
+    one inline script (allowed by its SHA-256, nothing else inline)."""
+    page = get_swagger_ui_html(openapi_url=openapi_url, title=title)
+    html = bytes(page.body).decode()
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
+        for script in re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    )
+    policy = (
+        f"default-src 'self'; script-src 'self' {SWAGGER_CDN} {hashes};"
+        f" style-src 'self' {SWAGGER_CDN} 'unsafe-inline'; img-src 'self' data: https:;"
+        " connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+    )
+    return HTMLResponse(html, headers={"Content-Security-Policy": policy})

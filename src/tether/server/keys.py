@@ -162,7 +162,11 @@ def add_key(path: Path, name: str, audience: str) -> str:
 
 
 class RateLimiter:
-    """A token bucket per key: `rate` requests a second on average, bursts of `burst`."""
+    """A token bucket per name (a key, or a client address): `rate` requests a second on
+    average, bursts of `burst`. At most `MAX_BUCKETS` names are remembered: past that, the
+    names whose bucket has refilled are forgotten (a full bucket is what a new name gets)."""
+
+    MAX_BUCKETS = 10_000
 
     def __init__(self, rate: float, burst: int) -> None:
         self.rate = rate
@@ -170,16 +174,34 @@ class RateLimiter:
         self._buckets: dict[str, tuple[float, float]] = {}  # name: (tokens, at)
         self._lock = threading.Lock()
 
+    def _tokens(self, name: str, now: float) -> float:
+        tokens, at = self._buckets.get(name, (float(self.burst), now))
+        return min(float(self.burst), tokens + (now - at) * self.rate)
+
     def take(self, name: str) -> float:
         """0 when `name` may make a request now (one token taken), else the seconds to wait."""
         if self.rate <= 0:
             return 0.0
         now = time.monotonic()
         with self._lock:
-            tokens, at = self._buckets.get(name, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - at) * self.rate)
+            tokens = self._tokens(name, now)
+            if len(self._buckets) >= self.MAX_BUCKETS and name not in self._buckets:
+                self._forget_full(now)
             if tokens >= 1:
                 self._buckets[name] = (tokens - 1, now)
                 return 0.0
             self._buckets[name] = (tokens, now)
             return (1 - tokens) / self.rate
+
+    def peek(self, name: str) -> float:
+        """What `take` would answer, without taking a token."""
+        if self.rate <= 0:
+            return 0.0
+        with self._lock:
+            tokens = self._tokens(name, time.monotonic())
+        return 0.0 if tokens >= 1 else (1 - tokens) / self.rate
+
+    def _forget_full(self, now: float) -> None:
+        full = [n for n in self._buckets if self._tokens(n, now) >= self.burst]
+        for name in full:
+            del self._buckets[name]

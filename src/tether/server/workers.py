@@ -1,19 +1,24 @@
 """How `tether serve` runs the engine's blocking work: lanes of worker threads, each thread
-with a Workspace of its own, and a bounded line in front of the model.
+with a Workspace of its own, and bounded lines in front of the heavy work.
 
 - `Lane`: `size` threads (a thread pool that lives as long as the app); each thread builds
   its own Workspace on first use (a Workspace, like its SQLite connection, serves the thread
   that made it) over one shared `Models`, so readers run in parallel without sharing a
   connection or a cache. Each Workspace sees a re-ingest on its next use (the store's
   generation moves, its caches are rebuilt).
-- The model's lane has `slots` threads (answers at a time) and admits at most `waiting` more
-  requests; beyond that `admit` refuses at once (503 with Retry-After), so a burst cannot pile
-  up unbounded work.
+- The server has three lanes: readers (searches and lookups), the model (`/v1/ask`) and the
+  checker (`/v1/check`). A heavy request never takes a reader's thread, so searches keep
+  their threads however many answers or checks are running or waiting.
+- A heavy lane has `size` threads and admits at most `waiting` more requests; beyond that
+  `admit` refuses at once (503 with Retry-After and the lane's `busy` sentence), so a burst
+  cannot pile up unbounded work.
 - `Lane.run` waits under a deadline (504 when it passes): work still in line is dropped,
   work already running finishes in the background, its result dropped.
 
 What it cannot do: Python threads cannot be stopped, so a request past its deadline still
-holds its thread until the engine returns; the Workspaces' connections close with the process.
+holds its thread (and its place in the lane) until the engine returns; the lanes share the
+process's cores and its interpreter lock, so heavy work slows a search down (it does not
+stop it); the Workspaces' connections close with the process.
 """
 
 from __future__ import annotations
@@ -34,11 +39,19 @@ T = TypeVar("T")
 
 class Lane:
     """`size` worker threads, each with its own Workspace from `factory`; with `waiting`
-    set, at most `size + waiting` requests admitted at once."""
+    set, at most `size + waiting` requests admitted at once (`busy` says why the next is
+    refused)."""
 
     def __init__(
-        self, name: str, factory: Callable[[], Workspace], size: int, waiting: int | None = None
+        self,
+        name: str,
+        factory: Callable[[], Workspace],
+        size: int,
+        waiting: int | None = None,
+        busy: str = "the model is busy: too many questions are waiting",
     ) -> None:
+        self.name = name
+        self.busy = busy
         self._factory = factory
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"tether-{name}")
@@ -59,11 +72,7 @@ class Lane:
         with self._lock:
             if self.capacity is not None and self._admitted >= self.capacity:
                 wait = math.ceil(self._seconds * self._admitted / self.size)
-                raise Refused(
-                    503,
-                    "the model is busy: too many questions are waiting",
-                    headers={"Retry-After": str(max(1, wait))},
-                )
+                raise Refused(503, self.busy, headers={"Retry-After": str(max(1, wait))})
             self._admitted += 1
 
     def _leave(self, future: Future[Any]) -> None:
