@@ -35,6 +35,7 @@ from tether.answering.pipeline import AskOptions
 from tether.app import Workspace
 from tether.config import settings_from_mapping
 from tether.evaluation.answer_eval import run_answer_eval
+
 try:
     from tether.evaluation.answerability_training import split
 except ImportError:  # `--baseline` on a tether from before the judge: the same halves

@@ -71,7 +71,7 @@ class _YesNo:
     def __init__(self, logprobs: dict[str, float] | None, text: str = "") -> None:
         self.logprobs, self.text, self.requests = logprobs, text, []
 
-    def complete(self, request):  # noqa: ANN001, ANN201
+    def complete(self, request):
         self.requests.append(request)
         return Completion(text=self.text, top_logprobs=self.logprobs)
 

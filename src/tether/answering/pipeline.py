@@ -32,7 +32,6 @@ import numpy as np
 
 from tether.answering.answer import build_request, parse_completion
 from tether.answering.answerable import AnswerabilityJudge, read_question
-from tether.asks import asks, gives
 from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
 from tether.answering.evidence import (
     Closeness,
@@ -48,6 +47,7 @@ from tether.answering.gate import (
     floors_for,
     gate,
 )
+from tether.asks import asks, gives
 from tether.config import DEFAULT_PROFILE, Profile
 from tether.errors import ProviderError
 from tether.protocols import Embedder, Judge, Provider, Store
