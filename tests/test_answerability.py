@@ -56,12 +56,15 @@ def test_the_judge_refuses_under_its_threshold() -> None:
 
 def test_the_second_opinion_decides_only_inside_its_band() -> None:
     second = _Second(0.9)
-    judge = AnswerabilityJudge(_model(), second=second, band=(0.2, 0.8), second_threshold=0.75)  # type: ignore[arg-type]
+    judge = AnswerabilityJudge(
+        _model(), second=second, band=(0.2, 0.8), second_weight=0.7, second_threshold=0.6  # type: ignore[arg-type]
+    )
     inside = judge.decide(_reading(0.48), "How long?", ["Returns: 30 days."])
     assert inside.answerable and inside.second == 0.9 and len(second.asked) == 1
     outside = judge.decide(_reading(0.0), "How long?", ["Returns: 30 days."])
     assert not outside.answerable and outside.second is None and len(second.asked) == 1
-    second.p = 0.5  # under its threshold: refused although the features lean to answerable
+    assert inside.threshold == 0.6  # the mix's threshold decided
+    second.p = 0.5  # 0.7 x 0.5 + 0.3 x 0.69 < 0.6: refused although the features lean to yes
     assert not judge.decide(_reading(0.52), "How long?", ["x"]).answerable
 
 

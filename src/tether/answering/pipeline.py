@@ -292,7 +292,7 @@ def judge_answerability(
     embedder = getattr(retriever, "embedder", None)
     vector = retriever.query_vector(question) if embedder is not None else None
     reading = read_question(question, hits, store, filters, vector)
-    verdict = judge.decide(reading, question, [h.chunk.text for h in hits[:3]])
+    verdict = judge.decide(reading, question, reading.evidence)
     language = answer_language(question)
     return Answerability(
         answerable=verdict.answerable,
