@@ -15,7 +15,8 @@ a title or a question quoted), median seconds. `--no-answerability` measures the
 without the answerability judge (the gate alone), for the before/after.
 
     python bench/bench_answerability.py [--provider extractive|local] [--no-answerability]
-        [--sets demo-heldout,heldout-10] [--limit N] [--out bench/results/answerability.json]
+        [--sets demo-heldout,heldout-10] [--limit N] [--every N]
+        [--out bench/results/answerability.json]
 
 Writes the JSON given by --out (default `bench/results/answerability[-local][-off].json`);
 `--markdown` rewrites `bench/results/answerability.md` from the JSON files present.
@@ -101,6 +102,7 @@ def not_statements(result: AskResult) -> int:
 
 def measure(name: str, args: argparse.Namespace) -> dict:
     kind, folder, questions = sets()[name]
+    questions = questions[:: args.every]
     if args.limit:
         questions = questions[: args.limit]
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -142,6 +144,7 @@ def measure(name: str, args: argparse.Namespace) -> dict:
         "wrongly_refused": len(wrongly),
         "wrongly_refused_by": by,
         "refused_of_must_refuse": sum(r.refused_by is not None for r in refuse),
+        "refused_all": sum(r.refused_by is not None for r in rows),
         "right_of_answerable": sum(r.correct for r in answerable),
         "not_statements": extra["not_statements"],
         "median_s": round(statistics.median(r.seconds for r in rows), 3) if rows else 0.0,
@@ -168,13 +171,15 @@ def markdown() -> str:
         data = json.loads(path.read_text(encoding="utf-8"))
         lines += [f"## {data['title']}", "", f"Load: {data['load']}", "",
                   "| set | kind | answerable wrongly refused (by) | must-refuse refused |"
-                  " answerable right by keys | headings/questions as claims | median s |",
-                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+                  " abstention precision | answerable right by keys |"
+                  " headings/questions as claims | median s |",
+                  "|---|---|---|---|---|---|---|---|"]  # fmt: skip
         for s in data["sets"]:
             by = ", ".join(f"{k} {v}" for k, v in sorted(s["wrongly_refused_by"].items()))
             lines.append(
                 f"| {s['set']} | {s['kind']} | {pct(s['wrongly_refused'], s['answerable'])}"
                 f"{f' ({by})' if by else ''} | {pct(s['refused_of_must_refuse'], s['must_refuse'])}"
+                f" | {pct(s['refused_of_must_refuse'], s.get('refused_all', 0))}"
                 f" | {pct(s['right_of_answerable'], s['answerable'])} | {s['not_statements']} |"
                 f" {s['median_s']} |"
             )
@@ -191,6 +196,8 @@ def main() -> int:
                         help="the tether on PYTHONPATH as it is (one from before the judge)")
     parser.add_argument("--sets", default="", help="comma-separated set names (default: all)")
     parser.add_argument("--limit", type=int, default=0, help="at most N questions a set")
+    parser.add_argument("--every", type=int, default=1,
+                        help="every N-th question of each set (a sample for slow providers)")
     parser.add_argument("--cache", type=Path, default=ROOT / ".tether" / "answerability")
     parser.add_argument("--out", type=Path, help="the JSON to write")
     parser.add_argument("--markdown", action="store_true",
@@ -211,7 +218,8 @@ def main() -> int:
         else "gate only (answerability judge off)" if args.no_answerability
         else "gate + answerability judge"
     )  # fmt: skip
-    load = f"{len(names)} sets, 2-core machine shared with other jobs; limit {args.limit or 'none'}"
+    load = (f"{len(names)} sets, 2-core machine shared with other jobs; every"
+            f" {args.every} question(s), limit {args.limit or 'none'}")  # fmt: skip
     out.write_text(json.dumps({"title": title, "load": load, "sets": results}, indent=1) + "\n",
                    encoding="utf-8")  # fmt: skip
     print(markdown(), file=sys.stderr)

@@ -100,7 +100,7 @@ class ExtractiveProvider:
     COS_FLOOR = 0.84
     COS_MARGIN = 0.015
     COS_BASE = 0.80
-    COS_WEIGHT = 4.0
+    COS_WEIGHT = 1.5
     SECOND_CLAIM = 0.75  # a further sentence is quoted when it scores this share of the best
 
     def __init__(self, min_score: float = 0.34, max_claims: int = 3, max_passages: int = 2) -> None:
