@@ -12,6 +12,7 @@ from tether.answering.gate import floors_for, self_floor_key
 from tether.app import Workspace
 from tether.config import DEFAULT_PROFILE
 from tether.evaluation.calibration import (
+    OFFTOPIC_STEP,
     fit_floor,
     offtopic_questions,
     probe_questions,
@@ -116,7 +117,7 @@ def test_ingest_with_vectors_records_the_self_calibration(
     found = ws.self_calibration()
     assert found is not None and found["z"] == DEFAULT_PROFILE.gate_offtopic_z
     fits = {f["audience"]: f for f in found["fits"]}
-    assert fits["public"]["offtopic_n"] == len(offtopic_questions())
+    assert fits["public"]["offtopic_n"] == len(offtopic_questions()[::OFFTOPIC_STEP])
     assert 0.5 < fits["public"]["floor"] < 1.0
     floors = floors_for(ws.store, DEFAULT_PROFILE.gate_floors, "public")
     assert floors["rerank"] == fits["public"]["floor"]

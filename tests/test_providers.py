@@ -644,7 +644,7 @@ def extract(question: str, passages: tuple[tuple[str, str], ...] = PASSAGES_EN) 
         chunk_ids=tuple(p[0] for p in passages),
     )
     completion = ExtractiveProvider().complete(req)
-    assert completion.provider == "extractive" and completion.model == "extractive-v1"
+    assert completion.provider == "extractive" and completion.model == "extractive-v2"
     assert completion.cost_usd == 0.0 and completion.input_tokens == 0
     assert completion.output_tokens == 0
     return json.loads(completion.text)

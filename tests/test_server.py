@@ -169,7 +169,7 @@ def test_ask_stream_sends_each_stage(client) -> None:
         assert r.headers["content-type"].startswith("text/event-stream")
         text = "".join(r.iter_text())
     names = [line[7:] for line in text.splitlines() if line.startswith("event: ")]
-    assert names[:3] == ["retrieval", "gate", "answer"] and names[-1] == "result"
+    assert names[:4] == ["retrieval", "gate", "answerability", "answer"] and names[-1] == "result"
     assert "check" in names
     last = text.strip().split("data: ")[-1]
     assert json.loads(last)["status"] in ("answered", "flagged")
