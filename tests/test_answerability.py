@@ -157,8 +157,8 @@ def test_fit_chooses_a_threshold_that_refuses_few_answerable_questions() -> None
 
 # ------------------------------------------------------------- small collections, end to end
 
-# Questions the extractive answerer gets wrong today (measured; tests/data/README.md says
-# why each is hard). strict: a question that starts passing fails here, so the list stays true.
+# Questions the extractive answerer gets wrong today, measured, with why. strict: a question
+# that starts passing fails here, so the list stays true.
 KNOWN_WRONG = {
     "S3-05": "the US shipping price is in a French sentence; an English return-shipping one is quoted",
     "S3-08": "the motor's 5 years is in a French FAQ; the English 2-year warranty is quoted",
