@@ -10,8 +10,9 @@ labels and no model call:
   kept (so a question shares some words with its passage, not the whole sentence); that
   chunk answers it.
 Only public chunks are used (a staff passage must not move what the public sees). A
-deterministic sample (by a hash of the chunk ID) of at most `SENTENCES` (200) sentence and
-40 heading questions is searched by BM25 and by dense, and MRR@10 measured. The BM25 weight of the fusion (dense weighs 1) follows the
+deterministic sample (by a hash of the chunk ID) of at most `SENTENCES` (200) sentence
+questions is searched by BM25 and by dense, and MRR@10 measured. The BM25 weight of the
+fusion (dense weighs 1) follows the
 sentence questions' ratio rho = dense MRR / BM25 MRR: `exp(slope x (center - rho))`, within
 `WEIGHT_BOUNDS` (the Profile's `fusion_ratio_center` 0.68 and `fusion_ratio_slope` 12). Both
 lists find a thinned sentence's own passage easily, BM25 more so (it matches the very words),
@@ -20,8 +21,8 @@ collections the rule was fitted on it ran from 0.57 (the PostgreSQL manual, wher
 is weakest) through 0.63 (Python) and 0.71 (Larkfield) to 0.78 (the bundled set, where it is
 strongest), and the weight that made the hybrid at least as good as the better of its two
 lists from 4 or more through about 2 and 0.7 to 0.5 or less, roughly log-linear in rho.
-Heading questions are measured and recorded too; they did not order the collections (a
-heading is as easy for both lists). The result is stored in the index (meta
+Heading questions are counted, no longer searched: they did not order the collections (a
+heading is as easy for both lists), and searching them was a sixth of the calibration's time. The result is stored in the index (meta
 `fusion_calibration`, JSON: the weight, its share, the MRRs, what it was fitted on and when)
 and read by `tether.app.retriever_for`; a record written by an older rule (no
 `lexical_weight`) reads as none, so the next ingest measures again.
@@ -154,7 +155,6 @@ def calibrate_fusion(
         bm25, dense = _mrrs(store, retriever, sentence)
         ratio = dense / bm25 if bm25 > 0 else 1.0
         weight = fusion_weight(ratio)
-        heading_bm25, heading_dense = _mrrs(store, retriever, headings)
         record.update(
             lexical_prior=round(weight / (1.0 + weight), 3),
             lexical_weight=round(weight, 3),
@@ -162,8 +162,6 @@ def calibrate_fusion(
             bm25_mrr=round(bm25, 3),
             dense_mrr=round(dense, 3),
             heading_questions=len(headings),
-            heading_bm25_mrr=round(heading_bm25, 3),
-            heading_dense_mrr=round(heading_dense, 3),
             fitted_on=(
                 f"{len(sentence)} sentence questions from this collection's public passages"
                 f" ({len(headings)} heading questions recorded),"
