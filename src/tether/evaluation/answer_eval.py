@@ -5,7 +5,8 @@ One answer is scored on:
 - **correct**: an answerable question (`abstain` false) is answered (not refused, not a
   provider failure), every `keys` pattern matches the text shown, no `must_not` pattern
   matches it; a question with `abstain` true is correct when it is refused (by anyone);
-- **abstention**: refused or not, and by whom (`gate`, `model`, `strict`; `refused_by` of
+- **abstention**: refused or not, and by whom (`gate`, `answerability`, `model`, `strict`,
+  `verifier`; `refused_by` of
   the `AskResult`); precision and recall of refusals against `abstain`;
 - **citations**: claims with any flag, and claims the verifier found unsupported (a clue
   flag: number, name, negation, entailment);
