@@ -215,6 +215,17 @@ def test_fast_batches_restore_order(fast: FastE5Embedder) -> None:
     assert len(calls) >= 4 and all(a[0] < b[0] for a, b in itertools.pairwise(calls))
 
 
+def test_a_vector_does_not_depend_on_the_texts_embedded_with_it(fast: FastE5Embedder) -> None:
+    """Byte for byte: a public passage embedded beside staff passages gets the vector it gets
+    alone (in padded batches ONNX Runtime's results moved in the last bits)."""
+    texts = [*TEXTS, LONG, "short", "a bit longer text " * 10]
+    alone = [fast.embed_passages([t])[0].tobytes() for t in texts]
+    together = fast.embed_passages(texts)
+    reversed_ = fast.embed_passages(texts[::-1])[::-1]
+    assert [v.tobytes() for v in together] == alone
+    assert [v.tobytes() for v in reversed_] == alone
+
+
 # ----------------------------------------------------------------------------- batching
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,10 @@ class HashEmbedder:
             raise RuntimeError("the model ran out of memory")
         if self.fail == "die":
             os._exit(3)
+        if self.fail == "sleep":
+            if any("boom" in t for t in texts):
+                raise RuntimeError("boom")
+            time.sleep(120)
         rows = [
             np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)).normal(
                 size=self.dim
@@ -225,3 +230,113 @@ def test_ray_builds_the_same_index_as_serial(tmp_path: Path) -> None:
             ray.shutdown()
     _same_index(serial, spread)
     assert [p.source for p in report.problems] == ["broken.pdf"]
+
+
+# ---- the workers never outlive the ingest (issue 25) ---------------------------------------
+
+
+def sleepy_embedder(threads: int) -> HashEmbedder:
+    return HashEmbedder(threads, fail="sleep")
+
+
+def test_close_after_a_failure_stops_workers_still_busy(tmp_path: Path) -> None:
+    """A failed ingest stops its pool without waiting for the work still running (a worker
+    embedding for minutes): close() ends it within its grace."""
+    texts = ["boom " * 50] + [f"text {i}" for i in range(200)]  # the longest: the first shard
+    pool = ProcessExecutor(sleepy_embedder, 2, min_texts=0)
+    try:
+        with pytest.raises(TetherError, match="boom"):
+            pool.embed(HashEmbedder(), texts)
+        workers = list(pool._pool._processes.values()) if pool._pool is not None else []
+        assert workers and any(w.is_alive() for w in workers)
+    finally:
+        began = time.monotonic()
+        pool.close()
+        took = time.monotonic() - began
+    assert not any(w.is_alive() for w in workers), "a worker outlived close()"
+    assert took < 20, f"close() waited {took:.0f} s for work nobody will read"
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.fixture(scope="module")
+def big_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Over POOL_MIN_BYTES of Markdown, so that even a --no-embed ingest parses in the pool."""
+    from tether.ingest.executor import POOL_MIN_BYTES
+
+    folder = tmp_path_factory.mktemp("big") / "docs"
+    folder.mkdir()
+    line = "The pump PX-{i} runs at {j}0 rpm and needs a new filter every {j} weeks. " * 8
+    for i in range(300):
+        body = "\n\n".join(f"## Part {j}\n\n" + line.format(i=i, j=j) for j in range(12))
+        (folder / f"d{i}.md").write_text(f"---\naccess: public\n---\n# Doc {i}\n\n{body}\n")
+    assert sum(p.stat().st_size for p in folder.iterdir()) > POOL_MIN_BYTES
+    return folder
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGKILL"])
+def test_a_killed_ingest_takes_its_workers_with_it(
+    big_folder: Path, tmp_path: Path, sig: str
+) -> None:
+    """`tether ingest --executor process` killed mid-parse: none of its child processes (the
+    pool's workers, multiprocessing's resource tracker) is left running."""
+    import signal
+    import subprocess
+    import sys
+
+    from tether.config import VARIABLES
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
+    env.update(PYTHONPATH=src, XDG_CONFIG_HOME=str(tmp_path / "config"))
+    command = [
+        sys.executable, "-m", "tether", "ingest", str(big_folder), "--index",
+        str(tmp_path / "i.sqlite"), "--no-embed", "--executor", "process", "--workers", "2",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        kids: list[int] = []
+        while len(kids) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            kids = _children(proc.pid)  # two workers and the resource tracker
+        assert len(kids) >= 3 and proc.poll() is None, "the pool never started"
+        time.sleep(0.5)  # the workers are parsing
+        os.kill(proc.pid, getattr(signal, sig))
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 15
+        while any(_running(k) for k in kids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [k for k in kids if _running(k)]
+    finally:
+        for pid in [proc.pid, *kids]:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert not left, f"{len(left)} child processes outlived the killed ingest"
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert "Traceback" not in stderr
+    if sig == "SIGINT":
+        assert proc.returncode == 130 and "interrupted" in stderr

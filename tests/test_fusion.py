@@ -73,7 +73,7 @@ def test_weights_lean_lexical_for_identifiers_and_dense_across_languages(demo_st
     assert code_bm25 == pytest.approx(2 * plain_weight)  # identifiers: twice the BM25 weight
     assert para_bm25 == pytest.approx(plain_weight)
     assert not code_gated and not para_gated  # the adaptive fusion gates no BM25 candidate
-    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))  # an English collection
+    monkeypatch.setattr(adaptive, "_languages", lambda _audience="public": ("en", False))  # an English collection
     (french_bm25, _), _ = adaptive.fusion_weights(FRENCH)
     assert french_bm25 == pytest.approx(0.3 * plain_weight)  # shared words mislead across
     fixed = retriever_for(demo_store, adaptive=False)
@@ -153,8 +153,11 @@ def test_calibration_is_stored_in_the_index_and_used_by_the_retriever(
     assert retriever_for(store, adaptive=False).lexical_prior == before.lexical_prior
     from tether.app import Workspace
 
-    shown = Workspace(index=tmp_path / "index.sqlite").info()["fusion_calibration"]
+    shown = Workspace(index=tmp_path / "index.sqlite").info("staff")["fusion_calibration"]
     assert shown == found  # an object an agent can read, not a JSON string
+    public = Workspace(index=tmp_path / "index.sqlite").info()["fusion_calibration"]
+    assert public == {**found, "fitted_on": found["fitted_on"].rsplit(", ", 1)[0]}  # no date:
+    # a staff document's ingest measures again, and the date would say when
     store.set_meta({META_KEY: "not json"})
     assert load_calibration(store) is None
     older = '{"lexical_prior": 0.5, "questions": 80, "fitted_on": "the older rule"}'
@@ -189,14 +192,14 @@ def test_the_top_of_each_list_leads_the_adaptive_hybrid(demo_store, monkeypatch)
     bm25 = {"shared1": (3.0, 3), "shared2": (2.0, 4), "shared3": (1.0, 5), "bm25first": (9.0, 1)}
     dense = {"dense1": (0.9, 1), "shared1": (0.8, 2), "shared2": (0.7, 3), "shared3": (0.6, 4)}
     query = "How do I charge the battery?"
-    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))  # one language
+    monkeypatch.setattr(adaptive, "_languages", lambda _audience="public": ("en", False))  # one language
     led = adaptive._protect_heads(query, order, bm25, dense)
     assert led[:3] == ["shared1", "dense1", "bm25first"]  # each list's top 2, in fused order
     assert sorted(led) == sorted(order)  # nothing dropped
     assert adaptive._protect_heads(FRENCH, order, bm25, dense)[:2] == ["shared1", "dense1"]
-    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", True))  # several languages
+    monkeypatch.setattr(adaptive, "_languages", lambda _audience="public": ("en", True))  # several languages
     assert adaptive._protect_heads(query, order, bm25, dense) == order  # the bundled fusion
-    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))
+    monkeypatch.setattr(adaptive, "_languages", lambda _audience="public": ("en", False))
     adaptive.protect_each = 0
     assert adaptive._protect_heads(query, order, bm25, dense) == order
 
@@ -212,10 +215,10 @@ def test_one_language_lifts_the_adaptive_cap_per_document(demo_store, monkeypatc
     assert adaptive.per_document_one_language == DEFAULT_PROFILE.rerank_per_document is None
     capped = adaptive.search(query, 10, PUBLIC, "rerank")
     assert sum(h.chunk.doc_id == sheet for h in capped) <= 3
-    monkeypatch.setattr(adaptive, "_languages", lambda: ("en", False))
+    monkeypatch.setattr(adaptive, "_languages", lambda _audience="public": ("en", False))
     lifted = adaptive.search(query, 10, PUBLIC, "rerank")
     assert sum(h.chunk.doc_id == sheet for h in lifted) > 3
     fixed: Retriever = retriever_for(demo_store, adaptive=False, rule_types=())
-    monkeypatch.setattr(fixed, "_languages", lambda: ("en", False))
+    monkeypatch.setattr(fixed, "_languages", lambda _audience="public": ("en", False))
     assert sum(h.chunk.doc_id == sheet for h in fixed.search(query, 10, PUBLIC, "rerank")) <= 3
     assert "fusion_protect_each" in DEFAULT_PROFILE.fusion_fitted_on

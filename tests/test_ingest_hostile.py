@@ -394,3 +394,66 @@ def test_an_unreadable_folder_is_a_problem_and_keeps_its_documents(
     monkeypatch.setattr(os, "scandir", lambda path=".": denied(str(path) + "/private"))
     with pytest.raises(TetherError, match="cannot read the collection folder"):
         scan(docs)
+
+
+# -------------------------------------------------------------------- an emptied file (issue 25)
+
+
+@pytest.mark.parametrize(("emptied", "what"), [(b"", "0 bytes"), (b" \n\t\n", "only whitespace")])
+def test_an_emptied_file_says_its_previous_version_is_still_served(
+    docs: Path, store: SqliteStore, emptied: bytes, what: str
+) -> None:
+    """Emptied in place, a file used to keep serving its previous version behind a bare
+    "empty file" problem: the problem now says so, and --strict removes it instead."""
+    (docs / "gone.md").write_text(md("gone", "# Gone\nThe gone document says 4711."))
+    sync(store, docs)
+    (docs / "gone.md").write_bytes(emptied)
+    report = sync(store, docs)
+    assert problems(report) == {
+        "gone.md": f"empty file ({what}); its previous version is still served"
+        " (--strict removes it)"
+    }
+    assert "gone.md" in report.unchanged and "says 4711" in all_text(store)
+
+    strict = sync(store, docs, strict=True)
+    assert strict.committed and strict.removed == ("gone.md",)
+    assert problems(strict) == {
+        "gone.md": f"empty file ({what}); removed from the index (--strict)"
+    }
+    assert "4711" not in all_text(store) and "hello" in all_text(store)
+
+
+def test_strict_stopped_by_another_problem_keeps_the_emptied_files_version(
+    docs: Path, store: SqliteStore
+) -> None:
+    (docs / "gone.md").write_text(md("gone", "# Gone\nThe gone document says 4711."))
+    sync(store, docs)
+    (docs / "gone.md").write_bytes(b"")
+    (docs / "binary.md").write_bytes(b"\x00\x01\x02 not text")
+    report = sync(store, docs, strict=True)
+    assert not report.committed and report.removed == ()
+    assert problems(report)["gone.md"] == (
+        "empty file (0 bytes); nothing was written (--strict), so its previous version is"
+        " still served"
+    )
+    assert "says 4711" in all_text(store)
+
+
+def test_the_cli_prints_the_emptied_file_in_one_line_and_strict_exits_1(
+    docs: Path, tmp_path: Path, clean_env: Path
+) -> None:
+    from tether.cli import app
+
+    index = tmp_path / "cli.sqlite"
+    (docs / "gone.md").write_text(md("gone", "# Gone\nThe gone document says 4711."))
+    runner = CliRunner()
+    base = ["ingest", str(docs), "--index", str(index), "--no-embed"]
+    assert runner.invoke(app, base).exit_code == 0
+    (docs / "gone.md").write_bytes(b"")
+    kept = runner.invoke(app, base)
+    assert kept.exit_code == 0, kept.output
+    assert "gone.md: empty file (0 bytes); its previous version is still served" in kept.output
+    removed = runner.invoke(app, [*base, "--strict"])
+    assert removed.exit_code == 1 and "Traceback" not in removed.output
+    assert "gone.md: empty file (0 bytes); removed from the index (--strict)" in removed.output
+    assert "nothing was written" not in removed.output

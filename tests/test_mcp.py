@@ -241,3 +241,40 @@ def test_tether_mcp_over_streamable_http(index: Path) -> None:
         proc.wait(timeout=30)
     assert names == ["ask", "check", "read", "search"]
     assert "ZX-99" not in json.dumps(staff.structured_content)
+
+
+def test_resource_list_follows_the_index_without_a_restart(index: Path) -> None:
+    """Issue 25: the list was frozen at start-up, so a document relabelled staff stayed
+    listed (with its old title) to a public client until the server restarted."""
+    docs = index.parent / "docs"
+    hours = "---\ndoc_id: hours\naccess: {}\ntitle: Opening hours\n---\n# Hours\n\nOpen 9 to 5.\n"
+    (docs / "hours.md").write_text(hours.format("public"))
+    with Workspace(settings_from_mapping({}), index=index, models=Models()) as ws:
+        ws.ingest(docs, embed=False)
+
+    def reingest() -> None:
+        (docs / "hours.md").write_text(hours.format("staff"))
+        returns = (docs / "returns.md").read_text()
+        (docs / "returns.md").write_text(returns.replace("Returns policy", "Returns and refunds"))
+        with Workspace(settings_from_mapping({}), index=index, models=Models()) as ws:
+            ws.ingest(docs, embed=False)
+
+    def listed(found: Any) -> dict[str, str | None]:
+        return {str(r.uri): r.title for r in found.resources}
+
+    async def body(c: Client) -> dict[str, Any]:
+        before = listed(await c.list_resources())
+        await asyncio.to_thread(reingest)
+        after = listed(await c.list_resources())
+        try:
+            hidden = str(await c.read_resource("tether://documents/hours"))
+        except Exception as exc:  # the SDK raises the server's error
+            hidden = str(exc)
+        return {"before": before, "after": after, "hidden": hidden}
+
+    out = _session(index, "public", body)
+    assert out["before"]["tether://documents/hours"] == "Opening hours"
+    assert out["before"]["tether://documents/returns"] == "Returns policy"
+    assert "tether://documents/hours" not in out["after"], "a doc relabelled staff is still listed"
+    assert out["after"]["tether://documents/returns"] == "Returns and refunds", "stale title"
+    assert "tether://documents" in out["after"] and "Open 9 to 5" not in out["hidden"]

@@ -441,6 +441,28 @@ def test_language_means_centre_each_language(demo_store: SqliteStore, retriever:
     assert float(np.linalg.norm(means["en"] - means["fr"])) > 0.01
 
 
+def test_collection_statistics_are_the_callers_audiences(
+    demo_store: SqliteStore, retriever: Retriever
+):
+    """The language means of `xdense` and the collection's languages are counted over what
+    the caller's audience may see: a public score never moves with staff passages."""
+    reranker = SentenceReranker(demo_store, retriever.query_vector)
+    public, public_overall = reranker._language_means("public")
+    staff, _ = reranker._language_means("staff")
+    ids, matrix = demo_store.vectors()
+    seen = demo_store.allowed_ids(Filters())
+    english = {c.chunk_id for c in demo_store.chunks() if c.meta.language == "en"}
+    rows = [i for i, cid in sorted(enumerate(ids), key=lambda r: r[1]) if cid in seen]
+    assert np.array_equal(public_overall, matrix[rows].mean(axis=0))
+    assert np.array_equal(public["en"], matrix[[r for r in rows if ids[r] in english]].mean(0))
+    assert not np.allclose(public["en"], staff["en"])  # the demo's staff passages move it
+    chunks = demo_store.chunks()
+    for audience, found in (("public", seen), ("staff", {c.chunk_id for c in chunks})):
+        languages = [c.meta.language for c in chunks if c.chunk_id in found]
+        main = max(set(languages), key=languages.count)
+        assert retriever._languages(audience)[0] == main
+
+
 def test_cli_search_routes_methods_and_defaults_to_rerank(demo_store: SqliteStore):
     import json
 

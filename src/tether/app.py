@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 import threading
 import time
@@ -157,7 +158,54 @@ def _counts(docs: list[DocumentInfo], chunks: list[Chunk], store: Store) -> dict
         "by_access": dict(Counter(d.meta.access for d in docs)),
         "by_language": dict(Counter(d.meta.language for d in docs)),
         "by_format": dict(Counter(d.meta.format for d in docs)),
+        "documents_with_instructions": sum(1 for d in docs if d.instructions),
+        "instruction_spans": sum(len(d.instructions) for d in docs),
     }
+
+
+# What `Workspace.info` shows a public reader besides its own counts: of the index's records
+# (its meta rows), those computed from public passages only or saying how the index was built
+# (the floors `tether calibrate` stored apply to every audience). Anything else is left out:
+# the file's size, its write counter and time, the staff floor, any record not named here.
+PUBLIC_COUNTS = frozenset(
+    {"path", "documents", "chunks", "vectors", "by_access", "by_language", "by_format",
+     "documents_with_instructions", "instruction_spans"}
+)  # fmt: skip
+PUBLIC_META = frozenset(
+    {"schema_version", "chunker", "embedder", "embedder_dim", "tether_version",
+     "fusion_calibration", "gate_self"}
+)  # fmt: skip
+_DATED = re.compile(r",\s*\d{4}-\d{2}-\d{2}$")  # the date that ends a record's `fitted_on`
+
+
+def _public_records(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (`Store.info()` with its JSON records parsed, the counts already the public
+    ones) as a public reader may see it: `PUBLIC_COUNTS`, `PUBLIC_META`, the floors
+    (`gate_floor:*`, `gate_self:*:public`), the gate's self-calibration with its public fits
+    only, and no calibration's time (a staff document's ingest runs them again)."""
+    out = {
+        key: value
+        for key, value in data.items()
+        if key in PUBLIC_COUNTS
+        or key in PUBLIC_META
+        or key.startswith("gate_floor:")
+        or (key.startswith("gate_self:") and key.endswith(":public"))
+    }
+    fusion = out.get("fusion_calibration")
+    if isinstance(fusion, dict):
+        fusion = {k: v for k, v in fusion.items() if k != "at"}
+        if isinstance(fusion.get("fitted_on"), str):
+            fusion["fitted_on"] = _DATED.sub("", fusion["fitted_on"])
+        out["fusion_calibration"] = fusion
+    fit = out.get("gate_self")
+    if isinstance(fit, dict):
+        fit = {k: v for k, v in fit.items() if k not in ("at", "seconds")}
+        if isinstance(fit.get("fits"), list):
+            fit["fits"] = [
+                f for f in fit["fits"] if isinstance(f, dict) and f.get("audience") == "public"
+            ]
+        out["gate_self"] = fit
+    return out
 
 
 AsOf = date | str | None
@@ -306,7 +354,10 @@ class Workspace:
     def info(self, audience: Audience = "public") -> dict[str, Any]:
         """What the index holds and how it was built; the counts are those of what `audience`
         may see (public by default), with the Profile's note when it is not calibrated and,
-        on an index with vectors, the embedder in use and its window report."""
+        on an index with vectors, the embedder in use and its window report. A public reader
+        sees nothing that moves with staff documents: counts of public documents only, and of
+        the index's records those computed from public passages (not the file's size, its
+        write counter or time, the staff floor, or when a calibration ran)."""
         data = self.store.info()
         for key in ("calibration", "last_eval:answers"):  # the handoff shows them, per audience
             data.pop(key, None)
@@ -323,9 +374,9 @@ class Workspace:
                 fusion["in_force"] = False  # an older rule's record: measured at next ingest
         allowed: list[Chunk] | None = None
         if check_audience(audience) != "staff":
-            data.pop("default_access", None)  # how unlabelled files are indexed: a staff matter
             allowed = [c for c in self.store.chunks() if c.meta.access == "public"]
             data.update(_counts(self.documents(audience), allowed, self.store))
+            data = _public_records(data)
         if not self.profile.calibrated:
             data["profile"] = self.profile.note
         if data.get("vectors"):

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from tether.types import (
+    Audience,
     AuditEntry,
     AuditQuery,
     ChangeSet,
@@ -147,7 +148,12 @@ class Reranker(Protocol):
 
     name: str
 
-    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]: ...
+    def rerank(
+        self, query: str, hits: Sequence[Hit], k: int, audience: Audience = "public"
+    ) -> list[Hit]:
+        """The top k of `hits` reordered; `audience` is the caller's, for a reranker whose
+        scores use statistics over the collection (only what that audience may see)."""
+        ...
 
 
 @runtime_checkable

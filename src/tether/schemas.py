@@ -482,14 +482,16 @@ class Setting(_Wire):
 
 class IndexInfo(BaseModel):
     """What an index holds; the keys the index records about itself (schema and tether
-    version, chunker, embedder, ...) and the embedder report come as further keys."""
+    version, chunker, embedder, ...) and the embedder report come as further keys. For a
+    public reader only what does not move with staff documents: public counts, no
+    `size_bytes` (null), no write counter or time, no staff floor."""
 
     model_config = ConfigDict(
         frozen=True, extra="allow", ser_json_inf_nan="constants", defer_build=True
     )
 
     path: str
-    size_bytes: int
+    size_bytes: int | None = None  # the index file's size: staff readers only
     documents: int
     chunks: int
     vectors: int

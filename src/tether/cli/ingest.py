@@ -189,7 +189,13 @@ def ingest(
     rebuild: Annotated[
         bool, typer.Option(help="Start the index afresh (needed to change chunker or embedder).")
     ] = False,
-    strict: Annotated[bool, typer.Option(help="Write nothing if any file has a problem.")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            help="Write nothing if any file has a problem; a file emptied since the last"
+            " ingest is removed from the index (by default its previous version stays)."
+        ),
+    ] = False,
     embed: Annotated[bool, typer.Option(help="Compute embeddings for dense search.")] = True,
     follow_links: Annotated[
         bool,

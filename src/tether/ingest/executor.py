@@ -26,17 +26,30 @@ A worker that fails (an exception in an embedder, a process that dies, a model t
 built) raises a `TetherError` naming the cause; the sync then writes nothing. A file that
 cannot be parsed is a problem in the report, as in this process (`tether.ingest.tasks`).
 
+The pool's workers never outlive the ingest: each one watches the process that started it
+(`multiprocessing.parent_process().sentinel`) and ends itself at once when that process is
+gone, however it went (SIGTERM, SIGKILL, a crash); each ignores SIGINT, so a Ctrl-C is the
+parent's alone to handle (no traceback from every worker); and `ProcessExecutor.close()`
+(which the Workspace calls however the ingest ended) stops the pool without waiting for work
+still running: workers still alive after `STOP_GRACE_S` are terminated, then killed.
+
 What it cannot do: it does not split one text across workers (a text is embedded whole by
 one embedder); progress is reported per shard, not per batch, when workers embed; vectors
 from different executors agree within float rounding (padding differs), not bit for bit;
 an embedder given to the Workspace directly (not built from a choice) cannot be rebuilt in a
-worker, so the Workspace uses `SerialExecutor` for it.
+worker, so the Workspace uses `SerialExecutor` for it. A worker learns that its parent is
+gone only through that pipe: a parent stopped (SIGSTOP) but alive keeps its workers.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
+import os
 import re
+import signal
+import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -53,6 +66,7 @@ SHARD_TEXTS = 64  # texts per unit of embedding work sent to a worker
 # Below these the pool's start-up costs more than it saves (bench/ingest_throughput.py).
 POOL_MIN_TEXTS = 200
 POOL_MIN_BYTES = 2_000_000
+STOP_GRACE_S = 2.0  # how long close() lets workers leave by themselves before ending them
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 EmbedderFactory = Callable[[int], Embedder]  # threads -> a new embedder
@@ -103,8 +117,25 @@ _worker_embedder: list[Embedder] = []
 
 
 def _init_worker(make_embedder: EmbedderFactory | None, threads: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the pool
+    _follow_parent()
     if make_embedder is not None:
         _worker_embedder.append(make_embedder(threads))
+
+
+def _follow_parent() -> None:
+    """In a pool worker: end this process as soon as its parent is gone (the parent's end of
+    the spawn pipe closes however the parent ends, a SIGKILL included)."""
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+    sentinel = parent.sentinel
+
+    def watch() -> None:
+        multiprocessing.connection.wait([sentinel])
+        os._exit(1)  # no cleanup to run: a worker writes nothing
+
+    threading.Thread(target=watch, name="tether-parent-watch", daemon=True).start()
 
 
 def _worker_embed(texts: list[str]) -> tuple[np.ndarray, int]:
@@ -244,9 +275,34 @@ class ProcessExecutor:
         return place.out
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+        """Stop the pool: queued work is cancelled, idle workers leave, and workers still
+        busy after `STOP_GRACE_S` (the ingest failed or was interrupted) are terminated."""
+        if self._pool is None:
+            return
+        pool, self._pool = self._pool, None
+        # the pool's own processes and thread: shutdown(wait=False) lets go of them
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        manager = getattr(pool, "_executor_manager_thread", None)
+        pool.shutdown(wait=False, cancel_futures=True)
+        _stop(processes, STOP_GRACE_S)
+        if manager is not None:
+            manager.join(STOP_GRACE_S)  # it ends once its workers have
+
+
+def _stop(processes: list[Any], grace: float) -> None:
+    """Wait up to `grace` seconds for `processes` to end, then terminate (SIGTERM) and, a
+    second later, kill the ones left."""
+    deadline = time.monotonic() + grace
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for ending in ("terminate", "kill"):
+        left = [p for p in processes if p.is_alive()]
+        if not left:
+            return
+        for process in left:
+            getattr(process, ending)()
+        for process in left:
+            process.join(1.0)
 
 
 def build_executor(

@@ -13,6 +13,10 @@
   reported with its reason and left out, while the other files sync; a file that parsed
   before and fails now keeps its previous version in the index, and so do the documents of a
   sub-folder that cannot be listed. `strict=True` writes nothing when any file has a problem;
+- explicit about emptied files: a file indexed before that is now empty (0 bytes, or only
+  whitespace) is a problem that says its previous version is still served; with
+  `strict=True` it is removed from the index instead (a problem that says so), unless another
+  problem stops the sync, which then writes nothing and says the previous version stays;
 - careful with what it reads: only regular files, their size checked before reading; a link
   that leads out of the folder is reported and not followed unless `follow_links=True` (what
   was read through it before is removed; see `tether.ingest.discover`); an `inventory.csv`
@@ -43,6 +47,7 @@ embedder it is given.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
@@ -50,6 +55,7 @@ import stat as stat_module
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -90,6 +96,8 @@ class _Plan:
     problems: list[FileProblem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     unsupported: tuple[tuple[str, int], ...] = ()  # (suffix, files), most frequent first
+    # files indexed before and empty now: source -> "0 bytes" or "only whitespace"
+    emptied: dict[str, str] = field(default_factory=dict)
 
 
 def sync(
@@ -123,11 +131,17 @@ def sync(
     step = progress or _quiet
     run = executor or SerialExecutor()
     plan = read_folder(
-        store, folder, chunker, rebuild, default_access, step, follow_links, run, window=window
-    )
-    if strict and plan.problems:
+        store, folder, chunker, rebuild, default_access, step, follow_links, run, window=window,
+        strict=strict,
+    )  # fmt: skip
+    if strict and any(p.source not in plan.emptied for p in plan.problems):
+        kept = [  # nothing is written: an emptied file is not removed after all
+            replace(p, reason=emptied_reason(plan.emptied[p.source], "blocked"))
+            if p.source in plan.emptied else p
+            for p in plan.problems
+        ]  # fmt: skip
         return SyncReport(
-            problems=tuple(plan.problems),
+            problems=tuple(kept),
             unchanged=tuple(sorted(plan.known)),
             seconds=time.perf_counter() - began,
             committed=False,
@@ -207,9 +221,11 @@ def read_folder(
     executor: Executor | None = None,
     *,
     window: TokenWindow | None = None,
+    strict: bool = False,
 ) -> _Plan:
     """Read the files that changed since the store last saw them; have `executor` parse and
-    chunk them (in windows of `PARSE_WINDOW_BYTES`)."""
+    chunk them (in windows of `PARSE_WINDOW_BYTES`). A file indexed before and empty now
+    keeps its previous version, or with `strict` is removed (`_settle_emptied`)."""
     inventory_path = folder / INVENTORY_FILE
     if (
         inventory_path.is_symlink()
@@ -255,8 +271,55 @@ def read_folder(
     step("read", len(paths), len(paths))
     plan.warnings += inventory_warnings(inventory, seen)
     plan.removed = sorted(s for s in plan.known if s not in seen)
+    _settle_emptied(plan, remove=strict)
     plan.files = _refuse_duplicates(plan)
     return plan
+
+
+Fate = Literal["kept", "removed", "blocked"]
+
+
+def emptied_reason(what: str, fate: Fate) -> str:
+    """The problem of a file indexed before and empty now (`what`: "0 bytes" or "only
+    whitespace"), by what became of its previous version."""
+    if fate == "removed":
+        return f"empty file ({what}); removed from the index (--strict)"
+    if fate == "blocked":
+        return (
+            f"empty file ({what}); nothing was written (--strict), so its previous version is"
+            " still served"
+        )
+    return f"empty file ({what}); its previous version is still served (--strict removes it)"
+
+
+def _settle_emptied(plan: _Plan, *, remove: bool) -> None:
+    """Each emptied file is a problem; its previous version stays (unchanged) or, with
+    `remove`, goes (removed)."""
+    for source, what in sorted(plan.emptied.items()):
+        if remove:
+            plan.problems.append(FileProblem(source, emptied_reason(what, "removed")))
+            plan.removed.append(source)
+        else:
+            _keep_previous(plan, source, emptied_reason(what, "kept"))
+    plan.removed.sort()
+
+
+def _blank(data: bytes) -> str:
+    """How a file holds no text at all: "0 bytes" or "only whitespace" (ASCII, or UTF-8 or
+    UTF-16 after a byte order mark); "" when it holds some."""
+    if not data:
+        return "0 bytes"
+    for bom, codec in (
+        (codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ):  # fmt: skip
+        if data.startswith(bom):
+            try:
+                text = data[len(bom) :].decode(codec)
+            except UnicodeDecodeError:
+                return ""
+            return "only whitespace" if not text or text.isspace() else ""
+    return "only whitespace" if data.isspace() else ""
 
 
 def _read_one(
@@ -282,6 +345,9 @@ def _read_one(
         plan.unchanged.append(source)
         return None
     data, stat = read_regular(path)  # only a regular file, its size checked before reading
+    if old is not None and (blank := _blank(data)):
+        plan.emptied[source] = blank  # a problem: `_settle_emptied`
+        return None
     fingerprint = hashlib.sha256(data).hexdigest() + ":" + row_hash
     if old and old.fingerprint == fingerprint:
         plan.unchanged.append(source)
@@ -305,7 +371,6 @@ def _parse_window(plan: _Plan, window: list[ParseTask], executor: Executor) -> N
         plan.warnings += outcome.warnings
         plan.files.append(outcome.change)
     window.clear()
-
 
 
 def _keep_previous(plan: _Plan, source: str, reason: str) -> None:

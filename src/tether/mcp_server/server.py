@@ -5,7 +5,9 @@ hits, `read(chunk_id)` → a chunk, `ask(question, as_of)` → an AskResult (the
 the server was started with it), `check(claims, passage_ids, question, as_of)` → one Check
 per claim. Resources: `tether://documents` (the documents, JSON) and
 `tether://documents/{doc_id}` (one document's text, version by version), each document
-listed by name.
+listed by name. The resource list is read from the index on every `resources/list` (the
+generation in force then), so a document ingested, retitled, relabelled staff or removed
+while the server runs is listed as it now is, without a restart.
 
 The audience is the server's (`tether mcp --audience`, or TETHER_MCP_AUDIENCE; public by
 default), fixed in the `tether.tools.Tools` it serves: no tool takes an audience, and on a
@@ -18,8 +20,9 @@ error with one line (`error: ...`), anything else a tool error without a traceba
 
 What it cannot do: it does not authenticate clients (whoever can reach it gets its
 audience: run a staff server only where only staff can reach it, on stdio or loopback);
-documents added to the index while it runs are readable by URI but listed by name only
-after a restart; one slow `ask` (the local model) holds up the calls behind it.
+it does not tell a connected client that the list changed (no `list_changed` notification:
+a client sees the change when it lists again); one slow `ask` (the local model) holds up
+the calls behind it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.server.mcpserver.resources import FunctionResource
+from mcp.types import Resource as MCPResource
 
 from tether import schemas
 from tether._version import __version__
@@ -61,15 +64,35 @@ class _Worker:
         except TetherError as exc:
             raise error(f"error: {exc}") from None
 
-    def now(self, fn: Callable[[], T]) -> T:
-        """`fn` on the worker thread, waited for (while the server is being built)."""
-        return self._pool.submit(fn).result()
+
+class _LiveServer(MCPServer):
+    """An MCPServer whose resource list adds, on every call, one resource per document the
+    audience may see now (read on the worker thread from the index's current generation)."""
+
+    def __init__(self, name: str, tools: Tools, worker: _Worker) -> None:
+        super().__init__(
+            name, instructions=INSTRUCTIONS.format(tools.audience), version=__version__
+        )
+        self._tools = tools
+        self._worker = worker
+
+    async def list_resources(self) -> list[MCPResource]:
+        fixed = await super().list_resources()
+        found = await self._worker.call(self._tools.documents, error=ResourceError)
+        latest = {d.doc_id: d for d in found}  # one per document: its last version listed
+        return fixed + [
+            MCPResource(
+                uri=f"tether://documents/{doc.doc_id}", name=doc.doc_id, title=doc.title,
+                mime_type="text/markdown",
+            )
+            for doc in latest.values()
+        ]  # fmt: skip
 
 
 def build_server(tools: Tools, *, name: str = "tether") -> MCPServer:
     """An MCP server over `tools` (their audience is the server's)."""
     worker = _Worker()
-    server = MCPServer(name, instructions=INSTRUCTIONS.format(tools.audience), version=__version__)
+    server = _LiveServer(name, tools, worker)
 
     @server.tool(
         description="Search the collection: the top k passages (1-50) for a query,"
@@ -120,19 +143,7 @@ def build_server(tools: Tools, *, name: str = "tether") -> MCPServer:
     async def document(doc_id: str) -> str:
         return await worker.call(tools.document, doc_id, error=ResourceError)
 
-    for doc in {d.doc_id: d for d in worker.now(tools.documents)}.values():
-        server.add_resource(FunctionResource(
-            uri=f"tether://documents/{doc.doc_id}", name=doc.doc_id, title=doc.title,
-            mime_type="text/markdown", fn=_reader(worker, tools, doc.doc_id),
-        ))  # fmt: skip
     return server
-
-
-def _reader(worker: _Worker, tools: Tools, doc_id: str) -> Callable[[], Any]:
-    async def read() -> str:
-        return await worker.call(tools.document, doc_id, error=ResourceError)
-
-    return read
 
 
 def run(

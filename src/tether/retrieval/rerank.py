@@ -6,11 +6,14 @@
   vectors are computed at ingest, see `store.sentence_spans`; the chunk cosine stands in when
   a chunk has none); `dense`, the cosine to the whole chunk; `xdense`, the same cosine after
   removing from each side the mean vector of its language (the query's language detected, the
-  chunk's from its metadata; means over the index's chunk vectors), mapped to 0..1: e5 vectors
-  carry a strong language component that makes an English question prefer English passages,
-  and centring each language removes most of it; `bm25`, the BM25 score squashed
-  to 0..1 (b / (b + 5)); `coverage`, the share of the query's content words (accents folded,
-  plurals folded) found in the chunk; `heading`, the share found in its title and headings;
+  chunk's from its metadata), mapped to 0..1: e5 vectors carry a strong language component
+  that makes an English question prefer English passages, and centring each language removes
+  most of it. The means are the audience's: over the vectors of the chunks the caller's
+  audience may see (every version), so a public score never moves with staff passages, and
+  taken in chunk ID order, so they do not move with the order chunks were written in; `bm25`,
+  the BM25 score squashed to 0..1 (b / (b + 5)); `coverage`, the share of the query's content
+  words (accents folded, plurals folded) found in the chunk; `heading`, the share found in its
+  title and headings;
   `code`, the share of the query's exact codes (PW-2200-07, SPRING15) that the chunk contains,
   and `rrf`, the hybrid fusion score over the best one among the candidates (0..1, whatever
   the fusion's k and weights). The weights were tuned on the bundled
@@ -41,7 +44,7 @@ from tether.config import DEFAULT_PROFILE
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Embedder, Provider, Store
 from tether.text import codes, collapse_code, content_words, embed_text, fold_plural, words
-from tether.types import Hit, Message, ModelRequest
+from tether.types import Audience, Filters, Hit, Message, ModelRequest
 
 # Tuned on the bundled questions by a random search over the features (objective: recall@5
 # + MRR of the reranked hybrid top 20), then checked on the Larkfield questions (held out); see
@@ -86,7 +89,7 @@ class SentenceReranker:
         query_vector: Callable[[str], np.ndarray] | Embedder,
         weights: Mapping[str, float] | None = None,
         *,
-        lexical_share: Callable[[str], float] | None = None,
+        lexical_share: Callable[[str, Audience], float] | None = None,
         lexical_weights: Mapping[str, float] | None = None,
     ) -> None:
         self.store = store
@@ -101,14 +104,17 @@ class SentenceReranker:
             self._qvec = lambda q: np.asarray(embedder.embed_queries([q]), dtype=np.float32)[0]
         self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
         self._positions: tuple[Any, dict[str, int], np.ndarray] | None = None
-        self._means: tuple[Any, dict[str, np.ndarray], np.ndarray] | None = None
+        self._means: dict[str, tuple[Any, dict[str, np.ndarray], np.ndarray]] = {}
 
-    def features(self, query: str, hits: Sequence[Hit]) -> list[dict[str, float]]:
-        """The feature values of each candidate, in the order given."""
+    def features(
+        self, query: str, hits: Sequence[Hit], audience: Audience = "public"
+    ) -> list[dict[str, float]]:
+        """The feature values of each candidate, in the order given, for a caller of
+        `audience` (whose chunks the language means of `xdense` are taken over)."""
         q = self._qvec(query)
         sentences = self.store.sentence_vectors(h.chunk.chunk_id for h in hits)
         positions = self._chunk_rows()
-        means, overall = self._language_means()
+        means, overall = self._language_means(audience)
         qc = _unit(q - means.get(_query_language(query), overall))
         qterms = _terms(query)
         qcodes = _code_keys(query)
@@ -152,15 +158,15 @@ class SentenceReranker:
             )
         return out
 
-    def weights_for(self, query: str) -> dict[str, float]:
+    def weights_for(self, query: str, audience: Audience = "public") -> dict[str, float]:
         """The feature weights for `query`: fixed, or (with `lexical_share`) the lexical
         features' weights raised by `lexical_weights` x the query's BM25 share /
         `LEXICAL_NEUTRAL`: identifier queries lean on the words, paraphrase less; a share of
-        0 (the retriever gives it for a question in another language than the collection)
-        keeps the fixed weights."""
+        0 (the retriever gives it for a question in another language than the collection, as
+        `audience` sees it) keeps the fixed weights."""
         if self.lexical_share is None:
             return self.weights
-        scale = self.lexical_share(query) / LEXICAL_NEUTRAL
+        scale = self.lexical_share(query, audience) / LEXICAL_NEUTRAL
         return {
             **self.weights,
             **{n: self.weights.get(n, 0.0) + w * scale for n, w in self.lexical_weights.items()},
@@ -171,11 +177,13 @@ class SentenceReranker:
         total = sum(weights.values()) or 1.0
         return sum(w * feats.get(name, 0.0) for name, w in weights.items()) / total
 
-    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
+    def rerank(
+        self, query: str, hits: Sequence[Hit], k: int, audience: Audience = "public"
+    ) -> list[Hit]:
         if not hits:
             return []
-        feats = self.features(query, hits)
-        weights = self.weights_for(query)
+        feats = self.features(query, hits, audience)
+        weights = self.weights_for(query, audience)
         scored = [
             (self.score(f, weights), i, h, f)
             for i, (h, f) in enumerate(zip(hits, feats, strict=True))
@@ -198,23 +206,33 @@ class SentenceReranker:
             self._positions = (ids, {c: i for i, c in enumerate(ids)}, matrix)
         return self._positions
 
-    def _language_means(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """Mean chunk vector per language (of languages with enough chunks) and overall."""
+    def _language_means(
+        self, audience: Audience = "public"
+    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Mean chunk vector per language (of languages with enough chunks) and overall, over
+        the chunks `audience` may see (every version), taken in chunk ID order."""
         ids, positions, matrix = self._chunk_rows()
-        if self._means is None or self._means[0] is not ids:
+        found = self._means.get(audience)
+        if found is None or found[0] is not ids:
             dim = matrix.shape[1] if matrix.ndim == 2 else 0
-            overall = matrix.mean(axis=0) if len(ids) else np.zeros(dim, dtype=np.float32)
-            by_lang: dict[str, list[int]] = {}
+            allowed = self.store.allowed_ids(Filters(audience=audience))
             languages = {c.chunk_id: c.meta.language for c in self.store.chunks()}
-            for cid, row in positions.items():
-                by_lang.setdefault(languages.get(cid, ""), []).append(row)
+            seen = sorted(cid for cid in allowed if cid in positions)
+            overall = (
+                matrix[[positions[cid] for cid in seen]].mean(axis=0)
+                if seen
+                else np.zeros(dim, dtype=np.float32)
+            )
+            by_lang: dict[str, list[int]] = {}
+            for cid in seen:
+                by_lang.setdefault(languages.get(cid, ""), []).append(positions[cid])
             means = {
                 lang: matrix[rows].mean(axis=0)
                 for lang, rows in by_lang.items()
                 if lang and len(rows) >= MIN_LANGUAGE_CHUNKS
             }
-            self._means = (ids, means, overall)
-        return self._means[1], self._means[2]
+            found = self._means[audience] = (ids, means, overall)
+        return found[1], found[2]
 
 
 # ---- LLM reranker ---------------------------------------------------------------------------
@@ -265,7 +283,10 @@ class LLMReranker:
             passages=((hit.chunk.chunk_id, hit.chunk.text),),
         )
 
-    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
+    def rerank(
+        self, query: str, hits: Sequence[Hit], k: int, audience: Audience = "public"
+    ) -> list[Hit]:
+        """Each candidate judged on its own (`audience` changes nothing)."""
         head, tail = list(hits[: self.max_candidates]), list(hits[self.max_candidates :])
         scored: list[tuple[float, int, Hit]] = []
         for i, h in enumerate(head):
@@ -308,7 +329,10 @@ class CrossEncoderReranker:
         self.name = f"cross-encoder:{re.sub(r'.*/', '', str(name_or_path).rstrip('/'))}"
         self.batch_size = batch_size
 
-    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
+    def rerank(
+        self, query: str, hits: Sequence[Hit], k: int, audience: Audience = "public"
+    ) -> list[Hit]:
+        """Each (query, candidate) pair scored on its own (`audience` changes nothing)."""
         if not hits:
             return []
         pairs = [(query, embed_text(h.chunk)) for h in hits]

@@ -50,6 +50,12 @@ see) BEFORE ranking, so a passage the filters refuse can never take a place in t
   and injection-bait kinds) and cannot be checked on Larkfield, which has no governance
   document; bench/results/retrieval.md gives rerank with and without them.
 
+What a caller is told depends only on what its audience may see: the filters apply before
+ranking; a public BM25 search scores with the public chunks' statistics (the store's public
+lexical table); and what the fusion and the reranker read from the collection as a whole
+(the language of most chunks, whether a second language is common, the language means of the
+reranker's `xdense`) is counted over the chunks of the caller's audience, every version.
+
 Each `Hit` carries `signals`, the component scores that placed it: `bm25`, `bm25_rank`,
 `dense` (the cosine, computed for every fused hit, also those BM25 alone found), `dense_rank`,
 `rrf`, and the reranker's features. An optional `rewrite` hook (for example `LLMRewriter`)
@@ -76,7 +82,7 @@ from tether.protocols import Embedder, Provider, Reranker, Store
 from tether.retrieval.query import QueryShape, query_shape
 from tether.standing import TYPE_ALIASES, source_rank
 from tether.text import fold
-from tether.types import Chunk, Filters, Hit, Message, ModelRequest
+from tether.types import Audience, Chunk, Filters, Hit, Message, ModelRequest
 
 METHODS: tuple[str, ...] = ("bm25", "dense", "hybrid", "rerank")
 RRF_K = 60
@@ -179,7 +185,7 @@ class Retriever:
         self.protect_each = protect_each
         self.per_document_one_language = per_document_one_language
         self._rules: tuple[int, list[Chunk]] | None = None
-        self._language: tuple[int, tuple[str | None, bool]] | None = None
+        self._language: dict[Audience, tuple[int, tuple[str | None, bool]]] = {}
         self._query_vectors: _LRU = _LRU(512)
         self._masks: _LRU = _LRU(32)
         if embedder is not None:
@@ -286,49 +292,64 @@ class Retriever:
             if cid in chunks  # removed by a write committed since the ranking
         ]
 
-    def fusion_weights(self, query: str) -> tuple[tuple[float, float], bool]:
-        """(bm25, dense) fusion weights for `query`, and whether the cosine gate applies.
+    def fusion_weights(
+        self, query: str, audience: Audience = "public"
+    ) -> tuple[tuple[float, float], bool]:
+        """(bm25, dense) fusion weights for `query` asked by `audience`, and whether the
+        cosine gate applies.
 
         Fixed (`rrf_weights`, gate on) unless `adaptive`: then the BM25 weight is the
         collection's (its `lexical_prior` share as a weight against dense 1) times the query's
         shape factor (`query_shape`), and no candidate is gated."""
         if not self.adaptive:
             return self.rrf_weights, True
-        share = self.lexical_share(query)
+        share = self.lexical_share(query, audience)
         return (share / (1.0 - share), 1.0), False
 
-    def lexical_share(self, query: str) -> float:
+    def lexical_share(self, query: str, audience: Audience = "public") -> float:
         """The BM25 share of the fusion for `query`: the collection's weight times the
-        query's shape factor, as a share, within 0.05..0.95 (the adaptive reranker scales its
-        lexical features by it too)."""
+        query's shape factor (against the language of the collection as `audience` sees it),
+        as a share, within 0.05..0.95 (the adaptive reranker scales its lexical features by it
+        too)."""
         prior = min(0.95, max(0.05, self.lexical_prior))
-        weight = prior / (1.0 - prior) * self._shape(query).lexical_factor
+        weight = prior / (1.0 - prior) * self._shape(query, audience).lexical_factor
         return min(0.95, max(0.05, weight / (1.0 + weight)))
 
-    def _rerank_share(self, query: str) -> float:
+    def _rerank_share(self, query: str, audience: Audience = "public") -> float:
         """The share the adaptive reranker scales its lexical features by: the fusion's, but
         none where shared words are likely to point at the wrong passage: a question in
         another language than the collection, or any question but one of identifiers in a
-        collection written in several languages."""
-        kind = self._shape(query).kind
-        if kind == "cross-language" or (self._languages()[1] and kind != "identifier"):
+        collection written in several languages (the collection as `audience` sees it)."""
+        kind = self._shape(query, audience).kind
+        if kind == "cross-language" or (self._languages(audience)[1] and kind != "identifier"):
             return 0.0
-        return self.lexical_share(query)
+        return self.lexical_share(query, audience)
 
-    def _shape(self, query: str) -> QueryShape:
-        return query_shape(query, self._languages()[0])
+    def _shape(self, query: str, audience: Audience = "public") -> QueryShape:
+        return query_shape(query, self._languages(audience)[0])
 
-    def _languages(self) -> tuple[str | None, bool]:
+    def _languages(self, audience: Audience = "public") -> tuple[str | None, bool]:
         """(the language of most chunks, whether a second language holds at least
-        `SECOND_LANGUAGE` of them), cached while the index's generation stays."""
+        `SECOND_LANGUAGE` of them), counted over the chunks `audience` may see (every version:
+        staff passages never move what the public is told), cached while the index's
+        generation stays."""
         generation = self.store.generation()
-        if self._language is None or self._language[0] != generation:
-            counts = Counter(c.meta.language for c in self.store.chunks() if c.meta.language)
-            ranked = counts.most_common(2)
+        found = self._language.get(audience)
+        if found is None or found[0] != generation:
+            allowed = self._allowed(Filters(audience=audience))
+            counts = Counter(
+                c.meta.language
+                for c in self.store.chunks()
+                if c.meta.language and c.chunk_id in allowed
+            )
+            ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:2]
             total = sum(counts.values()) or 1
             several = len(ranked) > 1 and ranked[1][1] / total >= SECOND_LANGUAGE
-            self._language = (generation, (ranked[0][0] if ranked else None, several))
-        return self._language[1]
+            found = self._language[audience] = (
+                generation,
+                (ranked[0][0] if ranked else None, several),
+            )
+        return found[1]
 
     def _hybrid(
         self, query: str, k: int, filters: Filters, depth: int | None = None
@@ -338,7 +359,7 @@ class Retriever:
         depth = depth or max(self.candidates, k)
         lexical = self.store.lexical_ranking(query, depth, filters)
         dense = self._dense_ranked(query, depth, filters)
-        weights, gated = self.fusion_weights(query)
+        weights, gated = self.fusion_weights(query, filters.audience)
         fusing = [cid for cid, _ in lexical]
         if self.lexical_gate is not None and dense and gated:
             top, low = dense[0][1], dense[-1][1]
@@ -358,7 +379,7 @@ class Retriever:
             ),
         )
         if self.adaptive:
-            order = self._protect_heads(query, order, bm25, dense_rank)
+            order = self._protect_heads(query, order, bm25, dense_rank, filters.audience)
         order = order[:k]
         chunks = self.store.get_many(order)
         order = [cid for cid in order if cid in chunks]  # removed since the ranking: left out
@@ -379,6 +400,7 @@ class Retriever:
         order: list[str],
         bm25: Mapping[str, tuple[float, int]],
         dense: Mapping[str, tuple[float, int]],
+        audience: Audience = "public",
     ) -> list[str]:
         """Adaptive hybrid: the top `protect_each` of the dense list and of the BM25 list
         come first (in fused order), the rest follow in fused order. Reciprocal rank fusion is
@@ -386,10 +408,11 @@ class Retriever:
         that the other list does not hold at all sank below every candidate the two lists
         share. Only in a collection written in one language (where it was measured; a
         collection of several languages keeps the fusion its bundled questions were tuned
-        on), and BM25's top not for a question in another language than the collection."""
-        if self.protect_each < 1 or self._languages()[1]:
+        on), and BM25's top not for a question in another language than the collection (the
+        collection as `audience` sees it)."""
+        if self.protect_each < 1 or self._languages(audience)[1]:
             return order
-        cross = self._shape(query).kind == "cross-language"
+        cross = self._shape(query, audience).kind == "cross-language"
         lexical = 0 if cross else self.protect_each
         never = (0.0, 10**9)
         first = [
@@ -409,7 +432,7 @@ class Retriever:
         else:
             candidates = self._hybrid(query, max(k, self.rerank_depth), filters)
         head, tail = self._rerank_head(candidates)
-        reranked = self.reranker.rerank(query, head, len(head))
+        reranked = self.reranker.rerank(query, head, len(head), filters.audience)
         if len(reranked) < len(head):  # a reranker that cut the list: keep the rest in order
             seen = {h.chunk.chunk_id for h in reranked}
             reranked = [*reranked, *(h for h in head if h.chunk.chunk_id not in seen)]
@@ -420,7 +443,7 @@ class Retriever:
         for j, h in enumerate(tail, start=len(out) + 1):  # past the reranked head: hybrid order
             out.append(replace(h, rank=j, method="rerank", score=floor - j * 1e-6))
         cap = self.per_document
-        if self.adaptive and cap and not self._languages()[1]:
+        if self.adaptive and cap and not self._languages(filters.audience)[1]:
             cap = self.per_document_one_language
         if cap:
             out = _cap_per_document(out, cap, DIVERSITY_WINDOW)

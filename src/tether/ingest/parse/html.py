@@ -2,7 +2,11 @@
 
 nav, script, style, svg, noscript, template, iframe/object/embed/canvas, form controls,
 elements with a `hidden` attribute, `aria-hidden="true"`, an inline `display:none` style or
-`role="navigation"` are dropped, and so are blocks whose class names them navigation
+`role="navigation"` are dropped, and so is what the page's CSS hides
+(`tether.ingest.parse.css`: `display:none`, `visibility:hidden` or `opacity:0` set by a
+`<style>` rule or inline, text in a zero font size or in the colour of its background; an
+element whose own text is hidden but not its children's loses that text only), and so are
+blocks whose class names them navigation
 (DocBook's `navheader`/`navfooter`, Javadoc's `topNav`/`bottomNav`/`subNav`, Doxygen's
 `navpath`, `breadcrumb(s)`, a menu of links: SQLite's `menu mainmenu`, a `tagline` above the
 page's first heading). A title
@@ -35,9 +39,9 @@ text encoding; a page without one that is not UTF-8 is decoded with the detected
 Elements nested deeper than `MAX_DEPTH` keep their text as one block; a page nested so deep
 that libxml2 stops (2048 levels) is refused rather than cut short.
 
-What it cannot do: no rendering: CSS-hidden content other than inline
-`display:none`/`visibility:hidden` is kept, and JavaScript-built pages yield only their static
-HTML; chrome is recognised by tags, roles and common id and class names, so a site's menu
+What it cannot do: no rendering: CSS hides only what `tether.ingest.parse.css` can see (no
+external stylesheets, no attribute or pseudo-class selectors, no off-screen positioning:
+see there), and JavaScript-built pages yield only their static HTML; chrome is recognised by tags, roles and common id and class names, so a site's menu
 built of plain lists with no such name is read as content; text drawn in SVG (SQLite's syntax
 diagrams) is dropped with the SVG; a bold paragraph that is a label, not a question,
 becomes a heading only after an anchor.
@@ -53,6 +57,7 @@ from typing import Any
 from tether.errors import ParseError
 from tether.ingest.metadata import collect_meta
 from tether.ingest.parse.blocks import Builder, Parsed, clean, decode, short
+from tether.ingest.parse.css import hidden_by_css
 
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _DROP_TAGS = frozenset(
@@ -74,6 +79,7 @@ _NESTED_IN_LI = frozenset({"ul", "ol", "dl", "table", "pre"})
 _LEAVES = frozenset({"p", "pre", "li", "tr", "dt"})  # blocks whose inner ids start at them
 _ALL = frozenset({"*"})  # skip every child: only the element's own id
 _PSEUDO = "data-tether-heading"  # marks a bold paragraph read as a heading
+_HIDDEN = "data-tether-hidden"  # marks an element the page's CSS hides
 # ids of page wrappers and chrome, not locations of the content
 _CHROME_IDS = frozenset(
     {
@@ -128,7 +134,11 @@ def _tag(el: Any) -> str:
 
 
 def _is_hidden(el: Any) -> bool:
-    if el.get("hidden") is not None or (el.get("aria-hidden") or "").strip().lower() == "true":
+    if (
+        el.get(_HIDDEN) is not None
+        or el.get("hidden") is not None
+        or (el.get("aria-hidden") or "").strip().lower() == "true"
+    ):
         return True
     style = re.sub(r"\s", "", (el.get("style") or "").lower())
     return "display:none" in style or "visibility:hidden" in style
@@ -178,6 +188,22 @@ def _before_first_heading(body: Any) -> set[Any]:
             return found
         found.add(el)
     return set()
+
+
+def _hide_by_css(root: Any) -> None:
+    """Mark what the page's CSS hides (`_HIDDEN`, read by `_is_hidden`), and remove the own
+    text of elements whose text is hidden while something inside them shows; a mark the page
+    itself wrote is removed first."""
+    for el in root.iter():
+        if _tag(el) and el.get(_HIDDEN) is not None:
+            del el.attrib[_HIDDEN]
+    found = hidden_by_css(root)
+    for el in found.own_text:
+        el.text = None
+        for child in el:
+            child.tail = None
+    for el in found.boxes:
+        el.set(_HIDDEN, "1")
 
 
 def _promote_title_block(root: Any) -> None:
@@ -397,7 +423,8 @@ def _promote_hidden_headings(body: Any) -> None:
         title = set(re.findall(r"\w+", _text_of(el).casefold()))
         repeated = nxt is not None and title <= set(re.findall(r"\w+", _shown_text(nxt)))
         if title and repeated and (el.get("id") or anchor is not None):
-            del el.attrib["style"]  # shown: the anchor's own title, which the entry repeats
+            el.attrib.pop("style", None)  # shown: the anchor's own title, which the entry repeats
+            el.attrib.pop(_HIDDEN, None)
             _lift_out_of_paragraph(el, anchor)
 
 
@@ -651,6 +678,7 @@ def parse(data: bytes) -> Parsed:
     body = root.find("body")
     if body is None:
         body = root
+    _hide_by_css(root)
     _promote_hidden_headings(body)
     _promote_title_block(body)
     masthead = _before_first_heading(body)
