@@ -190,3 +190,39 @@ def test_calibrated_gate_trades_refusals(demo_store, retriever):
     for row in cal.chosen:
         assert row.wrongly_refused <= max(1, int(0.02 * row.answerable))
     assert set(cal.floors) == {"bm25", "hybrid"}
+
+
+class SlowProvider(CountingProvider):
+    """Answers just after `until` (a time.monotonic() instant): the request's deadline passes
+    while the model works."""
+
+    def __init__(self, text: str, until: float) -> None:
+        super().__init__(text)
+        self.until = until
+
+    def complete(self, request: ModelRequest) -> Completion:
+        import time
+
+        time.sleep(max(0.0, self.until - time.monotonic()) + 0.1)
+        return super().complete(request)
+
+
+def test_a_request_past_its_deadline_stops_at_the_next_stage(demo_store, retriever):
+    import time
+
+    from tether.errors import DeadlineError
+
+    q = QUESTIONS["Q001"]
+    provider = CountingProvider()
+    late = options(q, deadline=time.monotonic() - 1.0)
+    with pytest.raises(DeadlineError, match="before retrieval"):
+        ask(q.question, demo_store, provider, late, **parts(retriever, provider))
+    assert provider.calls == []
+    # the model outlives the deadline: the claims are not checked, nothing more is done
+    reply = '{"answerable": true, "answer": "3 to 7 days.", "claims": []}'
+    deadline = time.monotonic() + 8.0  # retrieval is done long before
+    slow = SlowProvider(reply, deadline)
+    soon = options(q, deadline=deadline, answerability=False)
+    with pytest.raises(DeadlineError, match="before the checks"):
+        ask(q.question, demo_store, slow, soon, **parts(retriever, slow))
+    assert len(slow.calls) == 1

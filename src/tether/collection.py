@@ -129,6 +129,7 @@ class Collection:
         strict: bool = False,
         verify: bool = True,
         answerability: bool = True,
+        deadline: float | None = None,
     ) -> AskResult:
         """Answer `question` with claims checked against their cited passages.
 
@@ -138,7 +139,8 @@ class Collection:
         context `budget` in tokens, `min_support` passages over the gate's `floor`, `mode`
         (json or inline citations, select: evidence sentences chosen by number, auto: select
         with the local model, else json), `closed_book`, `strict`, `verify`, `answerability`
-        (refuse before the model when no passage answers). A provider failure
+        (refuse before the model when no passage answers), `deadline` (a `time.monotonic()`
+        instant past which the next stage raises `DeadlineError`). A provider failure
         does not raise: it is `result.problem`. The question is recorded in the index's
         audit as asked by the OS user (TETHER_AUDIT=false: it is not)."""
         from tether.answering.gate import check_question
@@ -147,7 +149,7 @@ class Collection:
         given = dict(
             as_of=as_of_value(as_of), audience=check_audience(audience), language=language,
             method=method, k=k, closed_book=closed_book, floor=floor, mode=mode,
-            strict=strict, verify=verify, answerability=answerability,
+            strict=strict, verify=verify, answerability=answerability, deadline=deadline,
         )  # fmt: skip
         if budget is not None:
             given["budget"] = budget

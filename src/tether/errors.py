@@ -16,3 +16,8 @@ class ProviderError(TetherError):
 
 class OlderIndexError(TetherError):
     """An index built by an older tether, opened to be read: one ingest upgrades it."""
+
+
+class DeadlineError(TetherError):
+    """Work stopped at a stage boundary because its request ran past its deadline (the server
+    answers 504; nothing after that stage was done)."""

@@ -49,7 +49,7 @@ from tether.answering.gate import (
 )
 from tether.asks import asks, gives
 from tether.config import DEFAULT_PROFILE, Profile
-from tether.errors import ProviderError
+from tether.errors import DeadlineError, ProviderError
 from tether.protocols import Embedder, Judge, Provider, Store
 from tether.text import detect_language
 from tether.types import (
@@ -75,7 +75,10 @@ class AskOptions:
     citations; select: the model chooses evidence sentences by number,
     `tether.answering.evidence`; auto: `answer_mode`), `closed_book` (no passages), `strict`
     (drop flagged claims), `verify`, and `answerability` (refuse before the model when the
-    answerability judge finds no passage that answers; `tether.answering.answerable`). A public asker is never shown a claim that fails an
+    answerability judge finds no passage that answers; `tether.answering.answerable`), and a
+    `deadline` (a `time.monotonic()` instant; past it `ask` raises `DeadlineError` at the next
+    stage boundary instead of going on: the server sets it so a request it has given up on
+    stops working). A public asker is never shown a claim that fails an
     exact, instruction, precedence or number check (`tether.verify.flags.withhold`; the
     result's `notice` says what was withheld)."""
 
@@ -92,6 +95,7 @@ class AskOptions:
     strict: bool = False
     verify: bool = True
     answerability: bool = True  # refuse before the model when no passage answers
+    deadline: float | None = None  # a time.monotonic() instant: past it, the next stage stops
 
 
 def answer_language(text: str) -> str:
@@ -197,6 +201,7 @@ def ask(
         emit("answer", closed)
         return closed
 
+    on_time(o, "retrieval")
     t = time.perf_counter()
     method = retriever.resolve_method(o.method)
     hits = retriever.search(question, o.k, filters, method=method)
@@ -216,6 +221,7 @@ def ask(
             base, answer=answer, provider="none (refused before the model)", timings=timings
         )
     if answerability is not None and o.answerability and method == "rerank":
+        on_time(o, "answerability")
         t = time.perf_counter()
         verdict = judge_answerability(answerability, question, hits, store, filters, retriever)
         timings["answerability_s"] = time.perf_counter() - t
@@ -227,6 +233,7 @@ def ask(
                 base, answer=answer, provider="none (refused before the model)", timings=timings
             )
 
+    on_time(o, "the model call")
     t = time.perf_counter()
     context = assemble(hits, o.budget, count=tokens.count, tokenizer=tokens.name)
     timings["context_s"] = time.perf_counter() - t
@@ -242,12 +249,19 @@ def ask(
     if o.mode == "select" and o.answerability:
         result = chosen_answer(result)
     emit("answer", result)
+    on_time(o, "the checks")
     embedder = getattr(retriever, "embedder", None)
     result = checked(result, store, context, o, judge=judge, embedder=embedder,
                      verifier=verifier, profile=profile)  # fmt: skip
     if result.checks:
         emit("checks", result)
     return result
+
+
+def on_time(o: AskOptions, stage: str) -> None:
+    """Raise `DeadlineError` when `o.deadline` has passed (before `stage` starts)."""
+    if o.deadline is not None and time.monotonic() > o.deadline:
+        raise DeadlineError(f"the request ran past its deadline before {stage}; stopped there")
 
 
 def chosen_answer(result: AskResult) -> AskResult:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -232,6 +233,8 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
         as_of=as_of_value(body.as_of), audience=audience_for(request, key, body.view),
         language=body.language, method=body.method, k=body.k, mode=body.mode,
         strict=body.strict, verify=body.verify, answerability=body.answerability,
+        # the work itself stops at its next stage once the deadline has passed
+        deadline=time.monotonic() + s.config.deadline_s,
     )  # fmt: skip
     host = client_address(request)
     if not body.stream:
@@ -310,12 +313,12 @@ async def _stream(
 
 
 def _failure(exc: Exception) -> tuple[int, str]:
-    from tether.errors import TetherError
+    from tether.errors import DeadlineError, TetherError
 
     if isinstance(exc, Refused):
         return exc.status_code, str(exc.detail)
     if isinstance(exc, TetherError):
-        return 400, str(exc)
+        return 504 if isinstance(exc, DeadlineError) else 400, str(exc)
     return 500, "the server met an unexpected error (see its log)"
 
 

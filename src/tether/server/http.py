@@ -35,7 +35,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from tether.errors import TetherError
+from tether.errors import DeadlineError, TetherError
 
 AUDIENCE_HEADER = "Tether-Audience"
 PROBLEM_TYPE = "application/problem+json"
@@ -115,7 +115,7 @@ def install_problems(app: FastAPI) -> None:
         return problem(422, _validation_detail(exc))
 
     async def user_error(request: Request, exc: Exception) -> JSONResponse:
-        return problem(400, str(exc))
+        return problem(504 if isinstance(exc, DeadlineError) else 400, str(exc))
 
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         return problem(500, "the server met an unexpected error (see its log)")
