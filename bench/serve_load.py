@@ -32,6 +32,7 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -47,12 +48,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(index: Path | None, port: int, folder: Path) -> subprocess.Popen[bytes]:
+def start_server(
+    index: Path | None, port: int, folder: Path, extra: tuple[str, ...] = ("--queue", "16"),
+    stderr: Any = None,
+) -> subprocess.Popen[bytes]:  # fmt: skip
+    """`tether serve` on 127.0.0.1:`port` (the extractive answerer, no rate limit), over
+    `index` or the demo index built in `folder`; `extra` flags; its stderr to `stderr`."""
     env = {**os.environ, "PYTHONPATH": str(SRC), "TETHER_PROVIDER": "extractive"}
     where = ["--index", str(index)] if index else ["--demo"]
     command = [sys.executable, "-m", "tether", "--quiet", "serve", *where, "--port", str(port),
-               "--rate", "0", "--queue", "16"]  # fmt: skip
-    return subprocess.Popen(command, cwd=folder, env=env)
+               "--rate", "0", *extra]  # fmt: skip
+    return subprocess.Popen(command, cwd=folder, env=env, stderr=stderr)
 
 
 async def wait_ready(base: str, seconds: float = 600) -> None:
