@@ -15,8 +15,10 @@ with a Workspace of its own, and bounded lines in front of the heavy work.
 - `Lane.run` waits under a deadline (504 when it passes): work still in line is dropped,
   work already running finishes in the background, its result dropped.
 
-What it cannot do: Python threads cannot be stopped, so a request past its deadline still
-holds its thread (and its place in the lane) until the engine returns; the lanes share the
+What it cannot do: Python threads cannot be stopped from outside: an answer past its
+deadline stops at the next stage boundary of `ask` (the request carries the deadline:
+`AskOptions.deadline`), but a stage already running (a model call, a claim's checks) holds
+its thread and its place in the lane until it returns; the lanes share the
 process's cores and its interpreter lock, so heavy work slows a search down (it does not
 stop it); the Workspaces' connections close with the process.
 """
