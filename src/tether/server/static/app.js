@@ -1,7 +1,9 @@
 // tether's web page: asks /v1/ask with the key kept in sessionStorage, shows the answer, the
 // claim map (select a claim: its cited passage with the evidence span marked, its checks in
-// plain words) and the passages. Every text from the server is set with textContent, never
-// parsed as HTML.
+// plain words) and the passages. Claims and checks are paired by the claim, never by position
+// (a public answer's claims omit the withheld ones; its checks keep them). On a staff view a
+// staff source is marked "internal — do not share". Every text from the server is set with
+// textContent, never parsed as HTML.
 "use strict";
 
 const KEY = "tether-key";
@@ -83,9 +85,73 @@ function marked(passage, evidence) {
   return quote;
 }
 
-function showClaim(result, n) {
-  const check = result.checks[n];
-  const claim = check ? { text: check.claim, chunk_ids: check.chunk_ids } : result.answer.claims[n];
+const INTERNAL = "internal — do not share";
+
+function internalMark() {
+  // a staff source on a staff view: never to be pasted to a customer
+  return el("span", INTERNAL, "internal");
+}
+
+function accessOf(result) {
+  // each chunk ID the result knows (passages given to the model, hits) → its access label
+  const access = new Map();
+  for (const hit of result.hits || []) access.set(hit.chunk_id, hit.access);
+  for (const p of (result.context && result.context.passages) || []) access.set(p.chunk_id, p.access);
+  return access;
+}
+
+function sameIds(a, b) {
+  return a.length === b.length && a.every((id, i) => id === b[i]);
+}
+
+function claimMap(result) {
+  // The claims to show, each with its own check, paired by identity (an `index` field when
+  // both sides have one, else the claim's text and citations, else its text), never by
+  // position: a public answer's claims omit the withheld ones while its checks keep them.
+  // A public view shows only the answer's claims that no check withholds or removes; staff
+  // see every checked claim, marked.
+  const checks = result.checks || [];
+  const claims = result.answer ? result.answer.claims : [];
+  const used = new Set();
+  const free = (j) => !used.has(j);
+  const find = (claim) => {
+    let j = -1;
+    if (Number.isInteger(claim.index)) j = checks.findIndex((c, k) => free(k) && c.index === claim.index);
+    if (j < 0) j = checks.findIndex((c, k) => free(k) && c.claim === claim.text && sameIds(c.chunk_ids, claim.chunk_ids));
+    if (j < 0) j = checks.findIndex((c, k) => free(k) && c.claim === claim.text);
+    if (j >= 0) used.add(j);
+    return j;
+  };
+  const paired = claims.map((claim) => ({ claim, j: find(claim) }));
+  const items = [];
+  // in the checks' order (the model's claims in order), the answer's claims where paired
+  checks.forEach((check, j) => {
+    const hit = paired.find((p) => p.j === j);
+    items.push({ text: hit ? hit.claim.text : check.claim, chunk_ids: hit ? hit.claim.chunk_ids : check.chunk_ids,
+      check, inAnswer: Boolean(hit) });
+  });
+  for (const p of paired) {
+    if (p.j < 0) items.push({ text: p.claim.text, chunk_ids: p.claim.chunk_ids, check: null, inAnswer: true });
+  }
+  const publicView = result.audience !== "staff";
+  const shown = items.filter((item) => !publicView
+    || (item.inAnswer && !(item.check && (item.check.withheld || item.check.removed))));
+  return {
+    shown,
+    withheld: checks.filter((c) => c.withheld).length,
+    removed: checks.filter((c) => c.removed).length,
+  };
+}
+
+function plural(n, word) {
+  return n + " " + word + (n === 1 ? "" : "s");
+}
+
+function showClaim(result, items, n) {
+  const item = items[n];
+  const check = item.check;
+  const staffView = result.audience === "staff";
+  const access = accessOf(result);
   for (const button of $("claims").querySelectorAll("button")) {
     button.setAttribute("aria-pressed", String(button.dataset.n === String(n)));
   }
@@ -95,22 +161,26 @@ function showClaim(result, n) {
   checks.replaceChildren();
   if (!check) checks.append(el("li", "not checked"));
   else if (check.ok) checks.append(el("li", "ok: every check passed", "verdict ok"));
+  if (check && check.withheld) checks.append(el("li", "withheld from a public reader"));
+  if (check && check.removed) checks.append(el("li", "removed by --strict"));
   for (const flag of check ? check.flags : []) checks.append(el("li", plain(flag)));
   const cited = $("cited");
   cited.replaceChildren();
   const passages = result.context ? result.context.passages : [];
-  for (const id of claim.chunk_ids) {
+  for (const id of item.chunk_ids) {
     const passage = passages.find((p) => p.chunk_id === id);
     if (!passage) {
       cited.append(el("p", "passage " + id + " was not among the passages given to the model"));
       continue;
     }
     const box = el("article");
-    box.append(el("h4", passage.title));
+    const title = el("h4", passage.title);
+    if (staffView && access.get(id) === "staff") title.append(" ", internalMark());
+    box.append(title);
     const meta = el("dl");
     const rows = [["version", passage.version], ["section", passage.section],
       ["in force", inForce(passage.effective_from, passage.effective_to)],
-      ["type", passage.doc_type], ["chunk", passage.chunk_id]];
+      ["type", passage.doc_type], ["access", passage.access], ["chunk", passage.chunk_id]];
     for (const [name, value] of rows) {
       meta.append(el("dt", name), el("dd", value));
     }
@@ -123,55 +193,69 @@ function showResult(result) {
   $("result").hidden = false;
   $("passage").hidden = true;
   // a claim withheld from a public reader is never shown to one; staff see it marked
-  const publicView = result.audience !== "staff";
-  const hidden = (n) => publicView && result.checks[n] && result.checks[n].withheld;
-  const claims = result.answer ? result.answer.claims : [];
-  const anyHidden = claims.some((claim, n) => hidden(n));
+  const staffView = result.audience === "staff";
+  const access = accessOf(result);
+  const internal = (ids) => staffView && ids.some((id) => access.get(id) === "staff");
+  const { shown, withheld, removed } = claimMap(result);
+  const inAnswer = shown.filter((item) => item.inAnswer);
   const answer = !result.answer ? ""
-    : anyHidden ? claims.filter((claim, n) => !hidden(n)).map((claim) => claim.text).join(" ")
+    : !staffView && withheld ? inAnswer.map((item) => item.text).join(" ")
     : result.answer.answer;
   $("answer").textContent = answer;
-  $("notice").textContent = result.notice || "";
-  $("notice").hidden = !result.notice;
+  const answerMark = $("answer-internal");
+  answerMark.textContent = INTERNAL;
+  answerMark.hidden = !internal(inAnswer.flatMap((item) => item.chunk_ids));
+  const notice = result.notice || (!staffView && withheld ? plural(withheld, "claim") + " withheld." : "");
+  $("notice").textContent = notice;
+  $("notice").hidden = !notice;
   if (result.refused) {
     const gate = result.gate;
     const why = result.refused_by === "gate" && gate
       ? "Refused by the support gate: " + gate.reason + " (best score " + gate.best.toFixed(3) + ", floor " + gate.floor.toFixed(3) + ")"
       : result.refused_by === "answerability"
         ? "No passage answers this question: " + ((result.answerability && result.answerability.reason) || result.why_refused || "")
-        : "Refused by the " + (result.refused_by === "strict" ? "strict mode" : "model") + ": " + (result.why_refused || "");
+        : result.refused_by === "verifier"
+          ? "No checked claim can be shown: " + (result.notice || result.why_refused || "")
+          : "Refused by the " + (result.refused_by === "strict" ? "strict mode" : "model") + ": " + (result.why_refused || "");
     say(why, true);
   } else if (result.status === "no_answer") {
     say("No answer: " + (result.problem ? result.problem.detail : "the provider failed"), true);
+  } else if (result.status === "flagged") {
+    say("Answered, with flagged claims: read their checks.", false);
   } else {
-    say(result.status === "flagged" ? "Answered, with flagged claims: read their checks." : "Answered; every claim passed its checks.", false);
+    const hiddenCount = (staffView ? 0 : withheld) + removed;
+    say(hiddenCount
+      ? "Answered; every claim shown passed its checks (" + plural(hiddenCount, "claim") + " not shown: see the note)."
+      : "Answered; every claim passed its checks.", false);
   }
   const list = $("claims");
   list.replaceChildren();
-  claims.forEach((claim, n) => {
-    if (hidden(n)) return;
-    const check = result.checks[n];
-    const button = el("button", claim.text);
+  shown.forEach((item, n) => {
+    const check = item.check;
+    const button = el("button", item.text);
     button.type = "button";
     button.dataset.n = String(n);
     button.setAttribute("aria-pressed", "false");
-    const verdict = !check ? "" : check.withheld ? "withheld" : check.ok ? "ok" : "flagged";
-    if (verdict) button.append(el("span", verdict, "verdict " + (verdict === "withheld" ? "flagged" : verdict)));
-    button.addEventListener("click", () => showClaim(result, n));
-    const item = el("li");
-    item.append(button);
-    list.append(item);
+    const verdict = !check ? "" : check.withheld ? "withheld" : check.removed ? "removed" : check.ok ? "ok" : "flagged";
+    if (verdict) button.append(el("span", verdict, "verdict " + (verdict === "ok" ? "ok" : "flagged")));
+    if (internal(item.chunk_ids)) button.append(" ", internalMark());
+    button.addEventListener("click", () => showClaim(result, shown, n));
+    const row = el("li");
+    row.append(button);
+    list.append(row);
   });
   const rows = $("hits");
   rows.replaceChildren();
   for (const hit of result.hits) {
     const row = el("tr");
+    const doc = el("td", hit.title + " v" + hit.version);
+    if (staffView && hit.access === "staff") doc.append(" ", internalMark());
     row.append(el("td", hit.rank), el("td", hit.score.toFixed(3)),
-      el("td", hit.title + " v" + hit.version), el("td", hit.section), el("td", hit.chunk_id));
+      doc, el("td", hit.section), el("td", hit.chunk_id));
     rows.append(row);
   }
   $("hits-box").hidden = result.hits.length === 0;
-  $("result").hidden = claims.length === 0 && !answer;
+  $("result").hidden = shown.length === 0 && !answer && !notice;
 }
 
 async function ask(event) {
