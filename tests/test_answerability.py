@@ -231,3 +231,25 @@ def test_small_collection_question_is_answered_or_refused_as_expected(
     else:
         assert result.refused_by not in ("gate", "answerability"), result.refused_by
         assert row.correct, f"keys {q.keys} not in {row.answer!r} ({result.status})"
+
+
+@pytest.mark.parametrize(
+    ("question", "subjectless"),
+    [("?", True), ("How much does it cost?", True), ("Combien ?", True),
+     ("How long does it take?", True), ("How much does delivery cost?", False),
+     ("Combien coûte la livraison ?", False)],
+)  # fmt: skip
+def test_a_question_that_names_nothing_is_refused_whatever_the_features(
+    question: str, subjectless: bool
+) -> None:
+    from tether.answering.answerable import ASKING_WORDS
+    from tether.text import fold
+
+    terms = question_terms(question).values()
+    assert all(fold(w) in ASKING_WORDS for w in terms) is subjectless
+    reading = Reading({"typed_cover": 0.9}, "money", subjectless=subjectless)
+    verdict = AnswerabilityJudge(_model()).decide(reading)
+    assert verdict.answerable is not subjectless
+    if subjectless:
+        assert "does not say what it is about" in reading.reason("en")
+        assert "ne dit pas de quoi" in reading.reason("fr")

@@ -67,6 +67,17 @@ _QUESTION_WORDS = frozenset(
     puis-je peut-on dois-je faut-il il elle y a t je on nous vous i you we they me my your our
     need needs want wants get know tell please possible able allowed still""".split()
 )
+# Words that say what kind of answer is wanted, not what it is about: a question made of these
+# alone ("How much does it cost?", "Combien ?", "?") names no subject, and no passage can be
+# said to answer it (refused whatever the features say).
+ASKING_WORDS = frozenset(
+    """cost costs price prices fee fees charge charges pay paid amount time times long days
+    day hours hour weeks week months month years year take takes taking last lasts often soon
+    late early big size weight number answer question info information help thing things
+    something anything coute coutent prix frais tarif montant temps duree delai combien jours
+    jour heures heure semaines semaine mois ans annee faut prend chose choses quelque reponse
+    aide""".split()
+)
 _TERM = re.compile(r"[a-z0-9]+")
 _RAW_TERM = re.compile(r"[^\W_]+", re.UNICODE)
 _PASSAGES = 5  # the retrieved passages read (the context's best)
@@ -128,9 +139,18 @@ class Reading:
     # the sentences that come closest (words and cosine; those that give the asked type
     # first), each after its section's name: what a second opinion reads
     evidence: tuple[str, ...] = ()
+    subjectless: bool = False  # no word names what is asked about ("How much does it cost?")
 
     def reason(self, language: str = "en") -> str:
         """Why the passages were judged not to answer, in plain words, with what to do."""
+        if self.subjectless:
+            return (
+                "la question ne dit pas de quoi elle parle ; nommez le produit, le service ou"
+                " la règle qui vous intéresse"
+                if language == "fr"
+                else "the question does not say what it is about; name the product, service or"
+                " rule you are asking about"
+            )
         if language == "fr":
             if self.unknown:
                 return (
@@ -257,7 +277,8 @@ def read_question(
     ranked.sort(key=lambda r: (not r[0], -r[1]))
     evidence = tuple(dict.fromkeys(r[2] for r in ranked))[:EVIDENCE_SENTENCES]
     unknown = unknown if not cross else ()
-    return Reading(features, asked, unknown, best_sentence, best_chunk, evidence)
+    subjectless = all(fold(w) in ASKING_WORDS for w in terms.values())
+    return Reading(features, asked, unknown, best_sentence, best_chunk, evidence, subjectless)
 
 
 def _sentence_offsets(text: str) -> list[tuple[int, int]]:
@@ -367,6 +388,8 @@ class AnswerabilityJudge:
         opinion is asked, when its mix with P(answerable) reaches `second_threshold`
         (`passages`: what the second opinion reads, the reading's closest sentences)."""
         p = self.model.probability(reading.features)
+        if reading.subjectless:  # nothing to look for: no passage can be said to answer
+            return Verdict(False, p, self.threshold, reading)
         low, high = self.band
         if self.second is not None and passages and low <= p < high:
             second = self.second.score(question, passages)
