@@ -82,6 +82,7 @@ _TERM = re.compile(r"[a-z0-9]+")
 _RAW_TERM = re.compile(r"[^\W_]+", re.UNICODE)
 _PASSAGES = 5  # the retrieved passages read (the context's best)
 EVIDENCE_SENTENCES = 6  # the closest sentences a second opinion reads
+COUNTED_TERMS = 16  # question words looked up in the index (the rarest in everyday language)
 NAMED_RARITY = 2.0  # a missing word rarer than this (Zipf 5: "price", "card") is named
 
 
@@ -189,15 +190,20 @@ def read_question(
     top = list(hits[:_PASSAGES])
     language = detect_language(question)
 
-    # how rare each question word is among the passages the asker may see (0: never seen)
-    seen = {s: store.count_lexical(w, filters) for s, w in terms.items()} if terms else {}
+    # how rare each question word is among the passages the asker may see (0: never seen);
+    # counted for the `COUNTED_TERMS` words rarest in everyday language only (a long question
+    # would cost a count a word), the others taken as common there too
+    rare = {s: rarity(terms[s], language) for s in terms}
+    counted = set(sorted(terms, key=lambda s: -rare[s])[:COUNTED_TERMS])
+    common = max(1, len(store.allowed_ids(filters)) // 2) if terms else 1
+    seen = {s: store.count_lexical(w, filters) if s in counted else common
+            for s, w in terms.items()}  # fmt: skip
     total = max(1, len(store.allowed_ids(filters))) if terms else 1
     weight = {s: math.log(1 + total / (1 + seen[s])) for s in terms}
     weight_sum = sum(weight.values()) or 1.0
     in_top: set[str] = set()
     for h in top:
         in_top |= _stems(" ".join((h.chunk.meta.title, *h.chunk.heading_path, h.chunk.text)))
-    rare = {s: rarity(terms[s], language) for s in terms}
     # named in a refusal: the rarer question words no passage the asker may see holds
     unknown = tuple(
         terms[s]
