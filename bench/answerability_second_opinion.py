@@ -26,7 +26,12 @@ import numpy as np
 from tether.answering.answerable import SECOND_WEIGHT, ModelAnswerability, read_question
 from tether.app import Workspace
 from tether.config import settings_from_mapping
-from tether.evaluation.answerability_training import FEATURES, Row, read_rows, training_sets
+from tether.evaluation.answerability_training import (
+    Row,
+    out_of_fold,
+    read_rows,
+    training_sets,
+)
 from tether.types import Filters
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,23 +69,6 @@ def ask(cache: Path) -> None:
             ws.close()
 
 
-def out_of_fold(rows: list[Row]) -> dict[str, float]:
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
-
-    x = np.array([[r.features.get(f, 0.0) for f in FEATURES] for r in rows])
-    y = np.array([int(r.answerable) for r in rows])
-    folds = np.array([zlib.crc32(f"{r.set}:{r.id}".encode()) % 5 for r in rows])
-    oof = np.zeros(len(rows))
-    for k in range(5):
-        part = folds == k
-        scaler = StandardScaler().fit(x[~part])
-        lr = LogisticRegression(C=0.1, class_weight="balanced", max_iter=2000)
-        lr.fit(scaler.transform(x[~part]), y[~part])
-        oof[part] = lr.predict_proba(scaler.transform(x[part]))[:, 1]
-    return {r.id: float(p) for r, p in zip(rows, oof, strict=True)}
-
-
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
     return float(np.mean([(a > b) + 0.5 * (a == b) for a in pos for b in neg]))
 
@@ -98,7 +86,7 @@ def main() -> int:
         ws.ingest(folder, executor="serial")
         rows += read_rows(name, ws.store, ws.retriever(), questions)
         ws.close()
-    judge = out_of_fold(rows)
+    judge = {r.id: float(p) for r, p in zip(rows, out_of_fold(rows), strict=True)}
     said = [json.loads(x) for x in RECORDED.open()]
     said = [r for r in said if r["p"] is not None and r["id"] in judge]
     y = np.array([r["answerable"] for r in said])

@@ -39,7 +39,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from tether.answering.answerable import read_question
 from tether.evaluation.questions import demo_collection, load_questions
@@ -110,28 +112,39 @@ def read_rows(
     return rows
 
 
-def fit(rows: Sequence[Row], seconds_so_far: float = 0.0) -> JudgeModel:
-    """A logistic regression on `rows` (see the module docstring)."""
-    import numpy as np
+def _regression(xs: np.ndarray, ys: np.ndarray) -> tuple[Any, Any]:
+    """A StandardScaler and a balanced LogisticRegression fitted on (xs, ys)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    began = time.perf_counter()
+    scaler = StandardScaler().fit(xs)
+    lr = LogisticRegression(C=0.1, class_weight="balanced", max_iter=2000)
+    lr.fit(scaler.transform(xs), ys)
+    return scaler, lr
+
+
+def _matrix(rows: Sequence[Row]) -> tuple[np.ndarray, np.ndarray]:
     x = np.array([[r.features.get(f, 0.0) for f in FEATURES] for r in rows], dtype=np.float64)
-    y = np.array([1 if r.answerable else 0 for r in rows])
+    return x, np.array([1 if r.answerable else 0 for r in rows])
 
-    def model(xs: np.ndarray, ys: np.ndarray) -> tuple[StandardScaler, LogisticRegression]:
-        scaler = StandardScaler().fit(xs)
-        lr = LogisticRegression(C=0.1, class_weight="balanced", max_iter=2000)
-        lr.fit(scaler.transform(xs), ys)
-        return scaler, lr
 
+def out_of_fold(rows: Sequence[Row]) -> np.ndarray:
+    """Each row's P(answerable) from a model fitted without it (five folds by question)."""
+    x, y = _matrix(rows)
     folds = np.array([zlib.crc32(f"{r.set}:{r.id}".encode()) % 5 for r in rows])
     oof = np.zeros(len(rows))
     for k in range(5):
         part = folds == k
-        scaler, lr = model(x[~part], y[~part])
+        scaler, lr = _regression(x[~part], y[~part])
         oof[part] = lr.predict_proba(scaler.transform(x[part]))[:, 1]
+    return oof
+
+
+def fit(rows: Sequence[Row], seconds_so_far: float = 0.0) -> JudgeModel:
+    """A logistic regression on `rows` (see the module docstring)."""
+    began = time.perf_counter()
+    x, y = _matrix(rows)
+    oof = out_of_fold(rows)
     pos = np.sort(oof[y == 1])
     allowed = int(MAX_WRONGLY_REFUSED * len(pos))
     threshold = round(float(pos[allowed]) - 1e-6, 4) if len(pos) else 0.5
@@ -146,15 +159,13 @@ def fit(rows: Sequence[Row], seconds_so_far: float = 0.0) -> JudgeModel:
         f"{r.set}:{r.kind}" for r, refuse in zip(rows, refused, strict=True)
         if refuse == r.answerable
     )  # fmt: skip
-    scaler, lr = model(x, y)
-    return JudgeModel(
-        features=FEATURES,
-        mean=tuple(round(float(v), 6) for v in scaler.mean_),
-        scale=tuple(round(float(v), 6) or 1.0 for v in scaler.scale_),
-        weights=tuple(round(float(v), 6) for v in lr.coef_[0]),
-        bias=round(float(lr.intercept_[0]), 6),
-        threshold=threshold,
-        trained={
+    scaler, lr = _regression(x, y)
+    return JudgeModel.fitted(
+        FEATURES,
+        scaler,
+        lr,
+        threshold,
+        {
             "questions": len(rows),
             "answerable": int(y.sum()),
             "must_refuse": int(len(y) - y.sum()),

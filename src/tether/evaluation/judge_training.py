@@ -518,14 +518,12 @@ def fit(
     )
     total = Counter(kinds_all)
     scaler, lr = model(x, y, w)
-    return JudgeModel(
-        features=FEATURES,
-        mean=tuple(round(float(v), 6) for v in scaler.mean_),
-        scale=tuple(round(float(v), 6) or 1.0 for v in scaler.scale_),
-        weights=tuple(round(float(v), 6) for v in lr.coef_[0]),
-        bias=round(float(lr.intercept_[0]), 6),
-        threshold=threshold,
-        trained={
+    return JudgeModel.fitted(
+        FEATURES,
+        scaler,
+        lr,
+        threshold,
+        {
             "pairs": len(rows),
             "supported": int(y.sum()),
             "unsupported": int(len(y) - y.sum()),

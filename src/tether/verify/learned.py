@@ -76,6 +76,27 @@ class JudgeModel:
             z += w * (float(values.get(name, m)) - m) / s
         return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
 
+    @classmethod
+    def fitted(
+        cls,
+        features: Sequence[str],
+        scaler: Any,
+        regression: Any,
+        threshold: float,
+        trained: Mapping[str, Any],
+    ) -> JudgeModel:
+        """The model of a fitted scikit-learn `StandardScaler` and `LogisticRegression` (read
+        by attribute, so this module needs no scikit-learn), rounded to six places."""
+        return cls(
+            features=tuple(features),
+            mean=tuple(round(float(v), 6) for v in scaler.mean_),
+            scale=tuple(round(float(v), 6) or 1.0 for v in scaler.scale_),
+            weights=tuple(round(float(v), 6) for v in regression.coef_[0]),
+            bias=round(float(regression.intercept_[0]), 6),
+            threshold=threshold,
+            trained=trained,
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "features": list(self.features),
