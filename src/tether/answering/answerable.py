@@ -38,6 +38,7 @@ from string import Template
 
 import numpy as np
 
+from tether.answering.evidence import SpanCosines, overlap_cosine, span_cosines
 from tether.asks import QUANTITIES, AskKind, asks, gives
 from tether.prompts import load_prompt
 from tether.protocols import Provider, Store
@@ -240,7 +241,7 @@ def read_question(
                 continue
             found = head | _stems(sentence)
             cover = _cover(terms, weight, weight_sum, found)
-            cos = _span_cosine(spans, a, b)
+            cos = overlap_cosine(spans, a, b)
             typed = gives(asked, sentence)
             best_cover, best_cos = max(best_cover, cover), max(best_cos, cos)
             if cos > near_cos:
@@ -304,23 +305,10 @@ def _cover(
     return sum(weight[s] for s in terms if s in found) / total
 
 
-def _cosines(
-    hits: Sequence[Hit], store: Store, query_vector: np.ndarray | None
-) -> dict[str, tuple[list[tuple[int, int]], np.ndarray]]:
+def _cosines(hits: Sequence[Hit], store: Store, query_vector: np.ndarray | None) -> SpanCosines:
     if query_vector is None:
         return {}
-    vectors = store.sentence_vectors([h.chunk.chunk_id for h in hits])
-    q = query_vector / (np.linalg.norm(query_vector) or 1.0)
-    return {
-        cid: (spans, matrix @ q / np.maximum(np.linalg.norm(matrix, axis=1), 1e-9))
-        for cid, (spans, matrix) in vectors.items()
-    }
-
-
-def _span_cosine(found: tuple[list[tuple[int, int]], np.ndarray], start: int, end: int) -> float:
-    spans, values = found
-    over = [float(v) for (a, b), v in zip(spans, values, strict=True) if a < end and b > start]
-    return max(over, default=0.0)
+    return span_cosines(query_vector, store.sentence_vectors([h.chunk.chunk_id for h in hits]))
 
 
 @dataclass(frozen=True)

@@ -98,30 +98,45 @@ def evidence(
     )
 
 
+SpanCosines = dict[str, tuple[list[tuple[int, int]], np.ndarray]]
+"""chunk_id -> (its sentence spans, the question's cosine to each), from `span_cosines`."""
+
+
+def span_cosines(
+    query: np.ndarray, vectors: Mapping[str, tuple[list[tuple[int, int]], np.ndarray]]
+) -> SpanCosines:
+    """The question's cosine to every sentence span of `vectors` (as `Store.sentence_vectors`
+    gives them: spans in the chunk's text and a matrix)."""
+    q = query / (np.linalg.norm(query) or 1.0)
+    return {
+        cid: (spans, matrix @ q / np.maximum(np.linalg.norm(matrix, axis=1), 1e-9))
+        for cid, (spans, matrix) in vectors.items()
+    }
+
+
+def overlap_cosine(found: tuple[list[tuple[int, int]], np.ndarray], start: int, end: int) -> float:
+    """The best cosine of the spans of `found` that overlap [start, end) (0 when none does)."""
+    spans, values = found
+    over = [float(v) for (a, b), v in zip(spans, values, strict=True) if a < end and b > start]
+    return max(over, default=0.0)
+
+
 def sentence_closeness(
     query: np.ndarray,
     vectors: Mapping[str, tuple[list[tuple[int, int]], np.ndarray]],
     context: Context,
 ) -> Closeness:
-    """A `Closeness` from the question's vector and the passages' sentence vectors (as
-    `Store.sentence_vectors` gives them: spans in the chunk's text and a matrix): a sentence
-    gets the best cosine of the spans it overlaps (0 when its chunk has none)."""
+    """A `Closeness` from the question's vector and the passages' sentence vectors: a
+    sentence gets the best cosine of the spans it overlaps (0 when its chunk has none)."""
     texts = {p.chunk.chunk_id: p.chunk.text for p in context.passages}
-    q = query / (np.linalg.norm(query) or 1.0)
-    cosines = {
-        cid: (spans, matrix @ q / np.maximum(np.linalg.norm(matrix, axis=1), 1e-9))
-        for cid, (spans, matrix) in vectors.items()
-    }
+    cosines = span_cosines(query, vectors)
 
     def close(chunk_id: str, sentence: str) -> float:
         found = cosines.get(chunk_id)
         start = texts.get(chunk_id, "").find(sentence)
         if found is None or start < 0:
             return 0.0
-        end = start + len(sentence)
-        spans, values = found
-        over = [float(v) for (a, b), v in zip(spans, values, strict=True) if a < end and b > start]
-        return max(over, default=0.0)
+        return overlap_cosine(found, start, start + len(sentence))
 
     return close
 

@@ -28,8 +28,6 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
-import numpy as np
-
 from tether.answering.answer import build_request, parse_completion
 from tether.answering.answerable import AnswerabilityJudge, read_question
 from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
@@ -38,6 +36,7 @@ from tether.answering.evidence import (
     build_select_request,
     parse_selection,
     sentence_closeness,
+    span_cosines,
 )
 from tether.answering.gate import (
     DEFAULT_MIN_SUPPORT,
@@ -216,10 +215,7 @@ def ask(
     base = replace(base, gate=decision)
     emit("gate", base)
     if not decision.passed:
-        answer = Answer(False, "", ())
-        return replace(
-            base, answer=answer, provider="none (refused before the model)", timings=timings
-        )
+        return _refused_before_model(base, timings)
     if answerability is not None and o.answerability and method == "rerank":
         on_time(o, "answerability")
         t = time.perf_counter()
@@ -228,10 +224,7 @@ def ask(
         base = replace(base, answerability=verdict)
         emit("answerability", base)
         if not verdict.answerable:
-            answer = Answer(False, "", ())
-            return replace(
-                base, answer=answer, provider="none (refused before the model)", timings=timings
-            )
+            return _refused_before_model(base, timings)
 
     on_time(o, "the model call")
     t = time.perf_counter()
@@ -256,6 +249,12 @@ def ask(
     if result.checks:
         emit("checks", result)
     return result
+
+
+def _refused_before_model(base: AskResult, timings: dict[str, float]) -> AskResult:
+    """`base` as a refusal made before any model call (by the gate or answerability)."""
+    answer = Answer(False, "", ())
+    return replace(base, answer=answer, provider="none (refused before the model)", timings=timings)
 
 
 def on_time(o: AskOptions, stage: str) -> None:
@@ -409,13 +408,12 @@ def _span_closeness(
     vectors = store.sentence_vectors(context.chunk_ids)
     if not vectors:
         return ()
-    q = retriever.query_vector(question)
-    q = q / (np.linalg.norm(q) or 1.0)
-    out: list[tuple[str, int, int, float]] = []
-    for cid, (spans, matrix) in vectors.items():
-        values = matrix @ q / np.maximum(np.linalg.norm(matrix, axis=1), 1e-9)
-        out += [(cid, a, b, round(float(v), 4)) for (a, b), v in zip(spans, values, strict=True)]
-    return tuple(out)
+    cosines = span_cosines(retriever.query_vector(question), vectors)
+    return tuple(
+        (cid, a, b, round(float(v), 4))
+        for cid, (spans, values) in cosines.items()
+        for (a, b), v in zip(spans, values, strict=True)
+    )
 
 
 def _answer(
