@@ -196,10 +196,10 @@ def read_question(
     # would cost a count a word), the others taken as common there too
     rare = {s: rarity(terms[s], language) for s in terms}
     counted = set(sorted(terms, key=lambda s: -rare[s])[:COUNTED_TERMS])
-    common = max(1, len(store.allowed_ids(filters)) // 2) if terms else 1
+    total = max(1, len(store.allowed_ids(filters))) if terms else 1
+    common = max(1, total // 2)
     seen = {s: store.count_lexical(w, filters) if s in counted else common
             for s, w in terms.items()}  # fmt: skip
-    total = max(1, len(store.allowed_ids(filters))) if terms else 1
     weight = {s: math.log(1 + total / (1 + seen[s])) for s in terms}
     weight_sum = sum(weight.values()) or 1.0
     in_top: set[str] = set()
