@@ -1,8 +1,10 @@
-"""Install, copy and ingest the real development corpora (PostgreSQL 15, Python 3.11, SQLite, Git manuals).
+"""Install, copy and ingest the real development corpora (PostgreSQL 15, Python 3.11, SQLite, Git,
+flex, gettext and MkDocs manuals).
 
 `python bench/corpora/setup.py [--root DIR] [NAME ...]`:
 1. installs Debian's `postgresql-doc-15` (DocBook HTML), `python3.11-doc` (Sphinx HTML),
-   `sqlite3-doc` (hand-written HTML from SQLite's own doc generator) and `git-doc` (AsciiDoc
+   `sqlite3-doc` (hand-written HTML from SQLite's own doc generator), `git-doc` (AsciiDoc
+   HTML), `flex-doc` (makeinfo HTML), `gettext-doc` (texi2html HTML) and `mkdocs-doc` (MkDocs
    HTML) with apt-get when their HTML folder is missing (needs root; `--no-install` skips it);
 2. copies the fixed list of pages in `bench/corpora/NAME/pages.txt` into `ROOT/NAME/` (default
    root `/work/corpora`, or `TETHER_CORPORA`), keeping their relative paths (so the document IDs
@@ -15,8 +17,8 @@
 
 The manuals are not committed (Debian ships them); the page lists and the questions
 (`bench/corpora/NAME/questions.jsonl`) are. It cannot fetch the manuals without apt access, and
-the page list names files of these exact Debian packages (15.x, 3.11.x, SQLite 3.40.x and
-Git 2.39.x): another release may lack a page, which is reported as an error.
+the page list names files of these exact Debian packages (15.x, 3.11.x, SQLite 3.40.x,
+Git 2.39.x, flex 2.6.4, gettext 0.21, MkDocs 1.4.2): another release may lack a page, which is reported as an error.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ CORPORA = {
     "python": ("python3.11-doc", Path("/usr/share/doc/python3.11/html")),
     "sqlite": ("sqlite3-doc", Path("/usr/share/doc/sqlite3")),
     "git": ("git-doc", Path("/usr/share/doc/git-doc")),
+    "flex": ("flex-doc", Path("/usr/share/doc/flex-doc/html")),
+    "gettext": ("gettext-doc", Path("/usr/share/doc/gettext")),
+    "mkdocs": ("mkdocs-doc", Path("/usr/share/doc/mkdocs/html")),
 }
 
 
