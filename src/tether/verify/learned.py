@@ -28,14 +28,10 @@ number stands in its evidence sentence, in the same order and polarity, scores h
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from tether.errors import TetherError
+from tether.linear import LinearModel, read_model
 from tether.protocols import Judge
 
 __all__ = [
@@ -56,81 +52,13 @@ SECOND_BAND = (0.0, 0.9)
 SECOND_THRESHOLD = 0.3
 
 
-@dataclass(frozen=True)
-class JudgeModel:
-    """A fitted logistic regression: feature names, their mean and scale, weights, bias."""
-
-    features: tuple[str, ...]
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    weights: tuple[float, ...]
-    bias: float
-    threshold: float
-    trained: Mapping[str, Any]  # what it was fitted on and how well it did there
-
-    def probability(self, values: Mapping[str, float]) -> float:
-        """P(supported); a feature missing from `values` counts as its training mean, so it
-        moves nothing."""
-        z = self.bias
-        for name, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True):
-            z += w * (float(values.get(name, m)) - m) / s
-        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
-
-    @classmethod
-    def fitted(
-        cls,
-        features: Sequence[str],
-        scaler: Any,
-        regression: Any,
-        threshold: float,
-        trained: Mapping[str, Any],
-    ) -> JudgeModel:
-        """The model of a fitted scikit-learn `StandardScaler` and `LogisticRegression` (read
-        by attribute, so this module needs no scikit-learn), rounded to six places."""
-        return cls(
-            features=tuple(features),
-            mean=tuple(round(float(v), 6) for v in scaler.mean_),
-            scale=tuple(round(float(v), 6) or 1.0 for v in scaler.scale_),
-            weights=tuple(round(float(v), 6) for v in regression.coef_[0]),
-            bias=round(float(regression.intercept_[0]), 6),
-            threshold=threshold,
-            trained=trained,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "features": list(self.features),
-            "mean": list(self.mean),
-            "scale": list(self.scale),
-            "weights": list(self.weights),
-            "bias": self.bias,
-            "threshold": self.threshold,
-            "trained": dict(self.trained),
-        }
+JudgeModel = LinearModel  # the claim judge's name for the shared format
 
 
 def load_model(path: Path | str = MODEL_PATH) -> JudgeModel:
     """The model stored at `path`; a missing or damaged file is a TetherError that says how
     to rebuild it."""
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-        n = len(raw["features"])
-        if not (len(raw["mean"]) == len(raw["scale"]) == len(raw["weights"]) == n):
-            raise ValueError("feature, mean, scale and weight counts differ")
-        return JudgeModel(
-            features=tuple(str(f) for f in raw["features"]),
-            mean=tuple(float(x) for x in raw["mean"]),
-            scale=tuple(float(x) or 1.0 for x in raw["scale"]),
-            weights=tuple(float(x) for x in raw["weights"]),
-            bias=float(raw["bias"]),
-            threshold=float(raw["threshold"]),
-            trained=dict(raw.get("trained", {})),
-        )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise TetherError(
-            f"cannot read the claim judge's model {path} ({exc}); rebuild it with"
-            " `python -m tether.evaluation.judge_training`"
-        ) from None
+    return read_model(path, "the claim judge's model", "python -m tether.evaluation.judge_training")
 
 
 class AlignmentJudge:

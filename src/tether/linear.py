@@ -1,0 +1,107 @@
+"""A fitted logistic regression stored as JSON: the format every learned decider here uses.
+
+The claim judge (`tether.verify.learned`), the answerability judge
+(`tether.answering.answerable`) and the learned rerank order (`tether.retrieval.rerank`) are
+each a `LinearModel`: feature names, their training mean and scale, a weight per feature, a
+bias and a threshold, plus a `trained` record of what it was fitted on. Reading one needs no
+scikit-learn (`fitted` reads a fitted `StandardScaler` and `LogisticRegression` by attribute),
+so a model runs in microseconds with the standard library.
+
+What it cannot do: it is linear in its features (interactions must be given as features of
+their own), and it knows nothing of how its features were computed: a model must be read by
+the code that wrote its features, which each owner checks by the feature names.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tether.errors import TetherError
+
+__all__ = ["LinearModel", "read_model"]
+
+
+@dataclass(frozen=True)
+class LinearModel:
+    """A fitted logistic regression: feature names, their mean and scale, weights, bias."""
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+    trained: Mapping[str, Any]  # what it was fitted on and how well it did there
+
+    def logit(self, values: Mapping[str, float]) -> float:
+        """The linear score; a feature missing from `values` counts as its training mean, so
+        it moves nothing."""
+        z = self.bias
+        for name, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True):
+            z += w * (float(values.get(name, m)) - m) / s
+        return z
+
+    def probability(self, values: Mapping[str, float]) -> float:
+        """The model's probability for `values` (see `logit`)."""
+        z = self.logit(values)
+        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+    @classmethod
+    def fitted(
+        cls,
+        features: Sequence[str],
+        scaler: Any,
+        regression: Any,
+        threshold: float,
+        trained: Mapping[str, Any],
+    ) -> LinearModel:
+        """The model of a fitted scikit-learn `StandardScaler` and `LogisticRegression` (read
+        by attribute, so this module needs no scikit-learn), rounded to six places."""
+        return cls(
+            features=tuple(features),
+            mean=tuple(round(float(v), 6) for v in scaler.mean_),
+            scale=tuple(round(float(v), 6) or 1.0 for v in scaler.scale_),
+            weights=tuple(round(float(v), 6) for v in regression.coef_[0]),
+            bias=round(float(regression.intercept_[0]), 6),
+            threshold=threshold,
+            trained=trained,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "features": list(self.features),
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "weights": list(self.weights),
+            "bias": self.bias,
+            "threshold": self.threshold,
+            "trained": dict(self.trained),
+        }
+
+
+def read_model(path: Path | str, what: str, rebuild: str) -> LinearModel:
+    """The model stored at `path`; a missing or damaged file is a TetherError naming `what`
+    it is and the command that rebuilds it (`rebuild`)."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        n = len(raw["features"])
+        if not (len(raw["mean"]) == len(raw["scale"]) == len(raw["weights"]) == n):
+            raise ValueError("feature, mean, scale and weight counts differ")
+        return LinearModel(
+            features=tuple(str(f) for f in raw["features"]),
+            mean=tuple(float(x) for x in raw["mean"]),
+            scale=tuple(float(x) or 1.0 for x in raw["scale"]),
+            weights=tuple(float(x) for x in raw["weights"]),
+            bias=float(raw["bias"]),
+            threshold=float(raw["threshold"]),
+            trained=dict(raw.get("trained", {})),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TetherError(
+            f"cannot read {what} {path} ({exc}); rebuild it with `{rebuild}`"
+        ) from None
