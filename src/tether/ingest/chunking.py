@@ -5,7 +5,9 @@ Three chunkers:
   next heading). A section longer than `max_words` splits between blocks; a long table splits
   between rows with its header row repeated (as the chunk's `lead`); a single block longer than
   `max_words` splits between words. A section that holds only its heading (a title directly
-  followed by a sub-heading) is carried into the next chunk instead of standing alone.
+  followed by a sub-heading) is carried into the next chunk instead of standing alone, and so is
+  a heading whose first block alone fills a chunk (the chunk then passes `max_words` by the
+  heading's words).
 - `fixed`: windows of `max_words` words over the whole text, blind to structure.
 - `overlap`: the same windows, each starting `max_words - overlap_words` words after the last.
 
@@ -227,8 +229,10 @@ def _pack(
     budget.words, budget.tokens = word_count(lead), budget.cost(lead)
     for block in _split_long_blocks(blocks, budget.max_words, budget):
         n, t = word_count(block.text), budget.cost(block.text)
-        while piece and not budget.fits(n, t):
+        while piece and not budget.fits(n, t) and not _only_headings(piece):
             cut = _entry_cut(piece)
+            if _only_headings(piece[:cut]):  # a heading never stands alone: keep it with its text
+                cut = len(piece)
             yield piece[:cut], lead
             continues = block.kind == "table_row" and not block.header_row
             lead = headers.get(block.table, "") if continues and cut == len(piece) else ""
@@ -241,6 +245,10 @@ def _pack(
         budget.take(n, t)
     if piece:
         yield piece, lead
+
+
+def _only_headings(piece: Sequence[Block]) -> bool:
+    return all(b.kind == "heading" for b in piece)
 
 
 def _entry_cut(piece: list[Block]) -> int:

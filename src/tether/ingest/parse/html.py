@@ -125,6 +125,14 @@ _NAV_WORDS = re.compile(
 _NAV_WORD = re.compile(r"\b(?:next|previous|prev|up|index|contents)\b", re.IGNORECASE)
 _BAR_PUNCT = re.compile(r"[\[\]|:,.·•»«›‹→←↑()\-–—\s]+")
 MAX_DEPTH = 100  # element levels walked as such; deeper subtrees are kept as their text
+# footnote references: Texinfo's `<a id="DOCF8" href="#FOOT8"><sup>8</sup></a>` (makeinfo;
+# texi2html links to a separate `*_fot.html`), Markdown's `#fn:1`, Sphinx's `#id3` with class
+# `footnote-reference`; and Texinfo's footnote bodies, each under a heading "(8)"
+_FOOTNOTE_HREF = re.compile(r"#(?:FOOT\d+|fn[:-]?[\w-]*|footnote[-_]?[\w-]*)$", re.IGNORECASE)
+_FOOTNOTE_CLASS = re.compile(r"footnote-?ref(?:erence)?|fnref")
+_FOOTNOTE_MARK = re.compile(r"[\[(]?(?:\d{1,3}|[*†‡§])[\])]?")
+_FOOTNOTE_HEAD = re.compile(r"\(\d{1,3}\)|\[\d{1,3}\]")
+REDIRECT_WORDS = 40  # a page with a refresh to another page and no more words is a redirect
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -520,6 +528,39 @@ def _quiet_permalinks(body: Any) -> None:
             a.text = None
 
 
+def _quiet_footnote_marks(body: Any) -> None:
+    """Footnote references lose their number (it would glue to the word before: "m4" + "8"
+    read "m48"; their id stays a location), and a footnote's own heading ("(8)", which
+    Texinfo makes an `<h5>`) becomes a paragraph, so the footnote is text under "Footnotes"
+    rather than a section named by a number."""
+    for a in body.iter("a"):
+        href = (a.get("href") or "").strip()
+        marked = _FOOTNOTE_HREF.search(href) or _has_class(a, _FOOTNOTE_CLASS)
+        if marked and _FOOTNOTE_MARK.fullmatch(clean(a.text_content())):
+            for child in list(a):
+                a.remove(child)
+            a.text = None
+    for el in list(body.iter(*_HEADINGS)):
+        named = [n for a in el.iter("a") for n in (a.get("id"), a.get("name")) if n]
+        if _FOOTNOTE_HEAD.fullmatch(clean(el.text_content())) and any(
+            n.upper().startswith("FOOT") or "fn" in n.lower() for n in named
+        ):
+            el.tag = "p"
+
+
+def _is_redirect(root: Any, body: Any) -> str | None:
+    """The target of a page that only sends the reader elsewhere (a `<meta http-equiv=
+    "refresh">` naming a URL, and at most `REDIRECT_WORDS` words of its own: makeinfo writes
+    one per anchor, "The node you are looking for is at ..."), else None."""
+    for meta_el in root.iter("meta"):
+        if (meta_el.get("http-equiv") or "").strip().lower() != "refresh":
+            continue
+        found = re.search(r"url\s*=\s*['\"]?([^'\";]+)", meta_el.get("content") or "", re.I)
+        if found and len(clean(body.text_content()).split()) <= REDIRECT_WORDS:
+            return found.group(1).strip()
+    return None
+
+
 def _has_block(el: Any) -> bool:
     return any(_tag(d) in _BLOCK_TAGS for d in el.iter())
 
@@ -678,6 +719,9 @@ def parse(data: bytes) -> Parsed:
     body = root.find("body")
     if body is None:
         body = root
+    target = _is_redirect(root, body)
+    if target:
+        raise ParseError(f"a redirect to {target}: no text of its own")
     _hide_by_css(root)
     _promote_hidden_headings(body)
     _promote_title_block(body)
@@ -701,6 +745,7 @@ def parse(data: bytes) -> Parsed:
         if el.getparent() is not None:
             el.drop_tree()
     _quiet_permalinks(body)
+    _quiet_footnote_marks(body)
     _promote_bold_questions(body)
     root = _content_root(body)
     _flatten_deep(root)
