@@ -17,7 +17,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $(VENV)/.demo-installed $@
 
-.PHONY: install install-dev demo test lint bench bench-judge judge answerability bench-answerability bench-peers bench-peers-answers
+.PHONY: install install-dev demo test lint bench bench-judge judge answerability bench-answerability bench-peers bench-peers-answers rerank-model bench-manuals
 install: $(VENV)/.demo-installed
 install-dev: $(VENV)/.dev-installed
 
@@ -70,3 +70,15 @@ bench-answerability: install-dev
 	$(BIN)/python bench/bench_answerability.py --no-answerability
 	$(BIN)/python bench/bench_answerability.py
 	$(BIN)/python bench/bench_answerability.py --markdown
+
+# The learned rerank order: set up the real manuals (Debian's doc packages, root; about 15
+# minutes of embedding the first time, kept in TETHER_CORPORA or /work/corpora), rebuild the
+# model from the tuned-on ones (src/tether/retrieval/rerank_model.json; a few minutes), then
+# measure every manual, the held-out gettext and MkDocs included (bench/results/real_corpora.md).
+rerank-model: install-dev
+	$(BIN)/python bench/corpora/setup.py python postgresql sqlite git flex
+	$(BIN)/python scripts/train_rerank_order.py
+
+bench-manuals: install-dev
+	$(BIN)/python bench/corpora/setup.py
+	$(BIN)/python bench/bench_real_corpora.py --json bench/results/real_corpora.json

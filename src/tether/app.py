@@ -134,6 +134,10 @@ def retriever_for(
         kwargs["lexical_prior"] = calibration["lexical_prior"] if calibration else None
     kwargs.setdefault("same_point_cosine", profile.same_point_cosine)
     kwargs.setdefault("rerank_weights", profile.rerank_weights)
+    if "rerank_order" not in kwargs and profile.rerank_order:
+        from tether.retrieval.rerank import order_model
+
+        kwargs["rerank_order"] = order_model(profile.rerank_order)
     return Retriever(store, embedder, **kwargs)
 
 

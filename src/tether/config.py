@@ -535,6 +535,9 @@ class Profile:
         " rrf); the other rerank_lexical_weights and rerank_per_document: the Python 3.11"
         " manual questions"
     )
+    # rerank: the learned order over the sentence reranker's features (a model file beside
+    # tether/retrieval/rerank.py, `make rerank-model`); None orders by the weighted mean below
+    rerank_order: str | None = None
     # rerank: feature weights of the sentence reranker (random search on the bundled set)
     rerank_weights: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType(

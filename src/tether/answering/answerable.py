@@ -39,6 +39,7 @@ from string import Template
 import numpy as np
 
 from tether.answering.evidence import SpanCosines, overlap_cosine, span_cosines
+from tether.answering.gate import support_score
 from tether.asks import QUANTITIES, AskKind, asks, gives
 from tether.prompts import load_prompt
 from tether.protocols import Provider, Store
@@ -253,7 +254,7 @@ def read_question(
                 key = cover + cos
                 if key > best_key:
                     best_key, best_sentence, best_chunk = key, sentence, h.chunk.chunk_id
-    rerank = max((float(h.score) for h in top if h.method == "rerank"), default=0.0)
+    rerank = max((support_score(h) for h in top if h.method == "rerank"), default=0.0)
     same_language = float(any(h.chunk.meta.language == language for h in top[:2]))
     # across languages no word is shared: the word signals are silenced (0) and the cosines
     # speak alone (`cross`, `cross_cos`)
@@ -388,5 +389,7 @@ class AnswerabilityJudge:
         if self.second is not None and passages and low <= p < high:
             second = self.second.score(question, passages)
             mixed = self.second_weight * second + (1.0 - self.second_weight) * p
-            return Verdict(mixed >= self.second_threshold, p, self.second_threshold, reading, second)
+            return Verdict(
+                mixed >= self.second_threshold, p, self.second_threshold, reading, second
+            )
         return Verdict(p >= self.threshold, p, self.threshold, reading)

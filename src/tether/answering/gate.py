@@ -34,9 +34,13 @@ DEFAULT_MIN_SUPPORT = 1
 
 
 def support_score(hit: Hit) -> float:
-    """How strongly one hit supports answering, on its method's scale (see module docstring)."""
+    """How strongly one hit supports answering, on its method's scale (see module docstring):
+    for a rerank hit the sentence reranker's weighted mean (`signals["rerank"]`), which stays
+    on its absolute scale when a learned order sets the hit's score."""
     if hit.method == "hybrid":
         return float(hit.signals.get("dense", 0.0))
+    if hit.method == "rerank":
+        return float(hit.signals.get("rerank", hit.score))
     return float(hit.score)
 
 

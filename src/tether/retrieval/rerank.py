@@ -18,6 +18,17 @@
   and `rrf`, the hybrid fusion score over the best one among the candidates (0..1, whatever
   the fusion's k and weights). The weights were tuned on the bundled
   questions and checked on the held-out Larkfield set (bench/results/retrieval.md).
+  `page` is the cosine of the query to the candidate's document's first chunk (the page's
+  opening: a man page's NAME line, a Texinfo node's first paragraph), so a question about what
+  a page is for reaches its sections.
+- The learned order (`order`, a `LinearModel` from `rerank_model.json`, the Profile's
+  `rerank_order`): the same candidates sorted by a logistic regression over those features,
+  the weighted mean itself, the query's BM25 share, each list's reciprocal rank and each
+  feature's gap to the best candidate's (`order_features`), trained on tuned-on manuals'
+  questions and pseudo-queries made from their passages (`tether.evaluation.rerank_training`,
+  `make rerank-model`). It sets the hit's `score` (a probability); the weighted mean stays in
+  `signals["rerank"]`, on the absolute scale the support gate's floors and the answerability
+  judge were fitted on (`tether.answering.gate.support_score` reads it there).
 - `LLMReranker`: pointwise yes/no by a language model (prompt `prompts/rerank.txt`); the
   score is P(yes) from the first token's log-probabilities when the provider returns them,
   else 1/0 from the text. Seconds per candidate with a local model: only for short lists.
@@ -25,7 +36,10 @@
   optional `rerank` extra). None ships in any package we can install, so none is the default.
 
 What it cannot do: `SentenceReranker` knows no more than e5-small's sentence vectors and
-surface words (no reasoning about negation or conditions); `LLMReranker` trusts a model's
+surface words (no reasoning about negation or conditions), and its learned order only
+reweighs those signals: it reads no question and passage together, so a paraphrase that
+e5-small does not bridge stays unbridged (a cross-encoder would, at the cost of an encoder
+pass per candidate); `LLMReranker` trusts a model's
 yes/no; `CrossEncoderReranker` needs `sentence-transformers` (and torch) and a local model.
 """
 
@@ -36,12 +50,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tether.config import DEFAULT_PROFILE
 from tether.errors import ProviderError, TetherError
+from tether.linear import LinearModel, read_model
 from tether.protocols import Embedder, Provider, Store
 from tether.text import codes, collapse_code, content_words, embed_text, fold_plural, words
 from tether.types import Audience, Filters, Hit, Message, ModelRequest
@@ -56,6 +72,63 @@ DEFAULT_WEIGHTS: Mapping[str, float] = DEFAULT_PROFILE.rerank_weights
 BM25_HALF = 5.0  # the BM25 score that maps to 0.5
 LEXICAL_NEUTRAL = 0.5  # adaptive: the BM25 share at which the lexical weights count as listed
 MIN_LANGUAGE_CHUNKS = 3  # fewer chunks in a language: centre it on the mean of all chunks
+ORDER_MODEL_PATH = Path(__file__).with_name("rerank_model.json")
+ORDER_REBUILD = "make rerank-model"
+_GAPS = ("maxsim", "dense", "xdense", "bm25", "coverage", "page")
+# what a learned order reads (`order_features`), in the model file's order
+ORDER_FEATURES: tuple[str, ...] = (
+    "maxsim", "dense", "xdense", "bm25", "coverage", "heading", "code", "rrf", "page",
+    "sentence", "share", "bm25_x_share", "coverage_x_share", "heading_x_share", "bm25_rr",
+    "dense_rr", *(f"{n}_gap" for n in _GAPS), "doc_gap",
+)  # fmt: skip
+
+
+def load_order_model(path: Path | str = ORDER_MODEL_PATH) -> LinearModel:
+    """The learned rerank order (see `order_features`); a damaged file is a clear error."""
+    return read_model(path, "the rerank order model", ORDER_REBUILD)
+
+
+@lru_cache(maxsize=8)
+def order_model(name: str) -> LinearModel:
+    """A Profile's `rerank_order`: a file name beside this module, or a path; read once."""
+    path = Path(name)
+    return load_order_model(path if path.is_absolute() else Path(__file__).with_name(name))
+
+
+def order_features(
+    feats: Sequence[Mapping[str, float]],
+    support: Sequence[float],
+    hits: Sequence[Hit],
+    share: float,
+) -> list[dict[str, float]]:
+    """What the learned order reads for each candidate: the sentence reranker's features and
+    its score (`sentence`), the query's BM25 share (`share`) and the lexical features times
+    it, the reciprocal rank in each list, each main feature's gap to the best candidate's
+    (so a question's general difficulty cancels out), and `doc_gap`: the best `maxsim` of
+    the candidate's document among the candidates, less the best of all (a page that holds
+    the answer lends its other sections some of it)."""
+    if not feats:
+        return []
+    best = {n: max(float(f.get(n, 0.0)) for f in feats) for n in _GAPS}
+    by_doc: dict[str, float] = {}
+    for f, h in zip(feats, hits, strict=True):
+        doc = h.chunk.doc_id
+        by_doc[doc] = max(by_doc.get(doc, -1.0), float(f["maxsim"]))
+    out: list[dict[str, float]] = []
+    for f, s, h in zip(feats, support, hits, strict=True):
+        g = {n: float(v) for n, v in f.items()}
+        g["sentence"] = float(s)
+        g["share"] = share
+        for n in ("bm25", "coverage", "heading"):
+            g[f"{n}_x_share"] = float(f.get(n, 0.0)) * share
+        for n in ("bm25_rank", "dense_rank"):
+            rank = h.signals.get(n)
+            g[n.replace("_rank", "_rr")] = 1.0 / float(rank) if rank else 0.0
+        for n in _GAPS:
+            g[f"{n}_gap"] = float(f.get(n, 0.0)) - best[n]
+        g["doc_gap"] = by_doc[h.chunk.doc_id] - best["maxsim"]
+        out.append(g)
+    return out
 
 
 def _terms(text: str) -> set[str]:
@@ -91,8 +164,12 @@ class SentenceReranker:
         *,
         lexical_share: Callable[[str, Audience], float] | None = None,
         lexical_weights: Mapping[str, float] | None = None,
+        order: LinearModel | None = None,
     ) -> None:
         self.store = store
+        self.order = order
+        if order is not None:
+            self.name = "learned-order"
         self.lexical_share = lexical_share
         self.lexical_weights = dict(
             DEFAULT_PROFILE.rerank_lexical_weights if lexical_weights is None else lexical_weights
@@ -105,6 +182,7 @@ class SentenceReranker:
         self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
         self._positions: tuple[Any, dict[str, int], np.ndarray] | None = None
         self._means: dict[str, tuple[Any, dict[str, np.ndarray], np.ndarray]] = {}
+        self._firsts: tuple[Any, dict[tuple[str, str], str]] | None = None
 
     def features(
         self, query: str, hits: Sequence[Hit], audience: Audience = "public"
@@ -120,6 +198,7 @@ class SentenceReranker:
         qcodes = _code_keys(query)
         out: list[dict[str, float]] = []
         best_rrf = max((float(h.signals.get("rrf", 0.0) or 0.0) for h in hits), default=0.0)
+        firsts = self._first_chunks()
         for h in hits:
             c = h.chunk
             dense = h.signals.get("dense")
@@ -139,6 +218,8 @@ class SentenceReranker:
             text_terms = _terms(c.text)
             head_terms = _terms(" ".join((c.meta.title, *c.heading_path)))
             rrf = float(h.signals.get("rrf", 0.0) or 0.0)
+            first = positions[1].get(firsts.get((c.doc_id, c.version), c.chunk_id))
+            page = float(positions[2][first] @ q) if first is not None else float(dense)
             out.append(
                 {
                     "maxsim": maxsim,
@@ -154,6 +235,7 @@ class SentenceReranker:
                         else 0.0
                     ),
                     "rrf": rrf / best_rrf if best_rrf > 0 else 0.0,
+                    "page": page,
                 }
             )
         return out
@@ -172,7 +254,9 @@ class SentenceReranker:
             **{n: self.weights.get(n, 0.0) + w * scale for n, w in self.lexical_weights.items()},
         }
 
-    def score(self, feats: Mapping[str, float], weights: Mapping[str, float] | None = None) -> float:
+    def score(
+        self, feats: Mapping[str, float], weights: Mapping[str, float] | None = None
+    ) -> float:
         weights = self.weights if weights is None else weights
         total = sum(weights.values()) or 1.0
         return sum(w * feats.get(name, 0.0) for name, w in weights.items()) / total
@@ -180,25 +264,57 @@ class SentenceReranker:
     def rerank(
         self, query: str, hits: Sequence[Hit], k: int, audience: Audience = "public"
     ) -> list[Hit]:
+        """The candidates in the order of the weighted mean (their `score`), or with an
+        `order` model in the order of its probability (their `score`; the weighted mean, on
+        the absolute scale the support gate's floors are set on, stays in `signals["rerank"]`)."""
         if not hits:
             return []
-        feats = self.features(query, hits, audience)
-        weights = self.weights_for(query, audience)
-        scored = [
-            (self.score(f, weights), i, h, f)
-            for i, (h, f) in enumerate(zip(hits, feats, strict=True))
-        ]
-        scored.sort(key=lambda t: (-t[0], t[1]))
+        feats, support, inputs = self.order_inputs(query, hits, audience)
+        keys = support
+        if self.order is not None:
+            keys = [self.order.probability(x) for x in inputs]
+        scored = sorted(
+            zip(keys, support, range(len(hits)), hits, feats, strict=True),
+            key=lambda t: (-t[0], t[2]),
+        )
         return [
             replace(
                 h,
-                score=s,
+                score=key,
                 rank=r,
                 method="rerank",
-                signals={**h.signals, **{f"rr_{n}": v for n, v in f.items()}, "rerank": s},
+                signals={
+                    **h.signals,
+                    **{f"rr_{n}": v for n, v in f.items()},
+                    "rerank": s,
+                    **({"rr_order": key} if self.order is not None else {}),
+                },
             )
-            for r, (s, _, h, f) in enumerate(scored[:k], start=1)
+            for r, (key, s, _, h, f) in enumerate(scored[:k], start=1)
         ]
+
+    def order_inputs(
+        self, query: str, hits: Sequence[Hit], audience: Audience = "public"
+    ) -> tuple[list[dict[str, float]], list[float], list[dict[str, float]]]:
+        """(features, weighted-mean scores, what a learned order reads) of each candidate."""
+        feats = self.features(query, hits, audience)
+        weights = self.weights_for(query, audience)
+        support = [self.score(f, weights) for f in feats]
+        share = self.lexical_share(query, audience) if self.lexical_share else LEXICAL_NEUTRAL
+        return feats, support, order_features(feats, support, hits, share)
+
+    def _first_chunks(self) -> dict[tuple[str, str], str]:
+        """(doc_id, version) -> the ID of its first chunk (the page's opening: a man page's
+        NAME, a node's first paragraph), read again when the store changes."""
+        generation = self.store.generation()
+        if self._firsts is None or self._firsts[0] != generation:
+            firsts: dict[tuple[str, str], tuple[int, str]] = {}
+            for c in self.store.chunks():
+                key = (c.doc_id, c.version)
+                if key not in firsts or c.ordinal < firsts[key][0]:
+                    firsts[key] = (c.ordinal, c.chunk_id)
+            self._firsts = (generation, {k: v[1] for k, v in firsts.items()})
+        return self._firsts[1]
 
     def _chunk_rows(self) -> tuple[Any, dict[str, int], np.ndarray]:
         ids, matrix = self.store.vectors()

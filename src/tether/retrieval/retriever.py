@@ -78,6 +78,7 @@ import numpy as np
 
 from tether.config import DEFAULT_PROFILE
 from tether.errors import TetherError
+from tether.linear import LinearModel
 from tether.protocols import Embedder, Provider, Reranker, Store
 from tether.retrieval.query import QueryShape, query_shape
 from tether.standing import TYPE_ALIASES, source_rank
@@ -164,6 +165,7 @@ class Retriever:
         lexical_rerank_weights: Mapping[str, float] | None = None,
         protect_each: int = PROTECT_EACH,
         per_document_one_language: int | None = PER_DOCUMENT,
+        rerank_order: LinearModel | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -199,6 +201,7 @@ class Retriever:
                 weights=rerank_weights,
                 lexical_share=self._rerank_share if adaptive else None,
                 lexical_weights=lexical_rerank_weights,
+                order=rerank_order,
             )
         self.reranker = reranker
 
@@ -351,9 +354,7 @@ class Retriever:
             )
         return found[1]
 
-    def _hybrid(
-        self, query: str, k: int, filters: Filters, depth: int | None = None
-    ) -> list[Hit]:
+    def _hybrid(self, query: str, k: int, filters: Filters, depth: int | None = None) -> list[Hit]:
         """The top k of the fusion of the BM25 and dense top `depth` (default: the larger of
         `candidates` and k)."""
         depth = depth or max(self.candidates, k)
@@ -426,22 +427,20 @@ class Retriever:
     def _rerank(self, query: str, k: int, filters: Filters) -> list[Hit]:
         if self.reranker is None:
             raise TetherError("no reranker configured")
-        if self.adaptive:  # every fused candidate, so that each list's top reaches the reranker
-            depth = max(self.candidates, k)
-            candidates = self._hybrid(query, 2 * depth, filters, depth)
-        else:
-            candidates = self._hybrid(query, max(k, self.rerank_depth), filters)
-        head, tail = self._rerank_head(candidates)
+        head, tail = self.rerank_candidates(query, k, filters)
         reranked = self.reranker.rerank(query, head, len(head), filters.audience)
         if len(reranked) < len(head):  # a reranker that cut the list: keep the rest in order
             seen = {h.chunk.chunk_id for h in reranked}
             reranked = [*reranked, *(h for h in head if h.chunk.chunk_id not in seen)]
         floor = min((h.score for h in reranked), default=0.0)
+        # the support gate's scale (a learned order's score is another): `signals["rerank"]`
+        support = min((float(h.signals.get("rerank", h.score)) for h in reranked), default=0.0)
         out: list[Hit] = []
         for i, h in enumerate(reranked, start=1):
             out.append(replace(h, rank=i, method="rerank"))
         for j, h in enumerate(tail, start=len(out) + 1):  # past the reranked head: hybrid order
-            out.append(replace(h, rank=j, method="rerank", score=floor - j * 1e-6))
+            below = {**h.signals, "rerank": support - j * 1e-6}
+            out.append(replace(h, rank=j, method="rerank", score=floor - j * 1e-6, signals=below))
         cap = self.per_document
         if self.adaptive and cap and not self._languages(filters.audience)[1]:
             cap = self.per_document_one_language
@@ -450,6 +449,18 @@ class Retriever:
         if self.rule_types:
             out = self._with_rule(out, filters)
         return [replace(h, rank=i) for i, h in enumerate(out[:k], start=1)]
+
+    def rerank_candidates(
+        self, query: str, k: int, filters: Filters
+    ) -> tuple[list[Hit], list[Hit]]:
+        """(what the reranker reorders, the rest in hybrid order) for `query`: the hybrid
+        candidates the rerank method starts from (also what a learned order is trained on)."""
+        if self.adaptive:  # every fused candidate, so that each list's top reaches the reranker
+            depth = max(self.candidates, k)
+            candidates = self._hybrid(query, 2 * depth, filters, depth)
+        else:
+            candidates = self._hybrid(query, max(k, self.rerank_depth), filters)
+        return self._rerank_head(candidates)
 
     def _rerank_head(self, candidates: list[Hit]) -> tuple[list[Hit], list[Hit]]:
         """(what the reranker reorders, the rest in hybrid order): the hybrid top
