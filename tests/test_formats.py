@@ -5,6 +5,7 @@ reStructuredText parsed with headings, anchors, lists, tables and offsets, and H
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from pathlib import Path
 
@@ -362,3 +363,37 @@ def test_html_empty_main_is_not_taken_for_the_content() -> None:
     page = b"<body><main id='app'></main><div><h1>Guide</h1><p>Real text here.</p></div></body>"
     doc = parse_bytes(page, "spa.html", "html")
     assert [b.text for b in doc.blocks] == ["Guide", "Real text here."]
+
+
+def test_rst_fields_after_the_title_are_its_metadata_as_docutils_reads_them() -> None:
+    pytest.importorskip("docutils")
+    text = (
+        "Leave policy\n============\n\n:doc_id: leave\n:access: public\n:version: 3\n\n"
+        "Staff take 25 days a year.\n\nCarry-over\n----------\n\n:note: not a field list"
+        " at the top\n\nUp to 5 days.\n"
+    )
+    doc = parse_bytes(text.encode(), "hr/leave.rst", "rst")
+    assert (doc.meta.doc_id, doc.meta.version, doc.meta.access) == ("leave", "3", "public")
+    assert doc.access_labelled and "doc_id" not in doc.text and "25 days" in doc.text
+    assert "not a field list at the top" in doc.text  # a later field list stays text
+    assert doc.blocks[0].text == "Leave policy" and doc.blocks[0].kind == "heading"
+
+
+FIXTURE_PDF = Path(__file__).parent / "fixtures" / "pdf" / "dblatex-maint-guide-p9.pdf"
+
+
+def test_a_dblatex_pdf_keeps_the_spaces_between_its_words() -> None:
+    """Page 9 of Debian's New Maintainers' Guide (DocBook/dblatex, GPL-2+): pypdf's layout
+    mode ran about a tenth of its words together ("Beforeyoustartanything")."""
+    doc = parse_bytes(FIXTURE_PDF.read_bytes(), "maint-guide-p9.pdf", "pdf")
+    text = " ".join(doc.text.split())
+    assert "Before you start anything, you should make sure that you have" in text
+    long = [w for w in text.split() if re.search(r"[A-Za-z]{20,}", w) and "://" not in w]
+    assert long == []
+    assert doc.meta.doc_id == "maint-guide-p9" and doc.meta.access == "public"
+    assert any(
+        b.kind == "heading" and b.text.endswith("Programs needed for development")
+        for b in doc.blocks
+    )
+    paragraphs = [b for b in doc.blocks if b.kind == "paragraph"]
+    assert len(paragraphs) >= 4  # the gaps between paragraphs are kept

@@ -1,5 +1,10 @@
-"""PDF (pypdf, layout extraction so vertical gaps become blank lines; plain extraction when the
-layout mode fails).
+"""PDF: the text of each page from PDFium (`pypdfium2`), its lines rebuilt from the page's text
+boxes, a blank line where the gap above a line passes the page's line spacing (its tightest gap)
+by `PARAGRAPH_GAP` of the usual line height; pypdf (layout mode, then plain) for a page PDFium cannot read, and pypdf for the file's
+structure, encryption and info fields. Chosen by measurement (`bench/pdf_text.py`,
+bench/results/pdf_text.md): on PDFs made by DocBook/dblatex, pypdf's layout mode ran the words
+of 26% (Debian's FAQ) and 10% (the New Maintainers' Guide) of tokens together ("Thisdocument
+maybeused...") where PDFium ran none, in a tenth of the time.
 
 Per page, lines are grouped into paragraphs at blank lines and after a line that ends a
 sentence (. ! ? : ;) and is shorter than 70% of the page's longest line. A line that starts
@@ -14,7 +19,8 @@ is kept). Metadata comes from the info fields (Title, Author, Keywords "key=valu
 custom keys such as /DocId).
 
 What it cannot do: no OCR (a scanned PDF without a text layer is refused); tables come out as
-paragraphs; reading order is pypdf's (multi-column pages may interleave); headings are a guess.
+paragraphs; reading order is top to bottom, then left to right, by text box (two columns side
+by side interleave line by line); headings are a guess.
 """
 
 from __future__ import annotations
@@ -170,9 +176,11 @@ def parse(data: bytes) -> Parsed:
     if not pages:
         raise ParseError("PDF cannot be read: it has no pages")
 
+    texts = _pdfium_pages(data, len(pages))
     b = Builder()
     for number, page in enumerate(pages, start=1):
-        for kind, text, level in _pdf_page_blocks(_page_text(page)):
+        found = texts[number - 1] if texts else None
+        for kind, text, level in _pdf_page_blocks(_page_text(page) if found is None else found):
             if kind == "heading":
                 b.heading(text, level or 1, page=number)
             else:
@@ -189,3 +197,65 @@ def _page_text(page: Any) -> str:
         return str(page.extract_text() or "")
     except Exception as exc:
         raise ParseError(f"PDF cannot be read: {short(exc)}") from None
+
+
+PARAGRAPH_GAP = 0.4  # a gap wider than the page's line spacing by this share of a line: a blank line
+
+
+def _pdfium_pages(data: bytes, count: int) -> list[str | None] | None:
+    """Each page's text by PDFium (None for a page it cannot read), or None when PDFium cannot
+    open the file (pypdf then reads every page)."""
+    try:
+        import pypdfium2 as pdfium
+    except ImportError:  # an install without it: pypdf alone
+        return None
+    try:
+        doc = pdfium.PdfDocument(data, password="")
+    except Exception:
+        return None
+    out: list[str | None] = []
+    try:
+        for i in range(min(count, len(doc))):
+            try:
+                out.append(_pdfium_page_text(doc[i]))
+            except Exception:
+                out.append(None)
+    finally:
+        doc.close()
+    out += [None] * (count - len(out))
+    return out
+
+
+def _pdfium_page_text(page: Any) -> str:
+    """A page's lines, top to bottom, each the page's text boxes at that height left to right;
+    a blank line where the gap above passes the line spacing by `PARAGRAPH_GAP` of a line."""
+    textpage = page.get_textpage()
+    try:
+        boxes = []
+        for i in range(textpage.count_rects()):
+            left, bottom, right, top = textpage.get_rect(i)
+            text = " ".join(textpage.get_text_bounded(left, bottom, right, top).split())
+            if text:
+                boxes.append((left, bottom, right, top, text))
+    finally:
+        textpage.close()
+    lines: list[list[tuple[float, float, float, float, str]]] = []
+    for box in sorted(boxes, key=lambda b: (-(b[1] + b[3]) / 2, b[0])):
+        middle = (box[1] + box[3]) / 2
+        if lines and lines[-1][0][1] <= middle <= lines[-1][0][3]:
+            lines[-1].append(box)
+        else:
+            lines.append([box])
+    heights = sorted(b[3] - b[1] for line in lines for b in line)
+    usual = heights[len(heights) // 2] if heights else 0.0
+    tops = [max(b[3] for b in line) for line in lines]
+    bottoms = [min(b[1] for b in line) for line in lines]
+    gaps = [bottoms[i - 1] - tops[i] for i in range(1, len(lines))]
+    # the page's tightest gap is its line spacing; a paragraph leaves more than that
+    spacing = min((g for g in gaps if g >= 0), default=0.0)
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if i and gaps[i - 1] > spacing + PARAGRAPH_GAP * usual:
+            out.append("")
+        out.append(" ".join(b[4] for b in sorted(line, key=lambda b: b[0])))
+    return "\n".join(out)
