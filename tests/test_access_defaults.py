@@ -67,7 +67,9 @@ def test_fail_closed_stays_the_default_and_an_odd_value_is_refused(tmp_path: Pat
         "a.md", "b.md"
     }  # fmt: skip
     note = access_note(report)
-    assert note.startswith("2 documents read have no access label: indexed as staff-only")
+    assert note.startswith(
+        "2 documents read have no access label (a.md, b.md): indexed as staff-only"
+    )  # the files are named
     assert "--default-access public" in note and "public" in note
     with pytest.raises(TetherError, match="not public or staff"):
         sync(store, docs, default_access="Public")
@@ -79,7 +81,7 @@ def test_the_cli_ingest_takes_and_explains_the_default(tmp_path: Path) -> None:
     result = runner.invoke(app, ["ingest", str(docs), "--index", index, "--no-embed"])
     assert result.exit_code == 0, result.output
     assert "2 documents read have no access label" in result.output
-    assert "--default-access public" in result.output
+    assert "a.md" in result.output and "--default-access public" in result.output
     again = runner.invoke(
         app, ["ingest", str(docs), "--index", index, "--no-embed", "--default-access", "public"]
     )
@@ -131,3 +133,14 @@ def test_search_and_ask_blame_the_filters_not_retrieval(
     result = ws.ask("kiosk password?")
     assert result.gate is not None and "staff-only" in result.gate.reason
     assert "2 " not in result.gate.reason  # no count of staff passages
+
+
+def test_the_access_note_names_a_few_files_and_counts_the_rest(tmp_path: Path) -> None:
+    docs = tmp_path / "many"
+    docs.mkdir()
+    for i in range(8):
+        (docs / f"n{i}.md").write_text(f"# Note {i}\n\nSome text {i}.\n", encoding="utf-8")
+    report = sync(SqliteStore(tmp_path / "i.sqlite"), docs)
+    note = access_note(report)
+    assert "8 documents read have no access label (" in note and "and 3 more)" in note
+    assert sum(f"n{i}.md" in note for i in range(8)) == 5

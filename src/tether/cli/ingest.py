@@ -135,6 +135,9 @@ def print_report(report: SyncReport, index: Path | str) -> None:
         err.print("[red]--strict: nothing was written (the index is as it was)[/red]")
 
 
+NAMED_UNLABELLED = 5  # files named in the access note; the rest counted
+
+
 def access_note(report: SyncReport) -> str:
     """How many documents read carry no access label, and what that means for public
     questions; "" when all carry one."""
@@ -142,15 +145,19 @@ def access_note(report: SyncReport) -> str:
     if not n:
         return ""
     docs = f"{n} document{'s' if n != 1 else ''} read" + (" has" if n == 1 else " have")
+    shown = ", ".join(report.unlabelled[:NAMED_UNLABELLED])
+    more = n - NAMED_UNLABELLED
+    named = f" ({shown}{f' and {more} more' if more > 0 else ''})"
     if report.default_access == "public":
         return (
-            f"{docs} no access label: indexed as public (--default-access public), so anyone"
-            " asking as public sees them"
+            f"{docs} no access label{named}: indexed as public (--default-access public), so"
+            " anyone asking as public sees them"
         )
     return (
-        f"{docs} no access label: indexed as staff-only (fail-closed), so questions asked as"
-        " public (the default) will not see them; label them (front matter `access: public`"
-        " or inventory.csv) or ingest with --default-access public"
+        f"{docs} no access label{named}: indexed as staff-only (fail-closed), so questions"
+        " asked as public (the default) will not see them; label them (front matter `access:"
+        " public`, a field `:access: public`, `<meta name=access>` or inventory.csv) or ingest"
+        " with --default-access public"
     )
 
 

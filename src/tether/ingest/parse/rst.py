@@ -1,6 +1,7 @@
 """reStructuredText (docutils): sections as headings, paragraphs, lists, tables, literal blocks,
-and metadata from the bibliographic fields at the top of the file (`:doc_id: vpn-guide`,
-`:access: public`, `:version: 2`...).
+and metadata from the bibliographic fields at the top of the file or right after its title,
+where docutils itself reads them (`:doc_id: vpn-guide`, `:access: public`, `:version: 2`...;
+those after the title are taken out of the text).
 
 A section's level is its nesting depth (docutils orders the underline styles as they first
 appear); its anchor is its explicit label (`.. _label:` just before it) when it has one, else
@@ -218,8 +219,28 @@ def _is_inline(node: Any) -> bool:
     return isinstance(node, (nodes.TextElement, nodes.Inline))
 
 
-def _docinfo_meta(tree: Any) -> dict[str, Any]:
-    pairs: list[tuple[str, Any]] = []
+def _fields_after_title(tree: Any) -> list[tuple[str, Any]]:
+    """The bibliographic fields placed right after the document's title (where docutils reads
+    them as docinfo when it lifts the title out; `doctitle_xform` is off here so that the
+    title stays a heading): read as metadata and taken out of the text. Only a field list
+    that is the first thing under the first section, itself the first thing in the file."""
+    first = next((c for c in tree.children if c.tagname not in ("comment", "target")), None)
+    if first is None or first.tagname != "section" or len(first.children) < 2:
+        return []
+    fields = first.children[1]
+    if first.children[0].tagname != "title" or fields.tagname != "field_list":
+        return []
+    pairs = [
+        (f.children[0].astext(), f.children[1].astext().strip())
+        for f in fields.children
+        if f.tagname == "field" and len(f.children) == 2
+    ]
+    first.remove(fields)
+    return pairs
+
+
+def _docinfo_meta(tree: Any, extra: list[tuple[str, Any]] | None = None) -> dict[str, Any]:
+    pairs: list[tuple[str, Any]] = list(extra or ())
     for info in tree.findall(lambda n: n.tagname == "docinfo"):
         for child in info.children:
             if child.tagname == "field" and len(child.children) == 2:
@@ -234,8 +255,9 @@ def parse(data: bytes) -> Parsed:
     b = Builder()
     try:
         tree = _doctree(text)
+        after_title = _fields_after_title(tree)
         _RstWalker(b).children(tree)
-        meta = _docinfo_meta(tree)
+        meta = _docinfo_meta(tree, after_title)
     except ParseError:
         raise
     except RecursionError:
