@@ -9,6 +9,7 @@ Writes bench/results/ingest.md.
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import sys
@@ -22,6 +23,9 @@ from tether.ingest.sync import sync
 from tether.protocols import Store
 from tether.stores import open_store
 from tether.types import Filters
+
+# ingest times measured here are of embedding, never of vectors kept by an earlier run
+os.environ.setdefault("TETHER_VECTOR_CACHE", "off")
 
 WORDS = (
     "return refund delivery warranty frame battery tent stove rental membership points gift card"

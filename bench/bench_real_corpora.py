@@ -50,6 +50,9 @@ from tether.retrieval.calibrate import load_calibration
 from tether.retrieval.retriever import METHODS, Retriever
 from tether.stores.sqlite import SqliteStore
 
+# ingest times measured here are of embedding, never of vectors kept by an earlier run
+os.environ.setdefault("TETHER_VECTOR_CACHE", "off")
+
 ROOT = Path(__file__).resolve().parents[1]
 LARKFIELD = ROOT.parent / "shared" / "benchmarks" / "larkfield"
 SETTINGS: dict[str, dict[str, Any]] = {

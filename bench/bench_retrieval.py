@@ -46,6 +46,9 @@ from tether.retrieval.retriever import METHODS, Retriever
 from tether.stores.dense import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, DenseIndex
 from tether.stores.sqlite import SqliteStore
 
+# ingest times measured here are of embedding, never of vectors kept by an earlier run
+os.environ.setdefault("TETHER_VECTOR_CACHE", "off")
+
 ROOT = Path(__file__).resolve().parents[1]
 LARKFIELD = ROOT.parent / "shared" / "benchmarks" / "larkfield"
 

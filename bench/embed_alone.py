@@ -30,6 +30,9 @@ import numpy as np  # noqa: E402
 from tether.embeddings.embedders import FastE5Embedder  # noqa: E402
 from tether.embeddings.fast_e5 import FastE5  # noqa: E402
 
+# ingest times measured here are of embedding, never of vectors kept by an earlier run
+os.environ.setdefault("TETHER_VECTOR_CACHE", "off")
+
 
 def batched(enc: FastE5, content: Sequence[Sequence[int]]) -> np.ndarray:
     """The vectors as the padded batches made them (single-window texts only)."""

@@ -16,9 +16,11 @@ LARKFIELD = REPO.parent / "shared" / "benchmarks" / "larkfield"
 def _no_user_settings_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """Tests never read the settings file of the person running them (~/.config/tether/env)."""
+    """Tests never read the settings file of the person running them (~/.config/tether/env),
+    and keep the vectors ingests compute in the session's own cache, not the user's."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "no-config"))
     monkeypatch.delenv("TETHER_ENV_FILE", raising=False)
+    monkeypatch.setenv("TETHER_VECTOR_CACHE", str(tmp_path_factory.getbasetemp() / "vectors"))
 
 
 @pytest.fixture

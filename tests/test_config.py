@@ -32,6 +32,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "TETHER_REPLAY_MODE": ("record", "record"),
     "TETHER_REPLAY_INNER": ("openai", "openai"),
     "TETHER_MODEL_CACHE": ("/tmp/models-x", Path("/tmp/models-x")),
+    "TETHER_VECTOR_CACHE": ("/tmp/vectors-x", Path("/tmp/vectors-x")),
     "TETHER_LOCAL_THREADS": ("2", 2),
     "TETHER_INDEX": ("x/index.sqlite", Path("x/index.sqlite")),
     "TETHER_STORE": ("postgresql://u@h/db", "postgresql://u@h/db"),
@@ -170,3 +171,10 @@ def test_names_are_read_in_capitals_and_blank_counts_as_unset(
 def test_the_variables_are_the_pydantic_model_fields() -> None:
     names = {VARIABLES[v] for v in VARIABLES} - {"env_file"}
     assert len(TetherEnv.model_fields) == len(names) == len(VARIABLES) - 1
+
+
+def test_the_vector_cache_can_be_turned_off(clean_env: Path) -> None:
+    env = clean_env / "settings.env"
+    env.write_text("TETHER_VECTOR_CACHE=off\n")
+    assert load_settings(env).vector_cache is None
+    assert load_settings().vector_cache is not None  # on by default

@@ -32,6 +32,9 @@ import sys
 import time
 from pathlib import Path
 
+# ingest times measured here are of embedding, never of vectors kept by an earlier run
+os.environ.setdefault("TETHER_VECTOR_CACHE", "off")
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CORPORA = {

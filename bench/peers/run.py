@@ -43,6 +43,9 @@ from bench.peers.common import (
     score_question,
 )
 
+# ingest times measured here are of embedding, never of vectors kept by an earlier run
+os.environ.setdefault("TETHER_VECTOR_CACHE", "off")
+
 SYSTEMS = (
     "tether-bm25", "tether-dense", "tether-hybrid", "tether-rerank",
     "llamaindex", "llamaindex@tether-chunks", "haystack", "haystack@tether-chunks",

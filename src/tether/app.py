@@ -565,6 +565,7 @@ class Workspace:
                 strict=strict, default_access=default_access, progress=progress,
                 follow_links=follow_links, executor=run,
                 window=token_window_of(embedder) if embedder is not None else None,
+                vector_cache=self.settings.vector_cache,
             )  # fmt: skip
         finally:
             run.close()

@@ -39,6 +39,7 @@ is accepted as 2 (pydantic's lax rule).
 | TETHER_REPLAY_MODE | replay, record or auto (for TETHER_PROVIDER=replay) | replay |
 | TETHER_REPLAY_INNER | provider that records (for replay modes record/auto) | auto |
 | TETHER_MODEL_CACHE | folder where the local model file is assembled | ~/.cache/tether/models |
+| TETHER_VECTOR_CACHE | folder where ingest keeps vectors as it computes them (a killed ingest resumes); `off`: none | ~/.cache/tether/vectors |
 | TETHER_LOCAL_THREADS | CPU threads for the local model (0: auto) | cores - 1, 1 to 8 |
 | TETHER_INDEX | the index file | `.tether/index.sqlite` in the current folder |
 | TETHER_STORE | a server store, `postgresql://user@host/db?collection=NAME` (wins over the index file) | none |
@@ -96,6 +97,17 @@ DEFAULT_MAX_RETRIES = 3
 DEFAULT_LOCK_TIMEOUT = 30.0  # seconds a write waits for another writer's lock on the index
 DEFAULT_AUDIT_RETENTION_DAYS = 90
 DEFAULT_MODEL_CACHE = Path("~/.cache/tether/models")
+DEFAULT_VECTOR_CACHE = Path("~/.cache/tether/vectors")
+
+
+def _vector_cache(value: str | None) -> Path | None:
+    """TETHER_VECTOR_CACHE: a folder, `off` (or `none`, `false`, `0`) for no cache, unset for
+    the default."""
+    if value is None or not value.strip():
+        return DEFAULT_VECTOR_CACHE.expanduser()
+    if value.strip().lower() in ("off", "none", "false", "0", "no"):
+        return None
+    return Path(value.strip()).expanduser()
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,8 @@ class Settings:
     replay_mode: str = "replay"
     replay_inner: str | None = None
     model_cache: Path = field(default_factory=lambda: DEFAULT_MODEL_CACHE.expanduser())
+    # where ingest keeps vectors as it computes them (None: nowhere; tether.ingest.vector_cache)
+    vector_cache: Path | None = field(default_factory=lambda: DEFAULT_VECTOR_CACHE.expanduser())
     local_threads: int | None = None  # None: CPU cores - 1, between 1 and 8
     index: Path | None = None  # None: .tether/index.sqlite in the current folder
     store: str | None = field(default=None, repr=False)  # a postgresql:// URL (may hold a password)
@@ -221,6 +235,7 @@ class TetherEnv(BaseSettings):
     replay_mode: ReplayMode = "replay"
     replay_inner: InnerProvider | None = None
     model_cache: UserPath = None
+    vector_cache: str | None = None
     local_threads: Count = 0
     index: UserPath = None
     store: Annotated[str, AfterValidator(_checked_store)] | None = None
@@ -256,8 +271,11 @@ class TetherEnv(BaseSettings):
     def to_settings(self, env_file: Path | None) -> Settings:
         """The `Settings` these values make, `api_key` resolved for the provider."""
         settings = Settings(
-            **self.model_dump(exclude={"api_key", "model_cache", "local_threads", "workers"}),
+            **self.model_dump(
+                exclude={"api_key", "model_cache", "vector_cache", "local_threads", "workers"}
+            ),
             model_cache=self.model_cache or DEFAULT_MODEL_CACHE.expanduser(),
+            vector_cache=_vector_cache(self.vector_cache),
             local_threads=self.local_threads or None,
             workers=self.workers or None,
             env_file=env_file,

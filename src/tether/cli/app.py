@@ -14,7 +14,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
@@ -394,6 +394,56 @@ def progress(first: str, *, rate: bool = False, quiet: bool = False) -> Progress
         console=err.console(), transient=True,
         disable=quiet or verbosity().quiet or not err.is_terminal,
     )  # fmt: skip
+
+
+class PhaseLog:
+    """Progress as log lines, for output that is not a terminal (a CI log, a file): a line
+    when a phase starts, then at most one every `every` seconds with the count, the rate and
+    the time left, and one when it ends."""
+
+    def __init__(self, labels: Mapping[str, str], every: float = 5.0) -> None:
+        self.labels = labels
+        self.every = every
+        self.phases: dict[str, list[float]] = {}  # phase -> [started, last printed, ended]
+
+    def step(self, phase: str, done: int, total: int) -> None:
+        import time
+
+        if phase.endswith(":tokens"):
+            return
+        now = time.monotonic()
+        state = self.phases.get(phase)
+        label = self.labels.get(phase, phase)
+        if state is None:
+            self.phases[phase] = state = [now, now, 0.0]
+            self._print(f"{label}: {done:,} of {total:,}")
+            if not (total and done >= total):
+                return
+        if state[2]:
+            return
+        finished = bool(total) and done >= total
+        if not finished and now - state[1] < self.every:
+            return
+        state[1] = now
+        elapsed = now - state[0]
+        rate = done / elapsed if elapsed > 0 else 0.0
+        left = f", about {(total - done) / rate:,.0f} s left" if rate > 0 and not finished else ""
+        ended = " (done)" if finished else ""
+        self._print(f"{label}: {done:,} of {total:,} in {elapsed:,.1f} s ({rate:,.1f}/s{left}){ended}")
+        if finished:
+            state[2] = 1.0
+
+    @staticmethod
+    def _print(line: str) -> None:
+        import sys
+
+        print(line, file=sys.stderr, flush=True)
+
+
+def phase_log(labels: Mapping[str, str]) -> PhaseLog | None:
+    """A PhaseLog when stderr is not a terminal and output is not --quiet, else None (the
+    progress bar serves a terminal)."""
+    return None if verbosity().quiet or err.is_terminal else PhaseLog(labels)
 
 
 @contextmanager

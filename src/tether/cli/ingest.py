@@ -29,7 +29,12 @@ if TYPE_CHECKING:
     from tether.app import Workspace
     from tether.types import ChunkerConfig, SyncReport
 
-PHASE_LABELS = {"read": "Reading files", "embed": "Embedding chunks", "write": "Writing index"}
+PHASE_LABELS = {
+    "read": "Reading files",
+    "embed": "Embedding chunks",
+    "embed sentences": "Embedding sentences",
+    "write": "Writing index",
+}
 
 
 def run_sync(
@@ -43,12 +48,15 @@ def run_sync(
     default_access: str | None = None,
 ) -> SyncReport:
     """Bring the Workspace's index in line with `folder`, showing each phase's progress."""
-    from tether.cli.app import progress
+    from tether.cli.app import phase_log, progress
 
+    log = phase_log(PHASE_LABELS)
     with progress("{task.description:<17}", rate=True) as bar:
         tasks: dict[str, Any] = {}
 
         def step(phase: str, done: int, total: int) -> None:
+            if log is not None:
+                log.step(phase, done, total)
             if phase == "embed:tokens":  # tokens embedded so far: show the rate
                 task = bar.tasks[tasks["embed"]] if "embed" in tasks else None
                 if task is not None and task.elapsed:

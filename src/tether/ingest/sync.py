@@ -65,6 +65,7 @@ from tether.ingest.executor import Executor, SerialExecutor
 from tether.ingest.metadata import inventory_warnings, load_inventory
 from tether.ingest.parse.dispatch import format_of
 from tether.ingest.tasks import ParseTask, problem_of
+from tether.ingest.vector_cache import VectorCache, embed_cached, embedder_key
 from tether.protocols import Embedder, Store
 from tether.text import embed_text, sentence_spans, sentence_text
 from tether.types import (
@@ -114,13 +115,16 @@ def sync(
     follow_links: bool = False,
     executor: Executor | None = None,
     window: TokenWindow | None = None,
+    vector_cache: Path | str | None = None,
 ) -> SyncReport:
     """Bring the index of `store` in line with `folder` (see the module docstring);
     `follow_links` follows links that lead out of the folder; `default_access` is what a file
     without an access label is indexed as (None: the one stored with the index, else staff);
     `executor` runs the parsing and embedding (None: this process); `window` (the embedder's
     token counter and window) sizes the structure chunker's chunks, and a chunk that must
-    exceed it is reported as a warning."""
+    exceed it is reported as a warning; `vector_cache` (a folder) keeps every vector as it is
+    computed, so a run that is killed or fails loses no embedding work
+    (`tether.ingest.vector_cache`)."""
     began = time.perf_counter()
     folder = Path(folder)
     if not folder.is_dir():
@@ -151,7 +155,16 @@ def sync(
         )
     if sentences is None:
         sentences = bool(getattr(embedder, "sentence_vectors", False))
-    changes = plan_changes(store, plan, chunker, embedder, rebuild, sentences, step, run)
+    cache = (
+        VectorCache(vector_cache, embedder_key(embedder), embedder.dim)
+        if vector_cache is not None and embedder is not None
+        else None
+    )
+    try:
+        changes = plan_changes(store, plan, chunker, embedder, rebuild, sentences, step, run, cache)
+    finally:
+        if cache is not None:
+            cache.close()
     if rebuild or store.meta_value(DEFAULT_ACCESS_META) != default_access:
         changes = replace(changes, meta=(*changes.meta, (DEFAULT_ACCESS_META, default_access)))
     if not changes.empty:
@@ -427,19 +440,23 @@ def plan_changes(
     sentences: bool,
     step: Progress,
     executor: Executor | None = None,
+    cache: VectorCache | None = None,
 ) -> ChangeSet:
     """The change set of a read folder: its files, with the vectors they need embedded (by
-    `executor`, None: this process)."""
+    `executor`, None: this process; looked up first in `cache`, and kept there as they are
+    computed)."""
     run = executor or SerialExecutor()
     chunks = [c for f in plan.files for c in f.chunks]
     vectors: tuple[VectorChange, ...] = ()
     sentence_vectors: tuple[SentenceVectorChange, ...] = ()
     meta = {"chunker": chunker.describe()}
     if embedder is not None:
-        vectors = embed_chunks(chunks, store, embedder, rebuild, step, run)
+        vectors = embed_chunks(chunks, store, embedder, rebuild, step, run, cache)
         if sentences:
             leaving = {f.file.source for f in plan.files} | set(plan.removed)
-            sentence_vectors = embed_sentences(chunks, leaving, store, embedder, rebuild, step, run)
+            sentence_vectors = embed_sentences(
+                chunks, leaving, store, embedder, rebuild, step, run, cache
+            )
         meta |= {"embedder": embedder_label(embedder), "embedder_dim": str(embedder.dim)}
     new_meta = tuple((k, v) for k, v in meta.items() if rebuild or store.meta_value(k) != v)
     return ChangeSet(
@@ -461,6 +478,7 @@ def embed_chunks(
     rebuild: bool,
     step: Progress,
     executor: Executor | None = None,
+    cache: VectorCache | None = None,
 ) -> tuple[VectorChange, ...]:
     """Vectors for the chunks that have none under the same text hash."""
     have = {} if rebuild else store.vector_hashes()
@@ -479,9 +497,12 @@ def embed_chunks(
         step("embed:tokens", done_tokens, 0)  # the CLI shows tokens/s
 
     step("embed", 0, len(todo))
-    matrix = (executor or SerialExecutor()).embed(embedder, texts, report)
+    run = executor or SerialExecutor()
+    matrix, _ = embed_cached(
+        lambda part, rep: run.embed(embedder, part, rep), texts, embedder.dim, report, cache,
+        text_hash,
+    )  # fmt: skip
     step("embed", len(todo), len(todo))
-    matrix = np.asarray(matrix, dtype=np.float32)
     return tuple(VectorChange(cid, th, vec) for (cid, th, _), vec in zip(todo, matrix, strict=True))
 
 
@@ -493,6 +514,7 @@ def embed_sentences(
     rebuild: bool,
     step: Progress,
     executor: Executor | None = None,
+    cache: VectorCache | None = None,
 ) -> tuple[SentenceVectorChange, ...]:
     """Sentence vectors for the chunks being written and for the chunks already in the index
     that have none under the same text hash (an index built before they existed); chunks of
@@ -513,9 +535,11 @@ def embed_sentences(
             todo.append((cid, th, start, end, sentence_text(chunk, start, end)))
     found: dict[str, tuple[str, list[tuple[int, int, np.ndarray]]]] = {}
     step("embed sentences", 0, len(todo))
-    matrix = (executor or SerialExecutor()).embed(
-        embedder, [t[4] for t in todo], lambda done, _: step("embed sentences", done, len(todo))
-    )
+    run = executor or SerialExecutor()
+    matrix, _ = embed_cached(
+        lambda part, rep: run.embed(embedder, part, rep), [t[4] for t in todo], embedder.dim,
+        lambda done, _: step("embed sentences", done, len(todo)), cache, text_hash,
+    )  # fmt: skip
     for (cid, th, start, end, _), vec in zip(todo, np.asarray(matrix, np.float32), strict=True):
         found.setdefault(cid, (th, []))[1].append((start, end, vec))
     step("embed sentences", len(todo), len(todo))
