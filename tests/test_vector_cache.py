@@ -121,3 +121,20 @@ def test_a_cache_that_cannot_be_written_is_skipped(tmp_path: Path) -> None:
 
     out, cached = embed_cached(embed, ["x", "y"], 2, lambda d, t: None, cache, text_hash)
     assert out.shape == (2, 2) and cached == 0 and cache.broken
+
+
+def test_ingest_progress_is_log_lines_when_not_on_a_terminal(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tether.cli.main import app
+
+    docs = _folder(tmp_path)
+    index = str(tmp_path / "i.sqlite")
+    result = CliRunner().invoke(app, ["ingest", str(docs), "--index", index, "--no-embed"])
+    assert result.exit_code == 0, result.output
+    assert "Reading files: 0 of 6" in result.output
+    assert "Reading files: 6 of 6 in" in result.output and "(done)" in result.output
+    quiet = CliRunner().invoke(
+        app, ["--quiet", "ingest", str(docs), "--index", index, "--no-embed", "--rebuild"]
+    )
+    assert "Reading files" not in quiet.output
