@@ -481,6 +481,8 @@ def test_cli_search_routes_methods_and_defaults_to_rerank(demo_store: SqliteStor
         assert done.exit_code == 0, done.output
         found = json.loads(done.stdout)
         assert 1 <= len(found) <= 3 and {h["method"] for h in found} == {method}
+    short = runner.invoke(app, [*base, "-k", "2"])  # -k is --k
+    assert short.exit_code == 0 and len(json.loads(short.stdout)) == 2
     bad = runner.invoke(app, [*base, "--method", "magic"])
     assert bad.exit_code == 1 and "unknown method" in bad.output
     ruled = ["search", "Do Pine Points expire?", "--index", str(demo_store.path)]

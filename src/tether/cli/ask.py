@@ -237,7 +237,7 @@ def ask(
             " vectors, else bm25."
         ),
     ] = "auto",
-    k: Annotated[int, typer.Option("--k", help="Passages to retrieve.", min=1, max=50)] = 5,
+    k: Annotated[int, typer.Option("--k", "-k", help="Passages to retrieve.", min=1, max=50)] = 5,
     budget: BudgetOpt = None,
     provider: Annotated[
         str | None,

@@ -237,7 +237,7 @@ def eval_command(
         str, typer.Option(help="Comma-separated: bm25, dense, hybrid, rerank.")
     ] = "bm25,dense,hybrid,rerank",
     k: Annotated[
-        int, typer.Option("--k", help="Cut-off for hit/recall/precision/nDCG.", min=1, max=50)
+        int, typer.Option("--k", "-k", help="Cut-off for hit/recall/precision/nDCG.", min=1, max=50)
     ] = 5,
     as_json: JsonOpt = False,
     report: Annotated[

@@ -125,7 +125,7 @@ def chunks(
 
 def search(
     query: Annotated[str, typer.Argument(help="What to look for (words, a code, a question).")],
-    k: Annotated[int, typer.Option("--k", help="How many passages.", min=1, max=100)] = 5,
+    k: Annotated[int, typer.Option("--k", "-k", help="How many passages.", min=1, max=100)] = 5,
     as_of: AsOfOpt = "today",
     audience: AudienceOpt = "public",
     method: Annotated[
