@@ -314,9 +314,15 @@ def test_a_killed_ingest_takes_its_workers_with_it(
         sys.executable, "-m", "tether", "ingest", str(big_folder), "--index",
         str(tmp_path / "i.sqlite"), "--no-embed", "--executor", "process", "--workers", "2",
     ]  # fmt: skip
+    def interruptible() -> None:
+        # a test run started as a background job of a script inherits SIGINT ignored, and so
+        # would the ingest; Ctrl-C is what is being tested, so it gets its default back
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     proc = subprocess.Popen(
-        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=interruptible,
+    )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         kids: list[int] = []
