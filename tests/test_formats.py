@@ -397,3 +397,17 @@ def test_a_dblatex_pdf_keeps_the_spaces_between_its_words() -> None:
     )
     paragraphs = [b for b in doc.blocks if b.kind == "paragraph"]
     assert len(paragraphs) >= 4  # the gaps between paragraphs are kept
+
+
+def test_a_pdf_word_broken_at_a_line_end_is_joined_with_its_hyphen(tmp_path: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    for line in ("The co-", "operation of well-", "known pumps."):
+        pdf.cell(0, 6, line, new_x="LMARGIN", new_y="NEXT")
+    path = tmp_path / "hyphen.pdf"
+    pdf.output(str(path))
+    doc = parse_bytes(path.read_bytes(), "hyphen.pdf", "pdf")
+    assert "The co-operation of well-known pumps." in " ".join(doc.text.split())

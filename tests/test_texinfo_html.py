@@ -70,3 +70,18 @@ def test_a_heading_is_kept_with_a_first_block_that_fills_a_chunk() -> None:
     chunks = chunk_document(_parse(page.encode()), ChunkerConfig(max_words=40))
     assert chunks[0].text.startswith("16 Scanner Options") and "w0" in chunks[0].text
     assert all(c.text.strip() != "16 Scanner Options" for c in chunks)
+
+
+def test_a_page_that_moves_on_later_or_only_without_scripts_is_read() -> None:
+    later = b"""<html><head><meta http-equiv="refresh" content="300; url=login.html"></head>
+    <body><h1>Account settings</h1><p>Change your password here.</p></body></html>"""
+    assert "Change your password" in _parse(later).text
+    fallback = b"""<html><head><noscript><meta http-equiv="refresh" content="0; url=x.html">
+    </noscript></head><body><h1>App</h1><p>Welcome to the documentation.</p></body></html>"""
+    assert "Welcome" in _parse(fallback).text
+    scripted = (
+        b'<html><head><meta http-equiv="refresh" content="0; url=x.html"></head><body>'
+        b"<script>" + b"var a = 1; " * 60 + b"</script><p>Moved.</p></body></html>"
+    )
+    with pytest.raises(ParseError, match="redirect"):  # its script's words are not text
+        _parse(scripted)

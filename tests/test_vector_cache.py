@@ -138,3 +138,27 @@ def test_ingest_progress_is_log_lines_when_not_on_a_terminal(tmp_path: Path) -> 
         app, ["--quiet", "ingest", str(docs), "--index", index, "--no-embed", "--rebuild"]
     )
     assert "Reading files" not in quiet.output
+
+
+def test_a_damaged_row_counts_as_not_cached(tmp_path: Path) -> None:
+    import sqlite3
+
+    cache = VectorCache(tmp_path, "fake (1) 2", 2)
+    cache.put_many([("a", np.array([1.0, 0.0])), ("b", np.array([0.0, 1.0]))])
+    cache.close()
+    db = sqlite3.connect(cache.path)
+    db.execute("UPDATE vectors SET vector = substr(vector, 1, 5) WHERE hash = 'a'")
+    db.execute("INSERT INTO vectors VALUES ('c', 'text'), ('d', NULL), ('e', ?)",
+               (np.array([np.nan, 1.0], dtype=np.float32).tobytes(),))  # fmt: skip
+    db.commit()
+    db.close()
+    found = VectorCache(tmp_path, "fake (1) 2", 2).get_many(["a", "b", "c", "d", "e"])
+    assert list(found) == ["b"]
+
+
+def test_a_vector_cache_path_that_cannot_be_expanded_means_no_cache(clean_env: Path) -> None:
+    from tether.config import load_settings
+
+    env = clean_env / "settings.env"
+    env.write_text("TETHER_VECTOR_CACHE=~no-such-user-here/x\n")
+    assert load_settings(env).vector_cache is None

@@ -81,9 +81,26 @@ class QuestionSet:
     note: str = ""
 
 
+MANUALS = ("gettext", "mkdocs")  # held out (bench/corpora/HELDOUT.md)
+
+
 def question_sets(work: Path, names: Sequence[str]) -> list[QuestionSet]:
-    """The bundled demo set and, when ../shared holds it, Larkfield (staged in `work`)."""
+    """The bundled demo set, Larkfield when ../shared holds it (staged in `work`), and the
+    held-out manuals set up by bench/corpora/setup.py (TETHER_CORPORA, else /work/corpora)."""
+    import os
+
     out = []
+    corpora = Path(os.environ.get("TETHER_CORPORA", "/work/corpora"))
+    for name in MANUALS:
+        folder = corpora / name
+        if name in names and folder.is_dir():
+            qs = load_questions(ROOT / "bench" / "corpora" / name / "questions.jsonl")
+            copy = work / f"{name}-docs"  # the pages only: no index or ingest record inside
+            if not copy.is_dir():
+                import shutil
+
+                shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(".tether", "*.json"))
+            out.append(QuestionSet(name, copy, qs, None, "held out"))
     if "bundled" in names:
         out.append(QuestionSet("bundled", demo_collection(), load_questions(demo_questions()), None))
     if "larkfield" in names and LARKFIELD.is_dir():

@@ -103,11 +103,13 @@ DEFAULT_VECTOR_CACHE = Path("~/.cache/tether/vectors")
 def _vector_cache(value: str | None) -> Path | None:
     """TETHER_VECTOR_CACHE: a folder, `off` (or `none`, `false`, `0`) for no cache, unset for
     the default."""
-    if value is None or not value.strip():
-        return DEFAULT_VECTOR_CACHE.expanduser()
-    if value.strip().lower() in ("off", "none", "false", "0", "no"):
+    if value is not None and value.strip().lower() in ("off", "none", "false", "0", "no"):
         return None
-    return Path(value.strip()).expanduser()
+    path = DEFAULT_VECTOR_CACHE if value is None or not value.strip() else Path(value.strip())
+    try:
+        return path.expanduser()
+    except RuntimeError:  # "~user" of no user, or no home folder: no cache (ingest as before)
+        return None
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ class Settings:
     replay_inner: str | None = None
     model_cache: Path = field(default_factory=lambda: DEFAULT_MODEL_CACHE.expanduser())
     # where ingest keeps vectors as it computes them (None: nowhere; tether.ingest.vector_cache)
-    vector_cache: Path | None = field(default_factory=lambda: DEFAULT_VECTOR_CACHE.expanduser())
+    vector_cache: Path | None = field(default_factory=lambda: _vector_cache(None))
     local_threads: int | None = None  # None: CPU cores - 1, between 1 and 8
     index: Path | None = None  # None: .tether/index.sqlite in the current folder
     store: str | None = field(default=None, repr=False)  # a postgresql:// URL (may hold a password)

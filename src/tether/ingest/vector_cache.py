@@ -5,8 +5,8 @@ loses no embedding work: the next run embeds only what is missing.
 (`TETHER_VECTOR_CACHE`, default `~/.cache/tether/vectors`), keyed by the hash of the text
 embedded (`tether.ingest.sync.text_hash`: the title, heading path and text a chunk vector is
 made of, or a sentence). `embed_cached` looks every text up first, embeds the rest in batches
-of `BATCH` through the ingest's executor, and commits each batch to the cache as soon as it
-is computed; the index itself is still written in one transaction at the end of the ingest.
+of `BATCH` (128) through the ingest's executor, and commits each batch to the cache as soon as
+it is computed (a kill loses at most the batch under way); the index itself is still written in one transaction at the end of the ingest.
 A vector is the same whichever index asked for it, so indexes of one machine share the cache.
 
 What it cannot do: the cache grows with every text ever embedded (delete the folder to reclaim
@@ -26,7 +26,7 @@ import numpy as np
 
 from tether.protocols import Embedder
 
-BATCH = 512  # texts embedded between two commits to the cache
+BATCH = 128  # texts embedded between two commits to the cache (a kill loses at most these)
 EmbedProgress = Callable[[int, int], None]
 
 
@@ -71,8 +71,8 @@ class VectorCache:
                 for h, blob in db.execute(
                     f"SELECT hash, vector FROM vectors WHERE hash IN ({marks})", part
                 ):
-                    vector = np.frombuffer(blob, dtype=np.float32)
-                    if vector.shape == (self.dim,):
+                    vector = _vector(blob, self.dim)
+                    if vector is not None:
                         found[h] = vector
         except sqlite3.Error:
             self.broken = True
@@ -95,6 +95,15 @@ class VectorCache:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+def _vector(blob: object, dim: int) -> np.ndarray | None:
+    """A stored vector, or None when the row is damaged (not bytes, the wrong length, not
+    finite): a bad row counts as not cached."""
+    if not isinstance(blob, bytes) or len(blob) != 4 * dim:
+        return None
+    vector = np.frombuffer(blob, dtype=np.float32)
+    return vector if bool(np.isfinite(vector).all()) else None
 
 
 def embed_cached(

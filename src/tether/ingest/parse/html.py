@@ -133,6 +133,7 @@ _FOOTNOTE_CLASS = re.compile(r"footnote-?ref(?:erence)?|fnref")
 _FOOTNOTE_MARK = re.compile(r"[\[(]?(?:\d{1,3}|[*†‡§])[\])]?")
 _FOOTNOTE_HEAD = re.compile(r"\(\d{1,3}\)|\[\d{1,3}\]")
 REDIRECT_WORDS = 40  # a page with a refresh to another page and no more words is a redirect
+REDIRECT_DELAY_S = 2.0  # ... when the refresh comes at once (a delay above this: a page to read)
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -550,15 +551,33 @@ def _quiet_footnote_marks(body: Any) -> None:
 
 def _is_redirect(root: Any, body: Any) -> str | None:
     """The target of a page that only sends the reader elsewhere (a `<meta http-equiv=
-    "refresh">` naming a URL, and at most `REDIRECT_WORDS` words of its own: makeinfo writes
-    one per anchor, "The node you are looking for is at ..."), else None."""
+    "refresh">` naming a URL within `REDIRECT_DELAY_S`, not inside `<noscript>`, and at most
+    `REDIRECT_WORDS` words of its own outside scripts and styles: makeinfo writes one per
+    anchor, "The node you are looking for is at ..."), else None."""
     for meta_el in root.iter("meta"):
         if (meta_el.get("http-equiv") or "").strip().lower() != "refresh":
             continue
-        found = re.search(r"url\s*=\s*['\"]?([^'\";]+)", meta_el.get("content") or "", re.I)
-        if found and len(clean(body.text_content()).split()) <= REDIRECT_WORDS:
+        if any(_tag(a) == "noscript" for a in meta_el.iterancestors()):
+            continue  # a fallback for browsers without scripts, not the page's purpose
+        content = meta_el.get("content") or ""
+        delay = re.match(r"\s*(\d+(?:\.\d*)?)", content)
+        found = re.search(r"url\s*=\s*['\"]?([^'\";]+)", content, re.I)
+        if not found or (delay is not None and float(delay.group(1)) > REDIRECT_DELAY_S):
+            continue  # a page that reloads or moves on after a while is read
+        if len(_words_shown(body)) <= REDIRECT_WORDS:
             return found.group(1).strip()
     return None
+
+
+def _words_shown(body: Any) -> list[str]:
+    """The words of the page outside scripts, styles and templates."""
+    import copy
+
+    shown = copy.deepcopy(body)
+    for el in [e for e in shown.iter("script", "style", "template", "noscript")]:
+        if el.getparent() is not None:
+            el.drop_tree()
+    return str(shown.text_content()).split()
 
 
 def _has_block(el: Any) -> bool:

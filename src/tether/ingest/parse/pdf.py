@@ -20,7 +20,8 @@ custom keys such as /DocId).
 
 What it cannot do: no OCR (a scanned PDF without a text layer is refused); tables come out as
 paragraphs; reading order is top to bottom, then left to right, by text box (two columns side
-by side interleave line by line); headings are a guess.
+by side interleave line by line); lines set closer than their font's height pick up fragments
+of their neighbours' letters (PDFium reads a box's rectangle); headings are a guess.
 """
 
 from __future__ import annotations
@@ -199,6 +200,9 @@ def _page_text(page: Any) -> str:
         raise ParseError(f"PDF cannot be read: {short(exc)}") from None
 
 
+# PDFium marks a hyphen that breaks a word at a line's end as U+0002 (U+FFFE in its ranges):
+# a hyphen again, so that the lines join as pypdf's did ("co-" + "operation")
+_SOFT_HYPHENS = re.compile("[\x02\ufffe]")
 PARAGRAPH_GAP = 0.4  # a gap wider than the page's line spacing by this share of a line: a blank line
 
 
@@ -234,7 +238,8 @@ def _pdfium_page_text(page: Any) -> str:
         boxes = []
         for i in range(textpage.count_rects()):
             left, bottom, right, top = textpage.get_rect(i)
-            text = " ".join(textpage.get_text_bounded(left, bottom, right, top).split())
+            raw = textpage.get_text_bounded(left, bottom, right, top)
+            text = " ".join(_SOFT_HYPHENS.sub("-", raw).split())
             if text:
                 boxes.append((left, bottom, right, top, text))
     finally:
