@@ -100,7 +100,8 @@ def question_sets(work: Path, names: Sequence[str]) -> list[QuestionSet]:
                 import shutil
 
                 shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(".tether", "*.json"))
-            out.append(QuestionSet(name, copy, qs, None, "held out"))
+            # asked as staff: the pages carry no access label (the bench ingests them as is)
+            out.append(QuestionSet(name, copy, qs, "staff", "held out"))
     if "bundled" in names:
         out.append(QuestionSet("bundled", demo_collection(), load_questions(demo_questions()), None))
     if "larkfield" in names and LARKFIELD.is_dir():
