@@ -59,7 +59,7 @@ class _Reranker(SentenceReranker):
         self.weights = {"maxsim": 1.0}
         self._feats = feats
 
-    def features(self, query, hits, audience="public"):  # type: ignore[override]
+    def features(self, query, hits, audience="public", *, page=False):  # type: ignore[override]
         return self._feats
 
 

@@ -185,10 +185,17 @@ class SentenceReranker:
         self._firsts: tuple[Any, dict[tuple[str, str], str]] | None = None
 
     def features(
-        self, query: str, hits: Sequence[Hit], audience: Audience = "public"
+        self,
+        query: str,
+        hits: Sequence[Hit],
+        audience: Audience = "public",
+        *,
+        page: bool = False,
     ) -> list[dict[str, float]]:
         """The feature values of each candidate, in the order given, for a caller of
-        `audience` (whose chunks the language means of `xdense` are taken over)."""
+        `audience` (whose chunks the language means of `xdense` are taken over); with `page`,
+        also `page` (which only the learned order reads: finding each document's first chunk
+        reads every chunk once per index generation)."""
         q = self._qvec(query)
         sentences = self.store.sentence_vectors(h.chunk.chunk_id for h in hits)
         positions = self._chunk_rows()
@@ -198,7 +205,7 @@ class SentenceReranker:
         qcodes = _code_keys(query)
         out: list[dict[str, float]] = []
         best_rrf = max((float(h.signals.get("rrf", 0.0) or 0.0) for h in hits), default=0.0)
-        firsts = self._first_chunks()
+        firsts = self._first_chunks() if page else {}
         for h in hits:
             c = h.chunk
             dense = h.signals.get("dense")
@@ -218,8 +225,12 @@ class SentenceReranker:
             text_terms = _terms(c.text)
             head_terms = _terms(" ".join((c.meta.title, *c.heading_path)))
             rrf = float(h.signals.get("rrf", 0.0) or 0.0)
-            first = positions[1].get(firsts.get((c.doc_id, c.version), c.chunk_id))
-            page = float(positions[2][first] @ q) if first is not None else float(dense)
+            found_feats: dict[str, float] = {}
+            if page:
+                first = positions[1].get(firsts.get((c.doc_id, c.version), c.chunk_id))
+                found_feats["page"] = (
+                    float(positions[2][first] @ q) if first is not None else float(dense)
+                )
             out.append(
                 {
                     "maxsim": maxsim,
@@ -235,7 +246,7 @@ class SentenceReranker:
                         else 0.0
                     ),
                     "rrf": rrf / best_rrf if best_rrf > 0 else 0.0,
-                    "page": page,
+                    **found_feats,
                 }
             )
         return out
@@ -269,9 +280,11 @@ class SentenceReranker:
         the absolute scale the support gate's floors are set on, stays in `signals["rerank"]`)."""
         if not hits:
             return []
-        feats, support, inputs = self.order_inputs(query, hits, audience)
-        keys = support
-        if self.order is not None:
+        if self.order is None:
+            feats, support = self._weighed(query, hits, audience, page=False)
+            keys = support
+        else:
+            feats, support, inputs = self.order_inputs(query, hits, audience)
             keys = [self.order.probability(x) for x in inputs]
         scored = sorted(
             zip(keys, support, range(len(hits)), hits, feats, strict=True),
@@ -297,11 +310,17 @@ class SentenceReranker:
         self, query: str, hits: Sequence[Hit], audience: Audience = "public"
     ) -> tuple[list[dict[str, float]], list[float], list[dict[str, float]]]:
         """(features, weighted-mean scores, what a learned order reads) of each candidate."""
-        feats = self.features(query, hits, audience)
-        weights = self.weights_for(query, audience)
-        support = [self.score(f, weights) for f in feats]
+        feats, support = self._weighed(query, hits, audience, page=True)
         share = self.lexical_share(query, audience) if self.lexical_share else LEXICAL_NEUTRAL
         return feats, support, order_features(feats, support, hits, share)
+
+    def _weighed(
+        self, query: str, hits: Sequence[Hit], audience: Audience, *, page: bool
+    ) -> tuple[list[dict[str, float]], list[float]]:
+        """(features, weighted-mean score) of each candidate."""
+        feats = self.features(query, hits, audience, page=page)
+        weights = self.weights_for(query, audience)
+        return feats, [self.score(f, weights) for f in feats]
 
     def _first_chunks(self) -> dict[tuple[str, str], str]:
         """(doc_id, version) -> the ID of its first chunk (the page's opening: a man page's
