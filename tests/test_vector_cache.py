@@ -100,11 +100,12 @@ def test_cached_batches_survive_a_failure_and_count_as_done(tmp_path, monkeypatc
 
     texts = ["a", "bb", "ccc", "boom", "eeeee"]
     with pytest.raises(RuntimeError):
-        embed_cached(embed, texts, 3, lambda d, t: None, cache, text_hash)
+        embed_cached(embed, texts, [text_hash(t) for t in texts], 3, lambda d, t: None, cache)
     seen: list[tuple[int, int]] = []
     calls.clear()
     texts[3] = "dddd"
-    out, cached = embed_cached(embed, texts, 3, lambda d, t: seen.append((d, t)), cache, text_hash)
+    keys = [text_hash(t) for t in texts]
+    out, cached = embed_cached(embed, texts, keys, 3, lambda d, t: seen.append((d, t)), cache)
     assert cached == 2 and calls == [["ccc", "dddd"], ["eeeee"]]
     assert [row[0] for row in out] == [1, 2, 3, 4, 5]
     assert seen[0] == (2, 0) and seen[-1] == (5, 30)  # the cached count as done; tokens add up
@@ -119,7 +120,7 @@ def test_a_cache_that_cannot_be_written_is_skipped(tmp_path: Path) -> None:
     def embed(texts: list[str], progress) -> np.ndarray:
         return np.ones((len(texts), 2), dtype=np.float32)
 
-    out, cached = embed_cached(embed, ["x", "y"], 2, lambda d, t: None, cache, text_hash)
+    out, cached = embed_cached(embed, ["x", "y"], ["kx", "ky"], 2, lambda d, t: None, cache)
     assert out.shape == (2, 2) and cached == 0 and cache.broken
 
 

@@ -65,7 +65,7 @@ from tether.ingest.executor import Executor, SerialExecutor
 from tether.ingest.metadata import inventory_warnings, load_inventory
 from tether.ingest.parse.dispatch import format_of
 from tether.ingest.tasks import ParseTask, problem_of
-from tether.ingest.vector_cache import VectorCache, embed_cached, embedder_key
+from tether.ingest.vector_cache import EmbedProgress, VectorCache, embed_cached
 from tether.protocols import Embedder, Store
 from tether.text import embed_text, sentence_spans, sentence_text
 from tether.types import (
@@ -156,7 +156,7 @@ def sync(
     if sentences is None:
         sentences = bool(getattr(embedder, "sentence_vectors", False))
     cache = (
-        VectorCache(vector_cache, embedder_key(embedder), embedder.dim)
+        VectorCache(vector_cache, f"{embedder_label(embedder)} {embedder.dim}", embedder.dim)
         if vector_cache is not None and embedder is not None
         else None
     )
@@ -497,11 +497,7 @@ def embed_chunks(
         step("embed:tokens", done_tokens, 0)  # the CLI shows tokens/s
 
     step("embed", 0, len(todo))
-    run = executor or SerialExecutor()
-    matrix, _ = embed_cached(
-        lambda part, rep: run.embed(embedder, part, rep), texts, embedder.dim, report, cache,
-        text_hash,
-    )  # fmt: skip
+    matrix = _embedded(executor, embedder, texts, [th for _, th, _ in todo], report, cache)
     step("embed", len(todo), len(todo))
     return tuple(VectorChange(cid, th, vec) for (cid, th, _), vec in zip(todo, matrix, strict=True))
 
@@ -535,12 +531,12 @@ def embed_sentences(
             todo.append((cid, th, start, end, sentence_text(chunk, start, end)))
     found: dict[str, tuple[str, list[tuple[int, int, np.ndarray]]]] = {}
     step("embed sentences", 0, len(todo))
-    run = executor or SerialExecutor()
-    matrix, _ = embed_cached(
-        lambda part, rep: run.embed(embedder, part, rep), [t[4] for t in todo], embedder.dim,
-        lambda done, _: step("embed sentences", done, len(todo)), cache, text_hash,
+    texts = [t[4] for t in todo]
+    matrix = _embedded(
+        executor, embedder, texts, [text_hash(t) for t in texts],
+        lambda done, _: step("embed sentences", done, len(todo)), cache,
     )  # fmt: skip
-    for (cid, th, start, end, _), vec in zip(todo, np.asarray(matrix, np.float32), strict=True):
+    for (cid, th, start, end, _), vec in zip(todo, matrix, strict=True):
         found.setdefault(cid, (th, []))[1].append((start, end, vec))
     step("embed sentences", len(todo), len(todo))
     out: list[SentenceVectorChange] = []
@@ -549,6 +545,24 @@ def embed_sentences(
         spans = tuple((a, b) for a, b, _ in rows)
         out.append(SentenceVectorChange(cid, th, spans, np.stack([v for _, _, v in rows])))
     return tuple(out)
+
+
+def _embedded(
+    executor: Executor | None,
+    embedder: Embedder,
+    texts: list[str],
+    keys: list[str],
+    progress: EmbedProgress,
+    cache: VectorCache | None,
+) -> np.ndarray:
+    """Vectors of `texts` (float32 rows) by `executor`, those `cache` holds under their `keys`
+    (text hashes) read from it, the rest kept there as they are computed."""
+    run = executor or SerialExecutor()
+    matrix, _ = embed_cached(
+        lambda part, report: run.embed(embedder, part, report), texts, keys, embedder.dim,
+        progress, cache,
+    )  # fmt: skip
+    return matrix
 
 
 def text_hash(text: str) -> str:

@@ -1,7 +1,7 @@
 """Vectors kept as they are computed, outside the index, so an ingest that is killed or fails
 loses no embedding work: the next run embeds only what is missing.
 
-`VectorCache(folder, embedder_label)` is one SQLite file per embedder in `folder`
+`VectorCache(folder, embedder_label, dim)` is one SQLite file per embedder in `folder`
 (`TETHER_VECTOR_CACHE`, default `~/.cache/tether/vectors`), keyed by the hash of the text
 embedded (`tether.ingest.sync.text_hash`: the title, heading path and text a chunk vector is
 made of, or a sentence). `embed_cached` looks every text up first, embeds the rest in batches
@@ -23,8 +23,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-
-from tether.protocols import Embedder
 
 BATCH = 128  # texts embedded between two commits to the cache (a kill loses at most these)
 EmbedProgress = Callable[[int, int], None]
@@ -109,17 +107,17 @@ def _vector(blob: object, dim: int) -> np.ndarray | None:
 def embed_cached(
     embed: Callable[[list[str], EmbedProgress], np.ndarray],
     texts: list[str],
+    keys: Sequence[str],
     dim: int,
     progress: EmbedProgress,
     cache: VectorCache | None,
-    hash_of: Callable[[str], str],
 ) -> tuple[np.ndarray, int]:
-    """(vectors of `texts`, how many came from the cache): the cached ones looked up, the rest
-    embedded by `embed` in batches of `BATCH`, each batch kept in the cache as it is done;
-    `progress(done, tokens)` counts the cached ones as done."""
+    """(vectors of `texts`, how many came from the cache): the ones cached under their `keys`
+    (the texts' hashes) looked up, the rest embedded by `embed` in batches of `BATCH`, each
+    batch kept in the cache as it is done; `progress(done, tokens)` counts the cached ones as
+    done."""
     if cache is None:
         return np.asarray(embed(texts, progress), dtype=np.float32), 0
-    keys = [hash_of(t) for t in texts]
     found = cache.get_many(keys)
     out = np.zeros((len(texts), dim), dtype=np.float32)
     todo: list[int] = []
@@ -146,8 +144,3 @@ def embed_cached(
         tokens_done[0] += tokens_done[1]
         tokens_done[1] = 0
     return out, cached
-
-
-def embedder_key(embedder: Embedder) -> str:
-    """What a cached vector is valid for: the embedder's name, version and dimension."""
-    return f"{embedder.name} ({embedder.version}) {embedder.dim}"
