@@ -435,8 +435,6 @@ class PhaseLog:
 
     @staticmethod
     def _print(line: str) -> None:
-        import sys
-
         print(line, file=sys.stderr, flush=True)
 
 
