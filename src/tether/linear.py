@@ -4,8 +4,9 @@ The claim judge (`tether.verify.learned`), the answerability judge
 (`tether.answering.answerable`) and the learned rerank order (`tether.retrieval.rerank`) are
 each a `LinearModel`: feature names, their training mean and scale, a weight per feature, a
 bias and a threshold, plus a `trained` record of what it was fitted on. Reading one needs no
-scikit-learn (`fitted` reads a fitted `StandardScaler` and `LogisticRegression` by attribute),
-so a model runs in microseconds with the standard library.
+scikit-learn (`fitted` reads a fitted `StandardScaler` and `LogisticRegression` by attribute,
+and `fit_scaled`, which fits them, imports it only when called), so a model runs in
+microseconds with the standard library.
 
 What it cannot do: it is linear in its features (interactions must be given as features of
 their own), and it knows nothing of how its features were computed: a model must be read by
@@ -23,7 +24,7 @@ from typing import Any
 
 from tether.errors import TetherError
 
-__all__ = ["LinearModel", "read_model"]
+__all__ = ["LinearModel", "fit_scaled", "read_model"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,21 @@ class LinearModel:
             "threshold": self.threshold,
             "trained": dict(self.trained),
         }
+
+
+def fit_scaled(
+    xs: Any, ys: Any, c: float, *, max_iter: int = 2000, weights: Any = None
+) -> tuple[Any, Any]:
+    """A scikit-learn `StandardScaler` and a class-balanced `LogisticRegression` (strength
+    `c`) fitted on (xs, ys), with `weights` per row when given: what `LinearModel.fitted`
+    reads. Imports scikit-learn (the `dev` extra) only when called."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit(xs)
+    regression = LogisticRegression(C=c, class_weight="balanced", max_iter=max_iter)
+    regression.fit(scaler.transform(xs), ys, sample_weight=weights)
+    return scaler, regression
 
 
 def read_model(path: Path | str, what: str, rebuild: str) -> LinearModel:

@@ -39,12 +39,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tether.answering.answerable import read_question
 from tether.evaluation.questions import demo_collection, load_questions
+from tether.linear import fit_scaled
 from tether.protocols import Store
 from tether.types import Filters, Question
 from tether.verify.learned import JudgeModel
@@ -60,6 +61,7 @@ FEATURES = (
     "typed_found", "same_language", "n_terms",
 )  # fmt: skip
 MAX_WRONGLY_REFUSED = 0.05
+C = 0.1  # the logistic regression's strength
 SEED = 7
 
 
@@ -112,17 +114,6 @@ def read_rows(
     return rows
 
 
-def _regression(xs: np.ndarray, ys: np.ndarray) -> tuple[Any, Any]:
-    """A StandardScaler and a balanced LogisticRegression fitted on (xs, ys)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
-
-    scaler = StandardScaler().fit(xs)
-    lr = LogisticRegression(C=0.1, class_weight="balanced", max_iter=2000)
-    lr.fit(scaler.transform(xs), ys)
-    return scaler, lr
-
-
 def _matrix(rows: Sequence[Row]) -> tuple[np.ndarray, np.ndarray]:
     x = np.array([[r.features.get(f, 0.0) for f in FEATURES] for r in rows], dtype=np.float64)
     return x, np.array([1 if r.answerable else 0 for r in rows])
@@ -135,7 +126,7 @@ def out_of_fold(rows: Sequence[Row]) -> np.ndarray:
     oof = np.zeros(len(rows))
     for k in range(5):
         part = folds == k
-        scaler, lr = _regression(x[~part], y[~part])
+        scaler, lr = fit_scaled(x[~part], y[~part], C)
         oof[part] = lr.predict_proba(scaler.transform(x[part]))[:, 1]
     return oof
 
@@ -159,7 +150,7 @@ def fit(rows: Sequence[Row], seconds_so_far: float = 0.0) -> JudgeModel:
         f"{r.set}:{r.kind}" for r, refuse in zip(rows, refused, strict=True)
         if refuse == r.answerable
     )  # fmt: skip
-    scaler, lr = _regression(x, y)
+    scaler, lr = fit_scaled(x, y, C)
     return JudgeModel.fitted(
         FEATURES,
         scaler,

@@ -58,6 +58,7 @@ from typing import Any
 
 from tether.answering.context import header
 from tether.evaluation.questions import demo_claims, demo_collection, larkfield_collection
+from tether.linear import fit_scaled
 from tether.protocols import Store
 from tether.text import fold_fast
 from tether.types import Answer, Chunk, Claim, Context, Passage
@@ -460,8 +461,6 @@ def fit(
     probabilities (on every row when fewer than 50 are labelled); the model is then fitted on
     every row."""
     import numpy as np
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
 
     began = time.perf_counter()
     x = np.array([[r[0].get(f, 0.0) for f in FEATURES] for r in rows], dtype=np.float64)
@@ -469,13 +468,8 @@ def fit(
     w = np.array([r[4] for r in rows], dtype=np.float64)
     docs = sorted({r[3] for r in rows})
 
-    def model(
-        xs: np.ndarray, ys: np.ndarray, ws: np.ndarray
-    ) -> tuple[StandardScaler, LogisticRegression]:
-        scaler = StandardScaler().fit(xs)
-        lr = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000)
-        lr.fit(scaler.transform(xs), ys, sample_weight=ws)
-        return scaler, lr
+    def model(xs: np.ndarray, ys: np.ndarray, ws: np.ndarray) -> tuple[Any, Any]:
+        return fit_scaled(xs, ys, 1.0, weights=ws)
 
     # out-of-fold probabilities (5 folds by document) for choosing the threshold on the
     # claims people labelled, and the held-back figures on the made pairs of one fold

@@ -41,12 +41,12 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tether.evaluation.questions import matches
-from tether.linear import LinearModel
+from tether.linear import LinearModel, fit_scaled
 from tether.protocols import Store
 from tether.retrieval.rerank import ORDER_FEATURES, SentenceReranker
 from tether.text import content_words, sentences
@@ -172,16 +172,6 @@ def _matrix(queries: Sequence[Query]) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _regression(x: np.ndarray, y: np.ndarray, c: float) -> tuple[Any, Any]:
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
-
-    scaler = StandardScaler().fit(x)
-    lr = LogisticRegression(C=c, class_weight="balanced", max_iter=4000)
-    lr.fit(scaler.transform(x), y)
-    return scaler, lr
-
-
 def _first_rank(keys: Sequence[float], labels: Sequence[bool]) -> int:
     order = sorted(range(len(keys)), key=lambda i: (-keys[i], i))
     return next(r for r, i in enumerate(order, start=1) if labels[i])
@@ -204,7 +194,7 @@ def leave_one_out(queries: Sequence[Query], c: float) -> dict[str, dict[str, dic
     for name in sorted({q.set for q in queries}):
         train = [q for q in queries if q.set != name]
         test = [q for q in queries if q.set == name]
-        scaler, lr = _regression(*_matrix(train), c)
+        scaler, lr = fit_scaled(*_matrix(train), c, max_iter=4000)
         for part, chosen in (
             ("real", [q for q in test if not q.kind.startswith("pseudo")]),
             ("pseudo", [q for q in test if q.kind.startswith("pseudo")]),
@@ -238,7 +228,7 @@ def fit(queries: Sequence[Query], missed: dict[str, int], seconds_so_far: float)
     began = time.perf_counter()
     tables = {c: leave_one_out(queries, c) for c in C_CHOICES}
     best = max(C_CHOICES, key=lambda c: (_pooled(tables[c], "real", "learned"), -c))
-    scaler, lr = _regression(*_matrix(queries), best)
+    scaler, lr = fit_scaled(*_matrix(queries), best, max_iter=4000)
     counts: dict[str, int] = {}
     for q in queries:
         key = f"{q.set}/{'pseudo' if q.kind.startswith('pseudo') else 'real'}"
