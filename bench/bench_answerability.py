@@ -25,12 +25,15 @@ Writes the JSON given by --out (default `bench/results/answerability[-local][-of
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import statistics
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from frozen import changed
 
 from tether.answering.pipeline import AskOptions
 from tether.app import Workspace
@@ -57,11 +60,8 @@ RESULTS = ROOT / "bench" / "results"
 
 def verify_heldout() -> None:
     """Stop unless every held-out file matches its recorded checksum."""
-    for line in (HELDOUT / "SHA256SUMS").read_text(encoding="utf-8").splitlines():
-        digest, name = line.split(maxsplit=1)
-        path = HELDOUT / name.strip().lstrip("*")
-        if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-            sys.exit(f"held-out file changed: {path} (its numbers would not be held out)")
+    for path in changed(HELDOUT):
+        sys.exit(f"held-out file changed: {path} (its numbers would not be held out)")
 
 
 def sets() -> dict[str, tuple[str, Path, list[Question]]]:

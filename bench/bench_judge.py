@@ -18,7 +18,6 @@ per kind (error class), median and p95 ms a claim, and every wrong verdict.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import platform
 import statistics
@@ -28,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from frozen import changed
 from verifier_heldout import HELDOUT, LARKFIELD, MARKER, _expected_hits, _wrong_lines
 
 from tether.app import shared_models
@@ -50,11 +50,8 @@ JUDGE_HELDOUT = ROOT / "bench" / "data" / "judge_heldout"
 
 def verify_frozen(folder: Path) -> None:
     """Raise SystemExit when a file listed in folder/SHA256SUMS changed."""
-    for line in (folder / "SHA256SUMS").read_text(encoding="utf-8").splitlines():
-        digest, name = line.split(maxsplit=1)
-        path = folder / name.lstrip("*")
-        if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-            raise SystemExit(f"{path} changed since the held-out set was frozen")
+    for path in changed(folder):
+        raise SystemExit(f"{path} changed since the held-out set was frozen")
 
 
 def sets(which: str, work: Path) -> list[tuple[str, str, Path, list[Path]]]:

@@ -27,7 +27,6 @@ that built them); timings on a shared machine are pessimistic (the load is recor
 from __future__ import annotations
 
 import argparse
-import hashlib
 import inspect
 import json
 import os
@@ -37,6 +36,10 @@ import time
 from datetime import date
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from frozen import changed
 
 from tether.app import Workspace, retriever_for
 from tether.evaluation.questions import (
@@ -81,20 +84,7 @@ PARAPHRASE_GOAL = 0.70
 
 def frozen(name: str) -> bool:
     """Whether a held-out manual's questions and page list match their frozen checksums."""
-    sums = ROOT / "bench" / "corpora" / "SHA256SUMS"
-    if not sums.is_file():
-        return False
-    wanted = {}
-    for line in sums.read_text(encoding="utf-8").splitlines():
-        digest, _, rel = line.partition("  ")
-        wanted[rel.strip()] = digest
-    files = [f"{name}/questions.jsonl", f"{name}/pages.txt"]
-    return all(
-        rel in wanted
-        and hashlib.sha256((ROOT / "bench" / "corpora" / rel).read_bytes()).hexdigest()
-        == wanted[rel]
-        for rel in files
-    )
+    return not changed(ROOT / "bench" / "corpora", [f"{name}/questions.jsonl", f"{name}/pages.txt"])
 
 
 def corpora(
