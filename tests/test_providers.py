@@ -18,6 +18,7 @@ import pytest
 import tether.providers.factory as factory
 import tether.providers.local as local
 from tether.answering.answer import ANSWER_SCHEMA
+from tether.answering.draft import Draft
 from tether.config import Settings, load_settings, settings_from_mapping
 from tether.errors import ProviderError, TetherError
 from tether.providers.anthropic import AnthropicProvider
@@ -1231,6 +1232,15 @@ def test_local_model_answers_one_json_schema_request() -> None:
     assert completion.provider == "local" and completion.finish_reason == "stop"
     assert completion.input_tokens > 0 and completion.output_tokens > 0
     timings = provider.last_timings
+    # the same request streamed: the pieces make the same reply (greedy decoding), and the
+    # draft of its answer grows piece by piece to the answer's text
+    pieces: list[str] = []
+    drafted: list[str] = []
+    draft = Draft("json", drafted.append)
+    streamed = provider.stream(req, lambda piece: (pieces.append(piece), draft.feed(piece)))
+    assert streamed.text == completion.text and len(pieces) > 3
+    assert "".join(drafted) == answer["answer"] and len(drafted) > 1
+    assert streamed.output_tokens == completion.output_tokens and streamed.input_tokens > 0
     judge = provider.complete(
         ModelRequest(
             messages=(

@@ -175,6 +175,78 @@ def test_ask_stream_sends_each_stage(client) -> None:
     assert json.loads(last)["status"] in ("answered", "flagged")
 
 
+def events_of(text: str) -> list[tuple[str, object]]:
+    """(name, data) of each server-sent event in `text`."""
+    found = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        found.append((lines["event"], json.loads(lines["data"])))
+    return found
+
+
+def test_the_draft_streams_to_staff_only(client) -> None:
+    """A staff reader gets the unchecked draft as `text` events before the `answer` event (the
+    extractive answerer cannot stream: its whole draft in one piece); a public reader gets no
+    draft, and no unchecked answer in the `answer` event: only the checked `result`."""
+    body = {"question": "How long does standard delivery take?", "as_of": "2026-11-30",
+            "stream": True}  # fmt: skip
+    staff = events_of(client.post("/v1/ask", json=body, headers=bearer(STAFF)).text)
+    names = [name for name, _ in staff]
+    assert "text" in names and names.index("text") < names.index("answer")
+    draft = "".join(data["text"] for name, data in staff if name == "text")
+    answer = dict(staff)["answer"]
+    assert draft and draft == answer["answer"]["answer"]
+    public = events_of(client.post("/v1/ask", json=body, headers=bearer(PUBLIC)).text)
+    assert "text" not in [name for name, _ in public]
+    answer = dict(public)["answer"]
+    assert answer["answer"] is None and answer["completion"] is None and answer["context"]
+    assert dict(public)["result"]["answer"]["answer"]
+
+
+def test_readyz_says_when_the_models_are_loaded(demo_store, monkeypatch) -> None:
+    """503 "warming" while the warm-up runs, 200 "ready" after; a failed warm-up is 503
+    "failed" saying why; with warm-up off, ready at once."""
+    from tether.app import Workspace
+    from tether.errors import TetherError
+
+    release = threading.Event()
+    real_warm = Workspace.warm
+
+    def slow_warm(self) -> None:
+        release.wait(30)
+        real_warm(self)
+
+    monkeypatch.setattr(Workspace, "warm", slow_warm)
+    with make_client(demo_store.path) as c:
+        first = c.get("/readyz")
+        assert first.status_code == 503 and first.json()["status"] == "warming"
+        assert first.json()["ready"] is False
+        release.set()
+        for _ in range(600):
+            ready = c.get("/readyz")
+            if ready.status_code == 200:
+                break
+            time.sleep(0.05)
+        assert ready.status_code == 200 and ready.json()["status"] == "ready"
+        assert ready.json()["detail"] == "the models are loaded"
+
+    def broken(self) -> None:
+        raise TetherError("the local model is not installed")
+
+    monkeypatch.setattr(Workspace, "warm", broken)
+    with make_client(demo_store.path) as c:
+        for _ in range(600):
+            failed = c.get("/readyz")
+            if failed.json()["status"] != "warming":
+                break
+            time.sleep(0.05)
+        assert failed.status_code == 503 and failed.json()["status"] == "failed"
+        assert "not installed" in failed.json()["detail"]
+    with make_client(demo_store.path, warm=False) as c:
+        off = c.get("/readyz")
+        assert off.status_code == 200 and "warm-up off" in off.json()["detail"]
+
+
 def test_check_reuses_the_verifier_and_hides_staff_passages(
     client, demo_store, staff_chunk
 ) -> None:

@@ -487,6 +487,19 @@ class Workspace:
         except TetherError:  # none can be built here: the checker falls back to words
             return None
 
+    def warm(self) -> None:
+        """Load what answering a question loads on first use, now: the embedder and the
+        reranker (one search), the judges, the token counter and the provider's model (when
+        it has one to load, such as the local model), so the first question does not wait
+        for them. Nothing is recorded in the audit."""
+        self.search("warm-up")
+        self.answerability_judge()
+        self.judge()
+        self.tokens().count("warm-up")
+        load = getattr(self.provider, "load", None)
+        if callable(load):
+            load()
+
     # ---- retrieval ------------------------------------------------------------------------
 
     def retriever(
@@ -723,11 +736,13 @@ class Workspace:
         events: Events | None = None,
         who: str | None = None,
         audit: bool = True,
+        on_text: Callable[[str], None] | None = None,
     ) -> AskResult:
         """Answer `question` with checked citations (see `tether.answering.pipeline.ask`) and
         record it in the audit as asked by `who` (a key name; the OS user when None) unless
         `audit` is False or the setting TETHER_AUDIT is off; `events` hears each stage as it
-        completes (`tether.answering.pipeline.Events`)."""
+        completes (`tether.answering.pipeline.Events`), `on_text` the unchecked draft of the
+        answer as the model writes it (staff readers only)."""
         from tether.answering.gate import check_question
         from tether.answering.pipeline import AskOptions, ask
 
@@ -745,6 +760,7 @@ class Workspace:
             profile=self.profile,
             events=events,
             answerability=self.answerability_judge(),
+            on_text=on_text,
         )
         if audit and self.settings.audit:
             self.record(result, who)

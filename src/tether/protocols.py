@@ -10,7 +10,7 @@ the behaviour (filters before ranking, fail-closed audience, atomic apply, gener
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from tether.types import (
@@ -190,3 +190,11 @@ class Provider(Protocol):
     name: str
 
     def complete(self, request: ModelRequest) -> Completion: ...
+
+
+@runtime_checkable
+class StreamingProvider(Provider, Protocol):
+    """A provider that can hand over its reply's text as it is written (the capability is
+    the method: a provider without `stream` answers whole)."""
+
+    def stream(self, request: ModelRequest, on_text: Callable[[str], None]) -> Completion: ...

@@ -31,8 +31,10 @@ from typing import Any
 from tether.answering.answer import build_request, parse_completion
 from tether.answering.answerable import AnswerabilityJudge, read_question
 from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
+from tether.answering.draft import Draft
 from tether.answering.evidence import (
     Closeness,
+    Evidence,
     build_select_request,
     parse_selection,
     sentence_closeness,
@@ -49,7 +51,7 @@ from tether.answering.gate import (
 from tether.asks import asks, gives
 from tether.config import DEFAULT_PROFILE, Profile
 from tether.errors import DeadlineError, ProviderError
-from tether.protocols import Embedder, Judge, Provider, Store
+from tether.protocols import Embedder, Judge, Provider, Store, StreamingProvider
 from tether.text import detect_language
 from tether.types import (
     Answer,
@@ -172,6 +174,7 @@ def ask(
     profile: Profile = DEFAULT_PROFILE,
     events: Events | None = None,
     answerability: AnswerabilityJudge | None = None,
+    on_text: Callable[[str], None] | None = None,
 ) -> AskResult:
     """Answer one question from the index with the given parts (see the module docstring).
 
@@ -189,6 +192,8 @@ def ask(
     o = options or AskOptions()
     o = replace(o, mode=answer_mode(o.mode, provider))
     emit = events or _no_events
+    # a draft is unchecked: it may hold claims the checks will withhold from a public reader
+    on_text = on_text if o.audience == "staff" else None
     check_question(question)
     timings: dict[str, float] = {}
     language = o.language or answer_language(question)
@@ -196,8 +201,8 @@ def ask(
     base = AskResult(question, o.as_of, o.audience, language, o.method, provider=provider.name)
 
     if o.closed_book:
-        closed = _answer(base, provider, o, None, timings)
-        emit("answer", closed)
+        closed = _answer(base, provider, o, None, timings, on_text=on_text)
+        emit("answer", _unchecked(closed))
         return closed
 
     on_time(o, "retrieval")
@@ -237,11 +242,11 @@ def ask(
         else ()
     )
     result = _answer(
-        replace(base, context=context), provider, o, context, timings, closeness, spans
+        replace(base, context=context), provider, o, context, timings, closeness, spans, on_text
     )
     if o.mode == "select" and o.answerability:
         result = chosen_answer(result)
-    emit("answer", result)
+    emit("answer", _unchecked(result))
     on_time(o, "the checks")
     embedder = getattr(retriever, "embedder", None)
     result = checked(result, store, context, o, judge=judge, embedder=embedder,
@@ -249,6 +254,14 @@ def ask(
     if result.checks:
         emit("checks", result)
     return result
+
+
+def _unchecked(result: AskResult) -> AskResult:
+    """What the "answer" event shows before the checks: everything for staff; for a public
+    reader no answer or reply yet (they may hold claims the checks will withhold)."""
+    if result.audience == "staff":
+        return result
+    return replace(result, answer=None, completion=None)
 
 
 def _refused_before_model(base: AskResult, timings: dict[str, float]) -> AskResult:
@@ -367,7 +380,9 @@ def checked(
 
 Events = Callable[[str, AskResult], None]
 """What `ask` calls as each stage completes: ("retrieval", the result with its hits), ("gate",
-with the gate's decision), ("answerability", with the answerability judge's), ("answer", with the completion and answer), ("checks", with every
+with the gate's decision), ("answerability", with the answerability judge's), ("answer", with the passages, the completion and
+the unchecked answer; for a public reader without the completion and answer, which may hold
+claims the checks will withhold), ("checks", with every
 claim's checks); a refusal by the gate stops after "gate", one by the answerability judge after
 "answerability", a closed-book question has only
 "answer". The final result is `ask`'s return value."""
@@ -424,8 +439,10 @@ def _answer(
     timings: dict[str, float],
     closeness: Closeness | None = None,
     spans: tuple[tuple[str, int, int, float], ...] = (),
+    on_text: Callable[[str], None] | None = None,
 ) -> AskResult:
     ctx = context if context is not None else Context(())
+    shown: tuple[Evidence, ...] = ()
     select = o.mode == "select" and not o.closed_book
     if select:
         request, shown = build_select_request(
@@ -442,8 +459,13 @@ def _answer(
             closeness=spans,
         )
     t = time.perf_counter()
+    streams = on_text is not None and isinstance(provider, StreamingProvider)
     try:
-        completion = provider.complete(request)
+        if on_text is not None and isinstance(provider, StreamingProvider):
+            draft = Draft(o.mode, on_text, [e.text for e in shown])
+            completion = provider.stream(request, draft.feed)
+        else:
+            completion = provider.complete(request)
     except ProviderError as exc:
         timings["model_s"] = time.perf_counter() - t
         problem = AnswerProblem("provider_error", str(exc))
@@ -456,6 +478,8 @@ def _answer(
     )
     answer = parsed if isinstance(parsed, Answer) else None
     found = parsed if isinstance(parsed, AnswerProblem) else None
+    if on_text is not None and not streams and answer is not None and answer.answer:
+        on_text(answer.answer)  # a provider that cannot stream: the whole draft at once
     return replace(
         base,
         request=request,

@@ -445,9 +445,10 @@ def phase_log(labels: Mapping[str, str]) -> PhaseLog | None:
 
 
 @contextmanager
-def working(what: str) -> Iterator[None]:
+def working(what: str) -> Iterator[Any]:
     """A spinner with the elapsed time on stderr while `what` runs (loading a model,
-    answering); shown only on a terminal and never with --quiet."""
+    answering); shown only on a terminal and never with --quiet. Yields the rich Progress
+    (`stop()` clears the spinner early, for text that follows it)."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     on_screen = not verbosity().quiet and err.is_terminal
@@ -456,7 +457,31 @@ def working(what: str) -> Iterator[None]:
         console=err.console(), transient=True, disable=not on_screen,
     ) as bar:  # fmt: skip
         bar.add_task(what, total=None)
-        yield
+        yield bar
+
+
+class DraftPrinter:
+    """Prints the answer's unchecked draft on stderr as the model writes it (a terminal only,
+    never with --quiet): the spinner `bar` is cleared at the first piece, and `end` closes
+    the line before the checked answer is printed."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+        self.on = not verbosity().quiet and err.is_terminal
+        self.started = False
+
+    def __call__(self, piece: str) -> None:
+        if not self.on:
+            return
+        if not self.started:
+            self.bar.stop()
+            err.print("[dim]draft, not yet checked:[/dim] ", end="", highlight=False)
+            self.started = True
+        err.print(piece, end="", style="dim", markup=False, highlight=False, soft_wrap=True)
+
+    def end(self) -> None:
+        if self.started:
+            err.print()
 
 
 def table(title: str, columns: Sequence[str], **options: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,6 +20,7 @@ from tether.cli.app import (
     DEMO_INDEX,
     EXIT_HELP,
     DemoOpt,
+    DraftPrinter,
     IndexOpt,
     JsonOpt,
     ModelOpt,
@@ -296,9 +298,12 @@ def ask(
         with working("loading the model…"):
             chosen = ws.make_provider(provider, model)
         ws.use_provider(chosen)
-        with working("answering…"):
+        with working("answering…") as bar:
             caps = (max_steps, max_tokens, max_seconds) if agent else None
-            result = answer_with(ws, text, opts, caps)
+            draft = DraftPrinter(bar) if not as_json else None
+            result = answer_with(ws, text, opts, caps, draft)
+        if draft is not None:
+            draft.end()
     if as_json:
         from tether.schemas import AskResult as WireAskResult
 
@@ -313,11 +318,16 @@ def ask(
 
 
 def answer_with(
-    ws: Workspace, text: str, opts: Any, caps: tuple[int, int, float] | None
+    ws: Workspace,
+    text: str,
+    opts: Any,
+    caps: tuple[int, int, float] | None,
+    on_text: Callable[[str], None] | None = None,
 ) -> AskResult:
-    """`ws.ask`, or the agent loop within `caps` (steps, tokens, seconds) when given."""
+    """`ws.ask` (its draft to `on_text`), or the agent loop within `caps` (steps, tokens,
+    seconds) when given."""
     if caps is None:
-        return ws.ask(text, opts, who="cli")
+        return ws.ask(text, opts, who="cli", on_text=on_text)
     from tether.answering.agent import AgentCaps
 
     return ws.ask_agent(text, opts, AgentCaps(*caps), who="cli")
@@ -369,7 +379,10 @@ def chat(
             history.append(line)
             try:
                 text, opts, _ = ask_options(line, as_of, audience, method, 5, demo=on_demo)
-                result = ws.ask(text, opts, who="cli")
+                with working("answering…") as bar:
+                    draft = DraftPrinter(bar)
+                    result = ws.ask(text, opts, who="cli", on_text=draft)
+                draft.end()
                 print_result(result, getattr(chosen, "note", ""), ws.profile.note)
             except TetherError as exc:
                 error_line(str(exc))

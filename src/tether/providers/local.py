@@ -5,7 +5,12 @@
 Creating a server also opens an HTTP listener on 127.0.0.1 (random port; xllamacpp has no
 setting to turn it off); tether never uses that listener. CPU only, greedy decoding.
 
-What it cannot do: about 10 tokens/s on 2 cores; no per-request timeout (a call blocks until
+`stream` hands the reply's text over piece by piece as the model writes it (a streamed
+request returns no log-probabilities).
+
+What it cannot do: about 10 tokens/s on 2 cores, and reading the prompt comes first (about
+35 tokens/s: a 900-token prompt takes some 25 s before the first piece of text); no
+per-request timeout (a call blocks until
 the model stops); requests to one provider are serialised; a loaded server is never unloaded
 while its registry lives.
 """
@@ -342,7 +347,22 @@ class LocalProvider:
             self.load_seconds = seconds
         return server
 
+    def load(self) -> None:
+        """Load the model now (assembling its file first if needed) instead of on the first
+        request (`tether serve` warms up with it)."""
+        self._server()
+
     def complete(self, request: ModelRequest) -> Completion:
+        return self._request(request, None)
+
+    def stream(self, request: ModelRequest, on_text: Callable[[str], None]) -> Completion:
+        """`complete`, handing each piece of the reply's text to `on_text` as the model
+        writes it (llama.cpp's streamed chunks; no log-probabilities in a stream)."""
+        return self._request(request, on_text)
+
+    def _request(
+        self, request: ModelRequest, on_text: Callable[[str], None] | None
+    ) -> Completion:
         loaded_before = self.load_seconds
         server = self._server()
         load_note = (
@@ -360,13 +380,18 @@ class LocalProvider:
             body["top_k"] = 1
         if request.json_schema is not None:
             body["response_format"] = {"type": "json_object", "schema": request.json_schema}
-        if request.logprobs:
+        if request.logprobs and on_text is None:
             body["logprobs"] = True
             body["top_logprobs"] = 10
         started = time.perf_counter()
         with self._lock:
             try:
-                response = server.handle_chat_completions(body)
+                if on_text is None:
+                    response = server.handle_chat_completions(body)
+                else:
+                    response = _streamed(server, {**body, "stream": True}, on_text)
+            except ProviderError:
+                raise
             except Exception as exc:
                 raise ProviderError(f"the local model failed: {one_line(str(exc))}") from None
         latency = time.perf_counter() - started
@@ -384,8 +409,8 @@ class LocalProvider:
         usage = response.get("usage") or {}
         notes = [load_note]
         self.last_timings = dict(response.get("timings") or {})
-        top = first_token_logprobs(choice.get("logprobs")) if request.logprobs else {}
-        if request.logprobs and not top:
+        top = first_token_logprobs(choice.get("logprobs")) if body.get("logprobs") else {}
+        if body.get("logprobs") and not top:
             notes.append("the local model returned no log-probabilities")
         return Completion(
             text=message.get("content") or "",
@@ -399,3 +424,43 @@ class LocalProvider:
             note=join_notes(*notes, self.selection),
             top_logprobs=top,
         )
+
+
+def _streamed(server: Any, body: dict[str, Any], on_text: Callable[[str], None]) -> dict:
+    """A streamed chat completion gathered into the shape of a whole one (content, finish
+    reason, token counts from llama.cpp's timings), each piece of text handed to `on_text`
+    as it comes; an error chunk comes back as `{"error": ...}`."""
+    pieces: list[str] = []
+    end: dict[str, Any] = {"finish_reason": None, "timings": {}, "error": None}
+
+    def chunk(data: Any) -> None:
+        if isinstance(data, str):  # an error may come as text
+            end["error"] = data
+            return
+        if not isinstance(data, dict):
+            return
+        if "error" in data:
+            end["error"] = data["error"]
+            return
+        if data.get("timings"):
+            end["timings"] = data["timings"]
+        for choice in data.get("choices") or ():
+            text = (choice.get("delta") or {}).get("content")
+            if text:
+                pieces.append(text)
+                on_text(text)
+            if choice.get("finish_reason"):
+                end["finish_reason"] = choice["finish_reason"]
+
+    server.handle_chat_completions(body, chunk)
+    if end["error"] is not None:
+        return {"error": end["error"]}
+    timings = end["timings"]
+    prompt = int(timings.get("prompt_n") or 0) + int(timings.get("cache_n") or 0)
+    return {
+        "choices": [
+            {"message": {"content": "".join(pieces)}, "finish_reason": end["finish_reason"]}
+        ],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": int(timings.get("predicted_n") or 0)},
+        "timings": timings,
+    }

@@ -16,12 +16,13 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from tether.errors import ProviderError, TetherError
-from tether.protocols import Provider
+from tether.protocols import Provider, StreamingProvider
 from tether.providers.base import join_notes, one_line, with_selection
 from tether.types import Completion, ModelRequest
 
@@ -142,6 +143,35 @@ class ReplayProvider:
             self._loose[record["loose_key"]] = record
 
     def complete(self, request: ModelRequest) -> Completion:
+        return self._complete(request, None)
+
+    def stream(self, request: ModelRequest, on_text: Callable[[str], None]) -> Completion:
+        """`complete`, its text handed to `on_text`: a recording's in one piece (it keeps no
+        timing), a recorded provider's as that provider streams it when it can."""
+        return self._complete(request, on_text)
+
+    def _complete(
+        self, request: ModelRequest, on_text: Callable[[str], None] | None
+    ) -> Completion:
+        completion = self._found(request)
+        if completion is not None:
+            if on_text is not None and completion.text:
+                on_text(completion.text)
+            return completion
+        assert self.inner is not None
+        key, loose = request_key(request), request_loose_key(request)
+        if on_text is not None and isinstance(self.inner, StreamingProvider):
+            completion = self.inner.stream(request, on_text)
+        else:
+            completion = self.inner.complete(request)
+            if on_text is not None and completion.text:
+                on_text(completion.text)
+        self._append(request, key, loose, completion)
+        return completion
+
+    def _found(self, request: ModelRequest) -> Completion | None:
+        """The recorded completion for `request` (None: ask the inner provider);
+        `ProviderError` in replay mode when there is none."""
         with self._lock:
             exact = self._load()
             key = request_key(request)
@@ -167,10 +197,7 @@ class ReplayProvider:
                         f"{self.path}; record it with TETHER_PROVIDER=replay and "
                         f"TETHER_REPLAY_MODE=record, or use another provider"
                     )
-        assert self.inner is not None
-        completion = self.inner.complete(request)
-        self._append(request, key, loose, completion)
-        return completion
+        return None
 
     def _replayed(self, record: dict, note: str) -> Completion:
         fields = {k: v for k, v in record["completion"].items() if k in _COMPLETION_FIELDS}

@@ -3,8 +3,9 @@
 Endpoints (OpenAPI at /openapi.json; Swagger UI at /docs only with `ServeConfig.docs`):
 POST /v1/ask (an AskResult, or server-sent events with `stream`), POST /v1/search, GET
 /v1/documents, GET /v1/documents/{doc_id}, GET /v1/chunks/{chunk_id}, POST /v1/check, GET
-/v1/whoami, GET /v1/flags (each flag in plain words), GET /healthz, GET /metrics (staff keys),
-and the web page at /.
+/v1/whoami, GET /v1/flags (each flag in plain words), GET /healthz (up), GET /readyz (the
+models loaded: 503 while the server warms up), GET /metrics (staff keys), and the web page
+at /.
 
 The audience comes from the key (`Authorization: Bearer KEY`, see `tether.server.keys`), never
 from the body: `view` may only narrow it. Every response computed for an audience carries it
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import FileResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 
@@ -51,8 +52,16 @@ from tether.server.http import (
 )
 from tether.server.keys import ANONYMOUS, ApiKey, KeyRing, RateLimiter
 from tether.server.limits import AuditQuota, FailedAuth
-from tether.server.requests import AskRequest, Caller, CheckRequest, Health, SearchRequest, View
-from tether.server.workers import Lane, wait
+from tether.server.requests import (
+    AskRequest,
+    Caller,
+    CheckRequest,
+    Health,
+    Readiness,
+    SearchRequest,
+    View,
+)
+from tether.server.workers import Lane, Warmup, wait
 from tether.types import Audience, Claim, Filters
 
 T = TypeVar("T")
@@ -72,7 +81,8 @@ class ServeConfig:
     `anonymous_audit_per_day` anonymous answers recorded per client address and UTC day
     (beyond: answered, counted as dropped; `tether.server.limits.AuditQuota`; 0: no cap);
     `cors_origins` allowed (none: CORS off); `docs`: serve Swagger UI at /docs (off by
-    default: the page loads Swagger UI from a CDN)."""
+    default: the page loads Swagger UI from a CDN); `warm`: load the models when the server
+    starts (`GET /readyz` says when they are), not on the first question."""
 
     readers: int = 4
     model_slots: int = 1
@@ -88,6 +98,7 @@ class ServeConfig:
     anonymous_audit_per_day: int = 200
     cors_origins: tuple[str, ...] = ()
     docs: bool = False
+    warm: bool = True
 
 
 class Server:
@@ -108,6 +119,11 @@ class Server:
         self.failures = FailedAuth(config.failed_auth_per_minute)
         self.audit_quota = AuditQuota(config.anonymous_audit_per_day)
         self.metrics = Metrics()
+        self.warmup = Warmup()
+
+    def start(self) -> None:
+        """Begin warming up (when the config says so) as the server starts."""
+        self.warmup.start(self.model, self.config.warm)
 
     async def read(self, fn: Callable[[Workspace], T]) -> T:
         """`fn(workspace)` on a reader thread, under the deadline."""
@@ -224,8 +240,9 @@ def audience_for(request: Request, key: ApiKey, view: View) -> Audience:
 
 async def ask(body: AskRequest, request: Request, key: Key) -> Any:
     """Answer a question with checked claims (an AskResult; with `stream`, server-sent events:
-    `retrieval`, `gate`, `answerability`, `answer`, `check` per claim, then `result` or
-    `error`)."""
+    `retrieval`, `gate`, `answerability`, `text` (staff readers: each piece of the unchecked
+    draft as the model writes it, `{"text": ...}`), `answer`, `check` per claim, then `result`
+    or `error`)."""
     from tether.answering.pipeline import AskOptions
 
     s = server_of(request)
@@ -251,18 +268,21 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
         for item in _stage(stage, partial):
             loop.call_soon_threadsafe(line.put_nowait, item)
 
-    future = s.answer(lambda ws: _ask(ws, s, body.question, options, key, host, events))
+    def text(piece: str) -> None:
+        loop.call_soon_threadsafe(line.put_nowait, ("text", {"text": piece}))
+
+    future = s.answer(lambda ws: _ask(ws, s, body.question, options, key, host, events, text))
     return StreamingResponse(_stream(s, future, line), media_type="text/event-stream")
 
 
 def _ask(
     ws: Workspace, s: Server, question: str, options: Any, key: ApiKey, address: str,
-    events: Any = None,
+    events: Any = None, on_text: Callable[[str], None] | None = None,
 ) -> schemas.AskResult:  # fmt: skip
     """Answer on a worker, recorded in the audit as asked by the key's name ("anonymous"), or,
     for an anonymous caller over its daily cap, counted as dropped."""
     audit = s.audits(key, address)
-    found = ws.ask(question, options, events=events, who=key.name, audit=audit)
+    found = ws.ask(question, options, events=events, who=key.name, audit=audit, on_text=on_text)
     if not audit:
         s.dropped(ws)
     return schemas.AskResult.from_ask_result(found)
@@ -396,6 +416,13 @@ async def healthz() -> Health:
     return Health(status="ok", version=__version__)
 
 
+async def readyz(request: Request) -> JSONResponse:
+    """Whether the models are loaded (200) or not yet, or failed to (503; no key needed)."""
+    status, detail, seconds = server_of(request).warmup.readiness()
+    body = Readiness(ready=status == "ready", status=status, detail=detail, seconds=seconds)
+    return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
+
+
 async def metrics(request: Request, key: Key) -> PlainTextResponse:
     """Prometheus metrics (staff keys only)."""
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -459,6 +486,7 @@ def create_app(
         )  # fmt: skip
     app.add_middleware(Guard, max_body=conf.max_body, metrics=app.state.tether.metrics,
                        body_timeout_s=conf.body_timeout_s)  # fmt: skip
+    app.router.add_event_handler("startup", app.state.tether.start)
     app.router.add_event_handler("shutdown", app.state.tether.close)
     return app
 
@@ -483,6 +511,10 @@ def _routes(app: FastAPI) -> None:
     add("/v1/whoami", whoami, methods=["GET"], response_model=Caller)
     add("/v1/flags", flag_words, methods=["GET"], response_model=dict[str, str])
     add("/healthz", healthz, methods=["GET"], response_model=Health)
+    ready: dict[int | str, dict[str, Any]] = {
+        503: {"model": Readiness, "description": "Still warming up, or the warm-up failed"}
+    }
+    add("/readyz", readyz, methods=["GET"], response_model=Readiness, responses=ready)
     add("/metrics", metrics, methods=["GET"], response_class=PlainTextResponse,
         responses=problem_responses(403))  # fmt: skip
     add("/", page, methods=["GET"], include_in_schema=False)

@@ -95,6 +95,17 @@ class Health(BaseModel):
     version: str
 
 
+class Readiness(BaseModel):
+    """`GET /readyz`: whether the models are loaded (200), or still loading or failed to (503).
+    `detail` says what is under way or what went wrong; `seconds`, how long warming took (or
+    has taken so far)."""
+
+    ready: bool
+    status: Literal["warming", "ready", "failed"]
+    detail: str = ""
+    seconds: float
+
+
 class Caller(BaseModel):
     """`GET /v1/whoami`: the key's name and the audience it sees."""
 

@@ -26,17 +26,19 @@ stop it); the Workspaces' connections close with the process.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from tether.app import Workspace
 from tether.server.http import Refused
 
 T = TypeVar("T")
+WarmStatus = Literal["warming", "ready", "failed"]
 
 
 class Lane:
@@ -105,6 +107,50 @@ class Lane:
     def close(self) -> None:
         """Stop taking work (running work finishes)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class Warmup:
+    """The server's warm-up: `Workspace.warm` on the model lane at start-up, so the first
+    question does not wait for the models to load; `readiness` says where it stands
+    (`GET /readyz`). A failed warm-up is reported, not fatal: the first question tries again
+    and fails with the same error."""
+
+    def __init__(self) -> None:
+        self.status: WarmStatus = "warming"
+        self.detail = "loading the models"
+        self._began = time.monotonic()
+        self._seconds: float | None = None
+
+    def start(self, lane: Lane, enabled: bool = True) -> None:
+        """Warm up on `lane` (in the background), or, not `enabled`, report ready at once."""
+        self._began = time.monotonic()
+        if not enabled:
+            self._finish("ready", "warm-up off: the first question loads the models")
+            return
+        lane.submit(lambda ws: ws.warm()).add_done_callback(self._done)
+
+    def _done(self, future: Future[None]) -> None:
+        if future.cancelled():
+            self._finish("failed", "the warm-up was cancelled (the server is stopping)")
+            return
+        error = future.exception()
+        if error is None:
+            self._finish("ready", "the models are loaded")
+        else:
+            self._finish("failed", f"the warm-up failed: {error}")
+        log = logging.getLogger("uvicorn.error")
+        log.info("tether: %s (%.1f s)", self.detail, self._seconds or 0.0)
+
+    def _finish(self, status: WarmStatus, detail: str) -> None:
+        self._seconds = time.monotonic() - self._began
+        self.detail = detail
+        self.status = status
+
+    def readiness(self) -> tuple[WarmStatus, str, float]:
+        """(status: warming, ready or failed; what it is doing or what went wrong; seconds
+        taken, or taken so far)."""
+        seconds = self._seconds if self._seconds is not None else time.monotonic() - self._began
+        return self.status, self.detail, round(seconds, 3)
 
 
 async def wait(future: Future[T], deadline: float) -> T:
