@@ -103,7 +103,9 @@ def _ask(driver, question: str) -> None:
     box.send_keys(question)
     driver.execute_script("document.getElementById('status').textContent = ''")
     driver.find_element(By.ID, "ask").click()
-    _wait(driver, lambda d: d.find_element(By.ID, "status").text not in ("", "Asking…"))
+    # the stages say what is under way ("…"); the answer's status ends the question
+    _wait(driver, lambda d: d.find_element(By.ID, "ask").is_enabled()
+          and not d.find_element(By.ID, "status").text.endswith("…"))  # fmt: skip
 
 
 def test_claim_map_marks_the_evidence_span(server, browser, artifacts) -> None:
@@ -301,3 +303,225 @@ def test_staff_sources_are_marked_internal_on_a_staff_view_only(server, browser,
         assert "Online order fraud checks" not in browser.find_element(By.TAG_NAME, "main").text
     finally:
         browser.find_element(By.ID, "forget").click()
+
+
+# ---- every answer status, as the engine makes it ------------------------------------------
+
+
+def _engine_result(demo_store, audience: str = "public"):
+    """A real answer from the demo collection (the engine's types, extractive answerer)."""
+    from tether.answering.pipeline import AskOptions
+    from tether.app import Workspace
+    from tether.config import Settings
+
+    with Workspace(Settings(provider="extractive"), index=demo_store.path) as ws:
+        result = ws.ask("How long does standard delivery take?",
+                        AskOptions(audience=audience, as_of=None), audit=False)  # fmt: skip
+    assert result.status == "answered" and result.answer and result.checks, result.status
+    return result
+
+
+def _status_case(demo_store, status: str):
+    """(the engine's AskResult for `status`, what the page's status line starts with)."""
+    from dataclasses import replace
+
+    from tether.types import Answer, AnswerProblem, ClaimCheck, Flag, Gate
+    from tether.verify.flags import apply_strict, withhold
+
+    if status == "answered":
+        return _engine_result(demo_store), "Answered; every claim passed its checks."
+    if status == "flagged":  # staff: a number flag is shown, not withheld
+        real = _engine_result(demo_store, "staff")
+        bad = ClaimCheck(real.checks[0].claim, flags=(Flag("number_not_found", "45"),))
+        return replace(real, checks=(bad, *real.checks[1:])), "Answered, with flagged claims"
+    if status == "gate":
+        real = _engine_result(demo_store)
+        gate = Gate(False, 0.8, 1, 0, 0.31, "retrieval too weak: best support 0.31 under 0.80")
+        refused = replace(real, gate=gate, answer=Answer(False, "", ()), checks=(), context=None)
+        return refused, "Refused by the support gate: retrieval too weak"
+    if status in ("verifier", "strict"):
+        real = _engine_result(demo_store)
+        claim = real.answer.claims[0]
+        flag = Flag("missing_id", "000000000000")
+        answer, checks = Answer(True, claim.text, (claim,)), [ClaimCheck(claim, flags=(flag,))]
+        if status == "strict":
+            answer, checks = apply_strict(answer, checks)
+            notice = ""
+        else:
+            answer, checks, notice = withhold(answer, checks, audience="public")
+        done = replace(real, answer=answer, checks=tuple(checks), notice=notice)
+        said = "No checked claim can be shown" if status == "verifier" else "Refused by the strict mode"
+        return done, said
+    if status == "model":
+        real = _engine_result(demo_store)
+        said = "The passages do not say how long delivery takes."
+        return replace(real, answer=Answer(False, said, ()), checks=()), "Refused by the model"
+    assert status == "no_answer"
+    real = _engine_result(demo_store)
+    problem = AnswerProblem("provider_error", "the model server timed out after 3 retries")
+    done = replace(real, answer=None, checks=(), problem=problem)
+    return done, "No answer: the model server timed out after 3 retries"
+
+
+STATUSES = ("answered", "flagged", "gate", "verifier", "strict", "model", "no_answer")
+
+
+@pytest.mark.parametrize("status", STATUSES)
+def test_every_answer_status_reads_right(server, browser, artifacts, demo_store, status) -> None:
+    """Each status the engine gives (answered, flagged, refused by the gate, the verifier,
+    --strict or the model, no answer; answerability and withheld claims have tests above) is
+    said in plain words, with the claims a reader may see and nothing else."""
+    from selenium.webdriver.common.by import By
+
+    from tether import schemas
+
+    result, said = _status_case(demo_store, status)
+    wire = schemas.AskResult.from_ask_result(result)
+    assert wire.status == ("flagged" if status == "flagged" else "answered" if status == "answered"
+                           else "no_answer" if status == "no_answer" else "refused")  # fmt: skip
+    if wire.refused:
+        assert wire.refused_by == {"gate": "gate"}.get(status, status)
+    browser.get(server + "/")
+    _wait(browser, lambda d: d.find_element(By.ID, "audience").text != "")
+    browser.execute_script("showResult(arguments[0])", wire.model_dump(mode="json"))
+    line = browser.find_element(By.ID, "status")
+    assert line.text.startswith(said), line.text
+    bad = status not in ("answered", "flagged")
+    assert ("refused" in (line.get_attribute("class") or "")) == bad
+    claims = browser.find_elements(By.CSS_SELECTOR, "#claims button")
+    if status in ("answered", "flagged"):
+        assert claims and browser.find_element(By.ID, "claims-hint").is_displayed()
+        assert browser.find_element(By.ID, "copy").is_displayed()
+        claims[0].click()
+        panel = _wait(browser, lambda d: d.find_element(By.ID, "passage-claim"))
+        assert panel.text == result.answer.claims[0].text  # the claim itself, not "Claim 1"
+        checks = browser.find_element(By.ID, "checks").text
+        if status == "flagged":
+            assert "number_not_found" in checks and "45" in checks
+    elif status == "strict":  # the staff-free public view: a removed claim is not offered
+        assert not claims
+    else:
+        assert not claims
+        assert "passed its checks" not in browser.find_element(By.TAG_NAME, "main").text
+    browser.save_screenshot(str(artifacts / f"status-{status}.png"))
+
+
+def test_the_copied_answer_carries_its_sources_and_marks_internal_ones(
+    server, browser, demo_store
+) -> None:
+    """The copy button's text: the answer a reader was shown, then its sources; a staff
+    source on a staff view says internal, a public view's text never does."""
+    from selenium.webdriver.common.by import By
+
+    from tether import schemas
+
+    browser.get(server + "/")
+    _wait(browser, lambda d: d.find_element(By.ID, "audience").text != "")
+    public = schemas.AskResult.from_ask_result(_engine_result(demo_store))
+    text = browser.execute_script("return exportText(arguments[0])", public.model_dump(mode="json"))
+    assert text.startswith(public.answer.answer) and "\nSources:\n[1] " in text
+    assert INTERNAL not in text.lower() and INTERNAL.upper() not in text
+    staff = _post(server, "/v1/ask", {"question": "When is an online order held for a fraud"
+                                      " check to a freight forwarder?", "as_of": "none"},
+                  key=STAFF_KEY)  # fmt: skip
+    cited = {cid for c in staff["answer"]["claims"] for cid in c["chunk_ids"]}
+    staff_cited = [p for p in staff["context"]["passages"]
+                   if p["chunk_id"] in cited and p["access"] == "staff"]  # fmt: skip
+    assert staff_cited, "the staff answer should cite the fraud-check procedure"
+    text = browser.execute_script("return exportText(arguments[0])", staff)
+    assert text.startswith(INTERNAL.upper()) and f"[{INTERNAL}]" in text
+    assert staff_cited[0]["title"] in text
+
+
+def test_a_staff_reader_sees_the_draft_before_the_checked_answer(server, browser) -> None:
+    """The answer box shows the streamed draft, marked as not yet checked, for a staff view;
+    a public view never shows a draft (only the checked answer)."""
+    from selenium.webdriver.common.by import By
+
+    record = """
+      window.drafts = [];
+      new MutationObserver(() => {
+        const a = document.getElementById('answer');
+        window.drafts.push([a.className, a.textContent]);
+      }).observe(document.getElementById('answer'),
+                 {childList: true, characterData: true, subtree: true, attributes: true});
+    """
+    question = "How long does standard delivery take?"
+    browser.get(server + "/")
+    _wait(browser, lambda d: d.find_element(By.ID, "audience").text.startswith("public"))
+    browser.execute_script(record)
+    _ask(browser, question)
+    assert not [t for c, t in browser.execute_script("return window.drafts") if "draft" in c]
+    browser.find_element(By.ID, "key").send_keys(STAFF_KEY)
+    browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
+    _wait(browser, lambda d: d.find_element(By.ID, "audience").text.startswith("staff"))
+    try:
+        browser.execute_script(record)
+        _ask(browser, question)
+        drafts = [t for c, t in browser.execute_script("return window.drafts") if "draft" in c]
+        final = browser.find_element(By.ID, "answer")
+        assert drafts and drafts[-1].strip(), "no draft was shown"
+        assert "draft" not in (final.get_attribute("class") or "")
+        assert final.text and drafts[-1].strip() == final.text.strip()  # extractive: no checks drop
+    finally:
+        browser.find_element(By.ID, "forget").click()
+
+
+def test_the_page_says_warming_up_and_asks_for_a_key_in_plain_words(
+    browser, artifacts, demo_store, monkeypatch
+) -> None:
+    """Before the models are loaded the page says it is warming up (and that a question may
+    be asked meanwhile), then stops saying so; where anonymous use is off, a page without a
+    key asks for one in plain words instead of showing a 401, and the Ask button waits."""
+    import threading
+
+    from selenium.webdriver.common.by import By
+    from serving import live_server, serve_app
+
+    from tether.app import Workspace
+
+    release = threading.Event()
+    real_warm = Workspace.warm
+    monkeypatch.setattr(Workspace, "warm", lambda self: (release.wait(60), real_warm(self)))
+    app = serve_app(demo_store.path, {STAFF_KEY: "staff"}, anonymous=False)
+    with live_server(app) as (host, port):
+        browser.get(f"http://{host}:{port}/")
+        banner = _wait(browser, lambda d: d.find_element(By.ID, "ready").is_displayed()
+                       and d.find_element(By.ID, "ready"))  # fmt: skip
+        assert banner.text.startswith("Warming up") and "You can ask now" in banner.text
+        prompt = browser.find_element(By.ID, "key-prompt")
+        assert prompt.is_displayed() and "access key" in prompt.text
+        assert "401" not in browser.find_element(By.TAG_NAME, "main").text
+        assert not browser.find_element(By.ID, "ask").is_enabled()
+        browser.save_screenshot(str(artifacts / "warming-up-no-key.png"))
+        release.set()
+        _wait(browser, lambda d: not d.find_element(By.ID, "ready").is_displayed(), 60)
+        browser.find_element(By.ID, "key").send_keys(STAFF_KEY)
+        browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
+        _wait(browser, lambda d: d.find_element(By.ID, "audience").text.startswith("staff"))
+        assert not prompt.is_displayed() and browser.find_element(By.ID, "ask").is_enabled()
+        browser.find_element(By.ID, "forget").click()
+        browser.find_element(By.ID, "key").send_keys("tk_not-a-key")
+        browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
+        status = _wait(browser, lambda d: d.find_element(By.ID, "status").text and
+                       d.find_element(By.ID, "status"))  # fmt: skip
+        assert "not accepted" in status.text
+        browser.find_element(By.ID, "forget").click()
+
+
+def test_engineer_settings_wait_behind_advanced(server, browser) -> None:
+    """Scores, passage IDs and the retrieval method are hidden until Advanced is opened."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(server + "/")
+    _wait(browser, lambda d: d.find_element(By.ID, "audience").text.startswith("public"))
+    assert not browser.find_element(By.ID, "method").is_displayed()
+    _ask(browser, "How long does standard delivery take?")
+    row = browser.find_elements(By.CSS_SELECTOR, "#hits tr")[0]
+    cells = row.find_elements(By.TAG_NAME, "td")
+    chunk_id = cells[4].get_attribute("textContent")
+    assert len(chunk_id) == 12 and chunk_id not in row.text
+    browser.find_element(By.CSS_SELECTOR, "#advanced summary").click()
+    assert browser.find_element(By.ID, "method").is_displayed()
+    assert chunk_id in row.text and cells[1].text.replace(".", "").isdigit()
+    browser.find_element(By.CSS_SELECTOR, "#advanced summary").click()

@@ -1,12 +1,17 @@
-// tether's web page: asks /v1/ask with the key kept in sessionStorage, shows the answer, the
-// claim map (select a claim: its cited passage with the evidence span marked, its checks in
-// plain words) and the passages. Claims and checks are paired by the claim, never by position
-// (a public answer's claims omit the withheld ones; its checks keep them). On a staff view a
-// staff source is marked "internal — do not share". Every text from the server is set with
+// tether's web page for a help-desk agent: asks /v1/ask (streamed: the stages, a staff
+// reader's unchecked draft as the model writes it, each claim's check, then the result) with
+// the key kept in sessionStorage; shows the answer, the claim map (select a claim: its cited
+// passage with the evidence span marked, its checks in plain words), the passages, a copy
+// of the answer with its sources, and helpful / wrong feedback. Claims and checks are paired
+// by the claim, never by position (a public answer's claims omit the withheld ones; its
+// checks keep them). On a staff view a staff source is marked "internal — do not share"
+// everywhere it appears, the copied text included. Engineer settings (retrieval method,
+// scores, passage IDs) sit behind "Advanced". Every text from the server is set with
 // textContent, never parsed as HTML.
 "use strict";
 
 const KEY = "tether-key";
+let ready = true;  // false while /readyz says the models are loading
 const $ = (id) => document.getElementById(id);
 let flagWords = {};
 
@@ -35,22 +40,77 @@ async function api(path, body) {
   return { data, audience: response.headers.get("Tether-Audience") };
 }
 
+async function streamAsk(body, onEvent) {
+  // POST /v1/ask with stream: each server-sent event (name, parsed data) to onEvent
+  const headers = { "Accept": "text/event-stream", "Content-Type": "application/json" };
+  const key = sessionStorage.getItem(KEY);
+  if (key) headers["Authorization"] = "Bearer " + key;
+  const response = await fetch("/v1/ask", {
+    method: "POST", headers, body: JSON.stringify({ ...body, stream: true }),
+  });
+  if (!response.ok) {
+    const data = await response.json().catch(() => null);
+    throw new Error(response.status + ": " + (data && data.detail ? data.detail : response.statusText));
+  }
+  const audience = response.headers.get("Tether-Audience");
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let name = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) name = line.slice(7);
+        else if (line.startsWith("data: ")) data.push(line.slice(6));
+      }
+      if (data.length) onEvent(name, JSON.parse(data.join("\n")), audience);
+    }
+  }
+  return audience;
+}
+
 function say(text, refused) {
   $("status").textContent = text;
   $("status").className = refused ? "refused" : "";
 }
 
 async function whoami() {
+  const hasKey = Boolean(sessionStorage.getItem(KEY));
   try {
     const { data } = await api("/v1/whoami");
-    $("audience").textContent = data.audience + (data.name === "anonymous" ? " (anonymous)" : " · " + data.name);
+    const anonymous = data.name === "anonymous";
+    $("audience").textContent = data.audience + (anonymous ? " (no key)" : " · " + data.name);
     $("audience").className = "badge " + data.audience;
     $("view-box").hidden = data.audience !== "staff";
     $("view").value = data.audience;
+    $("key").placeholder = anonymous ? "optional: paste an access key" : "paste your access key";
+    $("key-prompt").hidden = true;
+    $("ask").disabled = false;
+    if ($("status").className === "refused") say("", false);
   } catch (error) {
     $("audience").textContent = "no access";
+    $("audience").className = "badge";
     $("view-box").hidden = true;
-    say(error.message, true);
+    if (error.message.startsWith("401") && !hasKey) {
+      // no key yet where one is needed: a prompt, not an error
+      $("key-prompt").hidden = false;
+      $("key").placeholder = "paste your access key";
+      $("ask").disabled = true;
+      say("", false);
+    } else if (error.message.startsWith("401")) {
+      $("key-prompt").hidden = true;
+      $("ask").disabled = true;
+      say("That access key was not accepted. Check it, or ask your team for a new one.", true);
+    } else {
+      say(error.message, true);
+    }
   }
 }
 
@@ -156,7 +216,7 @@ function showClaim(result, items, n) {
     button.setAttribute("aria-pressed", String(button.dataset.n === String(n)));
   }
   $("passage").hidden = false;
-  $("passage-claim").textContent = "Claim " + (n + 1);
+  $("passage-claim").textContent = item.text;
   const checks = $("checks");
   checks.replaceChildren();
   if (!check) checks.append(el("li", "not checked"));
@@ -180,16 +240,21 @@ function showClaim(result, items, n) {
     const meta = el("dl");
     const rows = [["version", passage.version], ["section", passage.section],
       ["in force", inForce(passage.effective_from, passage.effective_to)],
-      ["type", passage.doc_type], ["access", passage.access], ["chunk", passage.chunk_id]];
+      ["type", passage.doc_type], ["access", passage.access], ["passage ID", passage.chunk_id]];
     for (const [name, value] of rows) {
-      meta.append(el("dt", name), el("dd", value));
+      const cls = name === "passage ID" ? "adv" : undefined;
+      meta.append(el("dt", name, cls), el("dd", value, cls));
     }
     box.append(meta, marked(passage, check ? check.evidence : []));
     cited.append(box);
   }
 }
 
+let current = null;  // the result shown (for copy and feedback)
+
 function showResult(result) {
+  current = result;
+  $("answer").classList.remove("draft");
   $("result").hidden = false;
   $("passage").hidden = true;
   // a claim withheld from a public reader is never shown to one; staff see it marked
@@ -250,12 +315,119 @@ function showResult(result) {
     const row = el("tr");
     const doc = el("td", hit.title + " v" + hit.version);
     if (staffView && hit.access === "staff") doc.append(" ", internalMark());
-    row.append(el("td", hit.rank), el("td", hit.score.toFixed(3)),
-      doc, el("td", hit.section), el("td", hit.chunk_id));
+    row.append(el("td", hit.rank), el("td", hit.score.toFixed(3), "adv"),
+      doc, el("td", hit.section), el("td", hit.chunk_id, "adv"));
     rows.append(row);
   }
   $("hits-box").hidden = result.hits.length === 0;
   $("result").hidden = shown.length === 0 && !answer && !notice;
+  $("claims-hint").hidden = shown.length === 0;
+  $("copy").hidden = !answer;
+  $("copied").textContent = "";
+  showFeedback(result);
+}
+
+function exportText(result) {
+  // the answer a reader was shown, then its sources numbered; on a staff view each staff
+  // source is marked internal (a public view has none: its passages are public)
+  const staffView = result.audience === "staff";
+  const access = accessOf(result);
+  const { shown, withheld } = claimMap(result);
+  const inAnswer = shown.filter((item) => item.inAnswer
+    && !(item.check && (item.check.withheld || item.check.removed)));
+  const text = !result.answer ? ""
+    : !staffView && withheld ? inAnswer.map((item) => item.text).join(" ")
+    : result.answer.answer;
+  const passages = result.context ? result.context.passages : [];
+  const ids = [...new Set(inAnswer.flatMap((item) => item.chunk_ids))];
+  const lines = [];
+  ids.forEach((id) => {
+    const p = passages.find((x) => x.chunk_id === id);
+    if (!p) return;
+    const internal = staffView && access.get(id) === "staff" ? " [" + INTERNAL + "]" : "";
+    const where = [p.title + " v" + p.version, p.section].filter(Boolean).join(", ");
+    lines.push("[" + (lines.length + 1) + "] " + where + " (in force " + inForce(p.effective_from, p.effective_to) + ")" + internal);
+  });
+  const anyInternal = lines.some((line) => line.includes(INTERNAL));
+  return (anyInternal ? INTERNAL.toUpperCase() + "\n\n" : "") + text
+    + (lines.length ? "\n\nSources:\n" + lines.join("\n") : "");
+}
+
+async function copyAnswer() {
+  if (!current) return;
+  const text = exportText(current);
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch (error) {
+    const area = el("textarea", text);
+    document.body.append(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+  $("copied").textContent = "Copied.";
+}
+
+function showFeedback(result) {
+  const box = $("feedback");
+  const id = result.audit_id;
+  box.hidden = !(Number.isInteger(id) && (result.answer || result.refused));
+  $("wrong-form").hidden = true;
+  $("feedback-said").textContent = "";
+  for (const b of [$("helpful"), $("wrong")]) b.disabled = false;
+  const select = $("right-passage");
+  select.replaceChildren(el("option", "none of these / not sure"));
+  select.firstChild.value = "";
+  const seen = new Set();
+  const passages = (result.context && result.context.passages) || [];
+  for (const p of [...passages, ...(result.hits || [])]) {
+    if (seen.has(p.chunk_id)) continue;
+    seen.add(p.chunk_id);
+    const option = el("option", p.title + (p.section ? " — " + p.section : ""));
+    option.value = p.chunk_id;
+    select.append(option);
+  }
+}
+
+async function sendFeedback(verdict) {
+  if (!current || !Number.isInteger(current.audit_id)) return;
+  const body = { audit_id: current.audit_id, verdict };
+  if (verdict === "wrong") {
+    const note = $("feedback-note").value.trim();
+    if (note) body.note = note;
+    if ($("right-passage").value) body.chunk_id = $("right-passage").value;
+  }
+  try {
+    await api("/v1/feedback", body);
+    $("feedback-said").textContent = verdict === "helpful"
+      ? "Thank you: marked helpful." : "Thank you: marked wrong. The team will see it.";
+    $("wrong-form").hidden = true;
+    for (const b of [$("helpful"), $("wrong")]) b.disabled = true;
+  } catch (error) {
+    $("feedback-said").textContent = "Not saved: " + error.message;
+  }
+}
+
+const STAGES = {
+  retrieval: "Found passages; checking that they answer the question…",
+  gate: "Writing the answer…",
+  answerability: "Writing the answer…",
+  answer: "Checking each claim against its passages…",
+};
+
+function startDraft() {
+  // a streamed answer: the draft shown as it is written, marked as not yet checked
+  current = null;
+  $("result").hidden = false;
+  $("passage").hidden = true;
+  $("answer").textContent = "";
+  $("answer").classList.add("draft");
+  $("answer-internal").hidden = true;
+  $("notice").hidden = true;
+  $("claims").replaceChildren();
+  $("claims-hint").hidden = true;
+  $("copy").hidden = true;
+  $("feedback").hidden = true;
 }
 
 async function ask(event) {
@@ -267,16 +439,61 @@ async function ask(event) {
   };
   if (!$("view-box").hidden) body.view = $("view").value;
   $("ask").disabled = true;
-  say("Asking…", false);
+  $("result").hidden = true;
+  $("feedback").hidden = true;
+  say(ready ? "Searching…" : "Waiting for the models to load, then searching…", false);
+  let final = null;
+  let failed = null;
   try {
-    const { data, audience } = await api("/v1/ask", body);
-    showResult(data);
-    $("result").dataset.audience = audience || data.audience;
+    await streamAsk(body, (name, data, audience) => {
+      if (name === "text") {
+        if (!$("answer").classList.contains("draft")) startDraft();
+        $("answer").append(document.createTextNode(data.text));
+        say("Writing the answer (a draft: its claims are not checked yet)…", false);
+      } else if (name === "result") {
+        final = data;
+        $("result").dataset.audience = audience || data.audience;
+      } else if (name === "error") {
+        failed = data;
+      } else if (name === "check") {
+        say("Checking each claim against its passages… (" + (data.index + 1) + " checked)", false);
+      } else if (STAGES[name]) {
+        say(STAGES[name], false);
+      }
+    });
+    if (final) showResult(final);
+    else say((failed ? failed.status + ": " + failed.detail : "The answer did not arrive."), true);
   } catch (error) {
     say(error.message, true);
   } finally {
     $("ask").disabled = false;
   }
+}
+
+async function watchReady() {
+  // GET /readyz until the models are loaded; meanwhile say so (questions wait in line)
+  let data = null;
+  try {
+    const response = await fetch("/readyz");
+    data = await response.json();
+  } catch (error) {
+    return;
+  }
+  const banner = $("ready");
+  ready = Boolean(data && data.ready);
+  if (ready) {
+    banner.hidden = true;
+    return;
+  }
+  banner.hidden = false;
+  if (data.status === "failed") {
+    banner.className = "banner bad";
+    banner.textContent = "The models did not load: " + data.detail + ". Questions may fail until this is fixed.";
+    return;
+  }
+  banner.className = "banner";
+  banner.textContent = "Warming up: loading the models (" + Math.round(data.seconds) + " s so far). You can ask now: your question waits until they are ready.";
+  setTimeout(watchReady, 2000);
 }
 
 async function start() {
@@ -294,6 +511,20 @@ async function start() {
     whoami();
   });
   $("ask-form").addEventListener("submit", ask);
+  $("copy").addEventListener("click", copyAnswer);
+  $("helpful").addEventListener("click", () => sendFeedback("helpful"));
+  $("wrong").addEventListener("click", () => {
+    $("wrong-form").hidden = false;
+    $("feedback-note").focus();
+  });
+  $("wrong-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sendFeedback("wrong");
+  });
+  const advanced = () => document.body.classList.toggle("advanced", $("advanced").open);
+  $("advanced").addEventListener("toggle", advanced);
+  advanced();
+  watchReady();
   try {
     const health = await (await fetch("/healthz")).json();
     $("version").textContent = "v" + health.version;
