@@ -79,6 +79,14 @@ def serve(
         typer.Option("--docs", help="Serve Swagger UI at /docs (the browser loads it from a CDN)."),
     ] = False,
     store: StoreOpt = None,
+    warm: Annotated[
+        bool,
+        typer.Option(
+            "--warm/--no-warm",
+            help="Load the models as the server starts (GET /readyz is 503 until they are"
+            " loaded; questions asked meanwhile wait), not on the first question.",
+        ),
+    ] = True,
 ) -> None:
     """Serve the HTTP API (/v1, OpenAPI at /openapi.json) and the web page (/) over one index."""
     from tether.errors import TetherError
@@ -114,11 +122,13 @@ def serve(
     config = ServeConfig(
         rate=rate, burst=max(1, int(rate * 2)), model_waiting=queue, deadline_s=deadline,
         cors_origins=tuple(cors_origin or ()), docs=docs, body_timeout_s=body_timeout,
-        anonymous_audit_per_day=anonymous_audit_per_day,
+        anonymous_audit_per_day=anonymous_audit_per_day, warm=warm,
     )  # fmt: skip
     who = "anonymous callers are public" if ring.allow_anonymous else "a key is needed"
+    warming = "; loading the models: GET /readyz says when they are ready" if warm else ""
     err.print(
-        f"serving {shown(where)} on http://{shown(host)}:{port}/ ({len(ring.keys)} keys; {who})",
+        f"serving {shown(where)} on http://{shown(host)}:{port}/ ({len(ring.keys)} keys; {who}"
+        f"{warming})",
         highlight=False,
     )
     app = create_app(path, ring, config=config, store=url or "")
