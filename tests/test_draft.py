@@ -59,6 +59,12 @@ def test_an_inline_reply_is_its_own_text_and_nonsense_gives_nothing() -> None:
     assert drafted("json", "I cannot answer that.") == []
     assert drafted("json", '["not", "an", "object"]') == []
     assert drafted("select", '{"sentences": [99, 1]}', ("Only one.",)) == ["Only one."]
+    # the bracket and brace in one piece (the local model writes "]}" as one token)
+    out: list[str] = []
+    draft = Draft("select", out.append, ("First.", "Second."))
+    for piece in ('{"', "sentences", '":', " [", "2", "]}"):
+        draft.feed(piece)
+    assert out == ["Second."]
 
 
 class StreamingFake:

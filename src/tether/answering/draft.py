@@ -4,8 +4,8 @@ face can show it before the reply is complete and checked.
 The model's reply is JSON in the json and select modes: the draft reads it as it grows with
 pydantic-core's partial JSON parser (`from_json(..., allow_partial="trailing-strings")`):
 - json: the `answer` field's text so far;
-- select: each chosen sentence's text once its number is complete (followed by `,` or `]`;
-  0, "no sentence answers", adds nothing);
+- select: each chosen sentence's text once its number is complete (something other than a
+  digit follows it; 0, "no sentence answers", adds nothing);
 - inline: the reply's text as it is (its `[c1]` citation marks included).
 
 What it cannot do: a draft is unchecked. The claims, their citations and their checks come
@@ -70,8 +70,8 @@ class Draft:
         numbers = value.get("sentences") if value else None
         if not isinstance(numbers, list):
             return
-        # the last number may still grow ("1" of "12") until a comma or bracket follows it
-        complete = numbers if self.raw.rstrip().endswith(("]", ",")) else numbers[:-1]
+        # the last number may still grow ("1" of "12") while the reply ends with a digit
+        complete = numbers[:-1] if self.raw.rstrip()[-1:].isdigit() else numbers
         for number in complete[self._chosen :]:
             if isinstance(number, int) and 0 < number <= len(self.sentences):
                 self._say((" " if self.text else "") + self.sentences[number - 1])
