@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from tether.errors import TetherError
 
@@ -33,7 +34,40 @@ if TYPE_CHECKING:
     from tether.app import Workspace
     from tether.types import AskResult
 
+class TetherGroup(TyperGroup):
+    """The app's command group: a usage error anywhere below it (a bad option value, a
+    missing argument, an unknown option or command) prints one `error:` line naming the flag
+    as typed (`tether.cli.usage`) and exits 2, instead of typer's boxed panel."""
+
+    _argv: tuple[str, ...] = ()
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **options: Any) -> Any:
+        self._argv = tuple(sys.argv[1:] if args is None else args)
+        return super().main(args, *rest, **options)
+
+    def make_context(self, *args: Any, **options: Any) -> Any:
+        with self._one_line():
+            return super().make_context(*args, **options)
+
+    def invoke(self, ctx: Any) -> Any:
+        with self._one_line():
+            return super().invoke(ctx)
+
+    @contextmanager
+    def _one_line(self) -> Iterator[None]:
+        from tether.cli.usage import NoArgsIsHelpError, UsageError, usage_message
+
+        try:
+            yield
+        except UsageError as exc:
+            if NoArgsIsHelpError is not None and isinstance(exc, NoArgsIsHelpError):
+                raise  # the command's help, as typer prints it
+            error_line(usage_message(exc, self._argv))
+            raise typer.Exit(getattr(exc, "exit_code", EXIT_USAGE)) from None
+
+
 app = typer.Typer(
+    cls=TetherGroup,
     help="tether: answers from a document collection with claims an agent can check.",
     no_args_is_help=True,
     add_completion=False,
