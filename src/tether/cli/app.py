@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from tether.app import Workspace
     from tether.types import AskResult
 
+
 class TetherGroup(TyperGroup):
     """The app's command group: a usage error anywhere below it (a bad option value, a
     missing argument, an unknown option or command) prints one `error:` line naming the flag
@@ -261,6 +262,64 @@ def ask_exit_code(result: AskResult) -> int:
     return EXIT_CODES[result.status]
 
 
+def as_of_date(value: str) -> date | None:
+    """--as-of: YYYY-MM-DD, today or none, by the API's own rule (`tether.app.as_of_value`);
+    a bad value is a usage error, exit 2."""
+    from tether.app import as_of_value
+
+    try:
+        return as_of_value(value)
+    except TetherError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def audience_value(value: str) -> str:
+    """--audience: public or staff (else a usage error, exit 2)."""
+    if value not in ("public", "staff"):
+        raise typer.BadParameter(f"{value!r} is not public or staff")
+    return value
+
+
+def as_of_option(value: str | None) -> str | None:
+    """--as-of (and audit's --since and --until) checked as the option is parsed, so that a bad
+    date is a usage error naming the flag (exit 2); the command reads the text itself."""
+    if value is not None:
+        as_of_date(value)
+    return value
+
+
+def audience_option(value: str | None) -> str | None:
+    """--audience (or --asked-by) checked as the option is parsed: a usage error naming the
+    flag, or the variable when the value came from one (TETHER_MCP_AUDIENCE)."""
+    return None if value is None else audience_value(value)
+
+
+def method_option(value: str) -> str:
+    """--method: auto or a retrieval method, by the retriever's own rule
+    (`tether.retrieval.retriever.check_method`); else a usage error naming the flag."""
+    from tether.retrieval.retriever import check_method
+
+    try:
+        return check_method(value)
+    except TetherError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def provider_option(value: str | None) -> str | None:
+    """--provider: a provider's name or auto, by the settings' own rule
+    (`tether.config.check_provider`), or `recorded` (the bundled recordings,
+    `Workspace.make_provider`); else a usage error naming the flag. The command passes the
+    text on as it was given."""
+    if value is not None and value != "recorded":
+        from tether.config import check_provider
+
+        try:
+            check_provider(value)
+        except TetherError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return value
+
+
 DEMO_INDEX = Path(".tether") / "demo.sqlite"
 
 IndexOpt = Annotated[
@@ -300,6 +359,7 @@ AsOfOpt = Annotated[
     typer.Option(
         "--as-of",
         help="Only versions in force on this date: YYYY-MM-DD, today, or none (all versions).",
+        callback=as_of_option,
     ),
 ]
 AudienceOpt = Annotated[
@@ -307,32 +367,15 @@ AudienceOpt = Annotated[
     typer.Option(
         "--audience",
         help="public sees only public documents; staff sees all. Default public (fail-closed).",
+        callback=audience_option,
     ),
 ]
-ProviderOpt = Annotated[str | None, typer.Option(help="As for `ask`.")]
+ProviderOpt = Annotated[str | None, typer.Option(help="As for `ask`.", callback=provider_option)]
 ModelOpt = Annotated[str | None, typer.Option(help="Model name for the provider.")]
 QuestionsOpt = Annotated[
     Path | None,
     typer.Option("--questions", help="A question set (JSON Lines); default: the bundled one."),
 ]
-
-
-def as_of_date(value: str) -> date | None:
-    """--as-of: YYYY-MM-DD, today or none, by the API's own rule (`tether.app.as_of_value`);
-    a bad value is a usage error, exit 2."""
-    from tether.app import as_of_value
-
-    try:
-        return as_of_value(value)
-    except TetherError as exc:
-        raise typer.BadParameter(str(exc)) from None
-
-
-def audience_value(value: str) -> str:
-    """--audience: public or staff (else a usage error, exit 2)."""
-    if value not in ("public", "staff"):
-        raise typer.BadParameter(f"{value!r} is not public or staff")
-    return value
 
 
 def error_line(message: str) -> None:

@@ -23,6 +23,7 @@ from tether.cli.app import (
     audience_value,
     err,
     in_force,
+    method_option,
     open_workspace,
     out,
     print_json,
@@ -132,7 +133,8 @@ def search(
         str,
         typer.Option(
             help="bm25, dense, hybrid or rerank. Default: rerank when the index has vectors,"
-            " else bm25."
+            " else bm25.",
+            callback=method_option,
         ),
     ] = "auto",
     index: IndexOpt = None,
