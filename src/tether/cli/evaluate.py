@@ -135,7 +135,8 @@ def calibrate(
         Path | None, typer.Option("--questions", help="Question set; default: the bundled one.")
     ] = None,
     max_wrongly_refused: Annotated[
-        float, typer.Option(help="Share of answerable questions the gate may refuse.")
+        float,
+        typer.Option(help="Share of answerable questions the gate may refuse.", min=0, max=1),
     ] = 0.02,
     as_json: JsonOpt = False,
 ) -> None:

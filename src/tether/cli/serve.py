@@ -47,7 +47,8 @@ def serve(
         ),
     ] = False,
     rate: Annotated[
-        float, typer.Option(help="Requests a second per key (bursts of twice that); 0: no limit.")
+        float,
+        typer.Option(help="Requests a second per key (bursts of twice that); 0: no limit.", min=0),
     ] = 10.0,
     queue: Annotated[
         int, typer.Option(help="Questions that may wait for the model (503 beyond).", min=0)
