@@ -1,11 +1,12 @@
-"""The `tether` Typer app and what its commands share: the consoles, the option types, user
-errors as one line, finding and opening the index, the provider, progress bars and --json.
+"""The `tether` Typer app and what its commands share: the consoles, the option types and
+the checks their values get as they are parsed, user and usage errors as one line, finding and opening the index, the provider, progress bars and --json.
 
 Start-up is kept short (`tether --help` and `tether version` import no engine module and no
 numpy): everything heavy is imported inside the function that needs it.
 
 What it cannot do: it defines no command (the command modules do; `tether.cli.main` registers
-them in the order --help lists them) and holds no state but the two consoles.
+them in the order --help lists them) and holds no state but the two consoles (and, while it
+parses, the command line, to name a flag as it was typed).
 """
 
 from __future__ import annotations
@@ -229,7 +230,7 @@ def shown(value: object, *, one_line: bool = False) -> str:
 # 0, 3, 4 and 5; the other commands exit 0, 1, 2 or 130.
 EXIT_ANSWERED = 0  # an answer whose claims all passed their checks (other commands: done)
 EXIT_USER_ERROR = 1  # a TetherError: a mistake the user can fix, said in one `error:` line
-EXIT_USAGE = 2  # a bad option or argument (typer's own usage error)
+EXIT_USAGE = 2  # a bad option or argument: one `error:` line naming the flag (tether.cli.usage)
 EXIT_NO_ANSWER = 3  # `ask`: no answer could be produced (the provider failed, or its output
 #                     was unusable: cut at the token limit, not JSON, not the answer schema,
 #                     too long to check)
