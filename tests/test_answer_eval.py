@@ -177,7 +177,7 @@ def test_eval_answers_cli_json_report_and_the_summary_kept_for_info(demo_copy: P
     assert table.exit_code == 0 and "wrong: Q002" in table.stdout and "keys: paypal" in table.stdout
     bad = runner.invoke(app, ["eval", "--answers", "--methods", "bm25,dense", "--index",
                               str(demo_copy), "--questions", str(qfile)])  # fmt: skip
-    assert bad.exit_code == 1 and "one retrieval method" in bad.output
+    assert bad.exit_code == 2 and "--methods: --answers takes one retrieval method" in bad.output
 
 
 def test_question_dates_are_kept():

@@ -484,7 +484,7 @@ def test_cli_search_routes_methods_and_defaults_to_rerank(demo_store: SqliteStor
     short = runner.invoke(app, [*base, "-k", "2"])  # -k is --k
     assert short.exit_code == 0 and len(json.loads(short.stdout)) == 2
     bad = runner.invoke(app, [*base, "--method", "magic"])
-    assert bad.exit_code == 1 and "unknown method" in bad.output
+    assert bad.exit_code == 2 and "--method: unknown method 'magic'" in bad.output
     ruled = ["search", "Do Pine Points expire?", "--index", str(demo_store.path)]
     ruled += ["--method", "rerank", "--k", "5"]
     found = json.loads(runner.invoke(app, [*ruled, "--json"]).stdout)

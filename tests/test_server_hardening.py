@@ -185,7 +185,7 @@ def test_forwarded_allow_ips_are_checked() -> None:
     from tether.cli.main import app
 
     r = CliRunner().invoke(app, ["serve", "--demo", "--forwarded-allow-ips", "proxy.local"])
-    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.exit_code == 2 and "Traceback" not in r.output  # a bad option value: exit 2
     assert "error: --forwarded-allow-ips: 'proxy.local' is not an IP address" in r.output
 
 

@@ -100,6 +100,18 @@ DEFAULT_MODEL_CACHE = Path("~/.cache/tether/models")
 DEFAULT_VECTOR_CACHE = Path("~/.cache/tether/vectors")
 
 
+def check_provider(name: str) -> str:
+    """`name` in lower case when it names a provider or is `auto`, else a TetherError saying
+    the choices: the rule `make_provider` applies to a name it is given (the CLI's
+    --provider checks with it as the option is parsed)."""
+    chosen = name.strip().lower()
+    if chosen != "auto" and chosen not in PROVIDERS:
+        raise TetherError(
+            f"unknown provider {name!r}; use {', '.join(PROVIDERS[:-1])} or {PROVIDERS[-1]}"
+        )
+    return chosen
+
+
 def _vector_cache(value: str | None) -> Path | None:
     """TETHER_VECTOR_CACHE: a folder, `off` (or `none`, `false`, `0`) for no cache, unset for
     the default."""

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.cli.app import err, out, print_json, progress, shown, table
-from tether.errors import TetherError
 
 if TYPE_CHECKING:
     from tether.app import Workspace
@@ -139,10 +138,22 @@ def answers_json(result: AnswerEvalResult) -> None:
 
 
 def check_answer_method(methods: str) -> str:
-    """--methods for --answers: the default list means auto; else exactly one method."""
+    """--methods for --answers: the default list means auto; else exactly one method (else a
+    usage error naming --methods, exit 2)."""
+    import typer
+
+    from tether.cli.app import method_option
+
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     if chosen == ["bm25", "dense", "hybrid", "rerank"]:
         return "auto"
     if len(chosen) != 1:
-        raise TetherError("--answers takes one retrieval method (--methods rerank, for example)")
-    return chosen[0]
+        raise typer.BadParameter(
+            "--answers takes one retrieval method (--methods rerank, for example)",
+            param_hint="--methods",
+        )
+    try:
+        return method_option(chosen[0])
+    except typer.BadParameter as exc:
+        exc.param_hint = "--methods"
+        raise

@@ -1,11 +1,12 @@
-"""The `tether` Typer app and what its commands share: the consoles, the option types, user
-errors as one line, finding and opening the index, the provider, progress bars and --json.
+"""The `tether` Typer app and what its commands share: the consoles, the option types and
+the checks their values get as they are parsed, user and usage errors as one line, finding and opening the index, the provider, progress bars and --json.
 
 Start-up is kept short (`tether --help` and `tether version` import no engine module and no
 numpy): everything heavy is imported inside the function that needs it.
 
 What it cannot do: it defines no command (the command modules do; `tether.cli.main` registers
-them in the order --help lists them) and holds no state but the two consoles.
+them in the order --help lists them) and holds no state but the two consoles (and, while it
+parses, the command line, to name a flag as it was typed).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from tether.errors import TetherError
 
@@ -33,7 +35,41 @@ if TYPE_CHECKING:
     from tether.app import Workspace
     from tether.types import AskResult
 
+
+class TetherGroup(TyperGroup):
+    """The app's command group: a usage error anywhere below it (a bad option value, a
+    missing argument, an unknown option or command) prints one `error:` line naming the flag
+    as typed (`tether.cli.usage`) and exits 2, instead of typer's boxed panel."""
+
+    _argv: tuple[str, ...] = ()
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **options: Any) -> Any:
+        self._argv = tuple(sys.argv[1:] if args is None else args)
+        return super().main(args, *rest, **options)
+
+    def make_context(self, *args: Any, **options: Any) -> Any:
+        with self._one_line():
+            return super().make_context(*args, **options)
+
+    def invoke(self, ctx: Any) -> Any:
+        with self._one_line():
+            return super().invoke(ctx)
+
+    @contextmanager
+    def _one_line(self) -> Iterator[None]:
+        from tether.cli.usage import NoArgsIsHelpError, UsageError, usage_message
+
+        try:
+            yield
+        except UsageError as exc:
+            if NoArgsIsHelpError is not None and isinstance(exc, NoArgsIsHelpError):
+                raise  # the command's help, as typer prints it
+            error_line(usage_message(exc, self._argv))
+            raise typer.Exit(getattr(exc, "exit_code", EXIT_USAGE)) from None
+
+
 app = typer.Typer(
+    cls=TetherGroup,
     help="tether: answers from a document collection with claims an agent can check.",
     no_args_is_help=True,
     add_completion=False,
@@ -194,7 +230,7 @@ def shown(value: object, *, one_line: bool = False) -> str:
 # 0, 3, 4 and 5; the other commands exit 0, 1, 2 or 130.
 EXIT_ANSWERED = 0  # an answer whose claims all passed their checks (other commands: done)
 EXIT_USER_ERROR = 1  # a TetherError: a mistake the user can fix, said in one `error:` line
-EXIT_USAGE = 2  # a bad option or argument (typer's own usage error)
+EXIT_USAGE = 2  # a bad option or argument: one `error:` line naming the flag (tether.cli.usage)
 EXIT_NO_ANSWER = 3  # `ask`: no answer could be produced (the provider failed, or its output
 #                     was unusable: cut at the token limit, not JSON, not the answer schema,
 #                     too long to check)
@@ -225,6 +261,64 @@ app.info.epilog = EXIT_TABLE
 def ask_exit_code(result: AskResult) -> int:
     """The exit status of `ask` for `result` (see EXIT_TABLE); the same with --json."""
     return EXIT_CODES[result.status]
+
+
+def as_of_date(value: str) -> date | None:
+    """--as-of: YYYY-MM-DD, today or none, by the API's own rule (`tether.app.as_of_value`);
+    a bad value is a usage error, exit 2."""
+    from tether.app import as_of_value
+
+    try:
+        return as_of_value(value)
+    except TetherError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def audience_value(value: str) -> str:
+    """--audience: public or staff (else a usage error, exit 2)."""
+    if value not in ("public", "staff"):
+        raise typer.BadParameter(f"{value!r} is not public or staff")
+    return value
+
+
+def as_of_option(value: str | None) -> str | None:
+    """--as-of (and audit's --since and --until) checked as the option is parsed, so that a bad
+    date is a usage error naming the flag (exit 2); the command reads the text itself."""
+    if value is not None:
+        as_of_date(value)
+    return value
+
+
+def audience_option(value: str | None) -> str | None:
+    """--audience (or --asked-by) checked as the option is parsed: a usage error naming the
+    flag, or the variable when the value came from one (TETHER_MCP_AUDIENCE)."""
+    return None if value is None else audience_value(value)
+
+
+def method_option(value: str) -> str:
+    """--method: auto or a retrieval method, by the retriever's own rule
+    (`tether.retrieval.retriever.check_method`); else a usage error naming the flag."""
+    from tether.retrieval.retriever import check_method
+
+    try:
+        return check_method(value)
+    except TetherError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def provider_option(value: str | None) -> str | None:
+    """--provider: a provider's name or auto, by the settings' own rule
+    (`tether.config.check_provider`), or `recorded` (the bundled recordings,
+    `Workspace.make_provider`); else a usage error naming the flag. The command passes the
+    text on as it was given."""
+    if value is not None and value != "recorded":
+        from tether.config import check_provider
+
+        try:
+            check_provider(value)
+        except TetherError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return value
 
 
 DEMO_INDEX = Path(".tether") / "demo.sqlite"
@@ -266,6 +360,7 @@ AsOfOpt = Annotated[
     typer.Option(
         "--as-of",
         help="Only versions in force on this date: YYYY-MM-DD, today, or none (all versions).",
+        callback=as_of_option,
     ),
 ]
 AudienceOpt = Annotated[
@@ -273,32 +368,15 @@ AudienceOpt = Annotated[
     typer.Option(
         "--audience",
         help="public sees only public documents; staff sees all. Default public (fail-closed).",
+        callback=audience_option,
     ),
 ]
-ProviderOpt = Annotated[str | None, typer.Option(help="As for `ask`.")]
+ProviderOpt = Annotated[str | None, typer.Option(help="As for `ask`.", callback=provider_option)]
 ModelOpt = Annotated[str | None, typer.Option(help="Model name for the provider.")]
 QuestionsOpt = Annotated[
     Path | None,
     typer.Option("--questions", help="A question set (JSON Lines); default: the bundled one."),
 ]
-
-
-def as_of_date(value: str) -> date | None:
-    """--as-of: YYYY-MM-DD, today or none, by the API's own rule (`tether.app.as_of_value`);
-    a bad value is a usage error, exit 2."""
-    from tether.app import as_of_value
-
-    try:
-        return as_of_value(value)
-    except TetherError as exc:
-        raise typer.BadParameter(str(exc)) from None
-
-
-def audience_value(value: str) -> str:
-    """--audience: public or staff (else a usage error, exit 2)."""
-    if value not in ("public", "staff"):
-        raise typer.BadParameter(f"{value!r} is not public or staff")
-    return value
 
 
 def error_line(message: str) -> None:

@@ -28,14 +28,18 @@ from tether.cli.app import (
     QuestionsOpt,
     StoreOpt,
     as_of_date,
+    as_of_option,
     ask_exit_code,
+    audience_option,
     audience_value,
     err,
     error_line,
     find_index,
+    method_option,
     open_workspace,
     out,
     print_json,
+    provider_option,
     server_store,
     shown,
     table,
@@ -139,7 +143,10 @@ def demo(
     ] = "Q053",
     provider: Annotated[
         str | None,
-        typer.Option(help="As for `ask` (default: local model if installed, else extractive)."),
+        typer.Option(
+            help="As for `ask` (default: local model if installed, else extractive).",
+            callback=provider_option,
+        ),
     ] = None,
 ) -> None:
     """Ingest the bundled demo collection, search it, and answer a question with checked citations."""
@@ -226,17 +233,21 @@ def ask(
     as_of: Annotated[
         str | None,
         typer.Option(
-            "--as-of", help="Date the answer must hold on: YYYY-MM-DD, today (default) or none."
+            "--as-of",
+            help="Date the answer must hold on: YYYY-MM-DD, today (default) or none.",
+            callback=as_of_option,
         ),
     ] = None,
     audience: Annotated[
-        str | None, typer.Option(help="public (default, fail-closed) or staff.")
+        str | None,
+        typer.Option(help="public (default, fail-closed) or staff.", callback=audience_option),
     ] = None,
     method: Annotated[
         str,
         typer.Option(
             help="Retrieval: bm25, dense, hybrid or rerank. Default: rerank when the index has"
-            " vectors, else bm25."
+            " vectors, else bm25.",
+            callback=method_option,
         ),
     ] = "auto",
     k: Annotated[int, typer.Option("--k", "-k", help="Passages to retrieve.", min=1, max=50)] = 5,
@@ -244,7 +255,8 @@ def ask(
     provider: Annotated[
         str | None,
         typer.Option(
-            help="openai, anthropic, local, extractive or replay (default: TETHER_PROVIDER, else local if installed, else extractive)."
+            help="openai, anthropic, local, extractive or replay (default: TETHER_PROVIDER, else local if installed, else extractive).",
+            callback=provider_option,
         ),
     ] = None,
     model: ModelOpt = None,
@@ -343,11 +355,17 @@ ask.__doc__ = (
 
 def chat(
     as_of: Annotated[
-        str | None, typer.Option("--as-of", help="YYYY-MM-DD, today (default) or none.")
+        str | None,
+        typer.Option("--as-of", help="YYYY-MM-DD, today (default) or none.", callback=as_of_option),
     ] = None,
-    audience: Annotated[str | None, typer.Option(help="public (default) or staff.")] = None,
+    audience: Annotated[
+        str | None, typer.Option(help="public (default) or staff.", callback=audience_option)
+    ] = None,
     method: Annotated[
-        str, typer.Option(help="bm25, dense, hybrid or rerank (default: as for `ask`).")
+        str,
+        typer.Option(
+            help="bm25, dense, hybrid or rerank (default: as for `ask`).", callback=method_option
+        ),
     ] = "auto",
     provider: ProviderOpt = None,
     model: ModelOpt = None,

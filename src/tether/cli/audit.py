@@ -28,6 +28,8 @@ from tether.cli.app import (
     IndexOpt,
     JsonOpt,
     StoreOpt,
+    as_of_option,
+    audience_option,
     audience_value,
     open_workspace,
     out,
@@ -47,10 +49,17 @@ audit_app = typer.Typer(
     invoke_without_command=True,
 )
 
-SinceOpt = Annotated[str | None, typer.Option(help="From this date (YYYY-MM-DD) on.")]
-UntilOpt = Annotated[str | None, typer.Option(help="Up to this date (YYYY-MM-DD).")]
+SinceOpt = Annotated[
+    str | None, typer.Option(help="From this date (YYYY-MM-DD) on.", callback=as_of_option)
+]
+UntilOpt = Annotated[
+    str | None, typer.Option(help="Up to this date (YYYY-MM-DD).", callback=as_of_option)
+]
 AskerOpt = Annotated[
-    str | None, typer.Option("--asked-by", help="Only questions asked for public or staff.")
+    str | None,
+    typer.Option(
+        "--asked-by", help="Only questions asked for public or staff.", callback=audience_option
+    ),
 ]
 FlagOpt = Annotated[str | None, typer.Option(help="Only answers with this flag kind.")]
 FlaggedOpt = Annotated[bool, typer.Option("--flagged", help="Only answers with a flag.")]

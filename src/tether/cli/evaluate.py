@@ -18,6 +18,7 @@ from tether.cli.app import (
     JsonOpt,
     QuestionsOpt,
     StoreOpt,
+    audience_option,
     audience_value,
     err,
     error_line,
@@ -25,6 +26,7 @@ from tether.cli.app import (
     out,
     print_json,
     progress,
+    provider_option,
     shown,
     table,
     user_errors,
@@ -69,9 +71,11 @@ def eval_verifier(
     from tether.answering.pipeline import JUDGES
     from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
 
+    if judge_name not in JUDGES:
+        raise typer.BadParameter(
+            f"unknown judge {judge_name!r}; choose one of {', '.join(JUDGES)}", param_hint="--judge"
+        )
     with user_errors():
-        if judge_name not in JUDGES:
-            raise TetherError(f"unknown judge {judge_name!r}: {', '.join(JUDGES)}")
         items = load_claims(claims or None)
         if not claims and collection is None:
             ws = open_workspace(index, index is None and store is None, store)
@@ -131,7 +135,8 @@ def calibrate(
         Path | None, typer.Option("--questions", help="Question set; default: the bundled one.")
     ] = None,
     max_wrongly_refused: Annotated[
-        float, typer.Option(help="Share of answerable questions the gate may refuse.")
+        float,
+        typer.Option(help="Share of answerable questions the gate may refuse.", min=0, max=1),
     ] = 0.02,
     as_json: JsonOpt = False,
 ) -> None:
@@ -249,10 +254,17 @@ def eval_command(
     ] = False,
     audience: Annotated[
         str | None,
-        typer.Option(help="Override every question's audience (public or staff)."),
+        typer.Option(
+            help="Override every question's audience (public or staff).", callback=audience_option
+        ),
     ] = None,
     provider: Annotated[
-        str | None, typer.Option(help="Provider for --rewrite (as for `ask`).")
+        str | None,
+        typer.Option(
+            help="Provider for --rewrite or --answers (as for `ask`; --answers also takes"
+            " recorded).",
+            callback=provider_option,
+        ),
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model for --rewrite.")] = None,
     index: IndexOpt = None,
@@ -354,8 +366,9 @@ def checked_methods(methods: str) -> list[str]:
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     bad = [m for m in chosen if m not in METHODS]
     if bad or not chosen:
+        given = f"unknown method {', '.join(map(repr, bad))}" if bad else "no method given"
         raise typer.BadParameter(
-            f"{', '.join(bad) or 'none'}: choose from {', '.join(METHODS)}", param_hint="--methods"
+            f"{given}; choose from {', '.join(METHODS)}", param_hint="--methods"
         )
     return chosen
 

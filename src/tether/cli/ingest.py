@@ -262,6 +262,12 @@ def ingest(
         raise typer.BadParameter(
             f"{chunker!r} is not structure, fixed or overlap", param_hint="--chunker"
         )
+    # chunk_document's rule, said once before any file is read (not as a problem per file)
+    if chunker == "overlap" and overlap_words >= max_words:
+        raise typer.BadParameter(
+            f"must be below --max-words ({max_words}) (got {overlap_words})",
+            param_hint="--overlap-words",
+        )
     if default_access not in (None, "public", "staff"):
         raise typer.BadParameter(
             f"{default_access!r} is not public or staff", param_hint="--default-access"

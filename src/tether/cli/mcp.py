@@ -10,7 +10,14 @@ from typing import Annotated
 
 import typer
 
-from tether.cli.app import DemoOpt, IndexOpt, audience_value, open_workspace, user_errors
+from tether.cli.app import (
+    DemoOpt,
+    IndexOpt,
+    audience_option,
+    audience_value,
+    open_workspace,
+    user_errors,
+)
 
 
 def mcp(
@@ -22,6 +29,7 @@ def mcp(
             help="Who the server answers for: public (default) or staff. Fixed for the"
             " server's life; no tool call can change it.",
             envvar="TETHER_MCP_AUDIENCE",
+            callback=audience_option,
         ),
     ] = "public",
     transport: Annotated[
@@ -39,9 +47,9 @@ def mcp(
     documents as resources (streamable HTTP at http://HOST:PORT/mcp with --transport http)."""
     from tether.errors import TetherError
 
+    if transport not in ("stdio", "http"):
+        raise typer.BadParameter(f"{transport!r} is not stdio or http", param_hint="--transport")
     with user_errors():
-        if transport not in ("stdio", "http"):
-            raise TetherError(f"transport {transport!r} is not stdio or http")
         who = audience_value(audience)
         ws = open_workspace(index, demo)
         ws.store  # noqa: B018 (a missing index is an error now, not at the first call)

@@ -6,7 +6,6 @@ only for methods that need one (bm25 needs none) or for `info` on an index with 
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from typing import TYPE_CHECKING, Annotated
 
@@ -23,6 +22,7 @@ from tether.cli.app import (
     audience_value,
     err,
     in_force,
+    method_option,
     open_workspace,
     out,
     print_json,
@@ -132,7 +132,8 @@ def search(
         str,
         typer.Option(
             help="bm25, dense, hybrid or rerank. Default: rerank when the index has vectors,"
-            " else bm25."
+            " else bm25.",
+            callback=method_option,
         ),
     ] = "auto",
     index: IndexOpt = None,
@@ -208,32 +209,15 @@ def info(
 
         print_json(IndexInfo.model_validate(data))
         return
-    from rich.table import Table
+    from tether.cli.info_text import info_sections, width
 
-    listed = Table(title="index", show_header=False)
-    listed.add_column("key", style="bold")
-    listed.add_column("value")
-    handoff = data.pop("handoff")
-    for key, value in data.items():
-        text = json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
-        listed.add_row(shown(key), shown(text))
-    out.print(listed)
-    print_handoff(handoff)
-
-
-def print_handoff(handoff: dict) -> None:
-    """The handoff section of `tether info`: one row per part."""
-    from rich.table import Table
-
-    listed = Table(title="handoff", show_header=False)
-    listed.add_column("part", style="bold")
-    listed.add_column("value")
-    for key, value in handoff.items():
-        if key == "weaknesses":
-            text = "; ".join(value) or "none found (or no evaluation stored)"
-        elif value is None:
-            text = "none stored (run `tether eval --answers`)"
-        else:
-            text = json.dumps(value, ensure_ascii=False)
-        listed.add_row(shown(key), shown(text))
-    out.print(listed)
+    sections = info_sections(data)
+    pad = width(sections.values())
+    for title, lines in sections.items():
+        out.print(f"[bold]{title}[/bold]")
+        for label, text in lines:
+            out.print(
+                f"  {shown(label, one_line=True):<{pad}}  {shown(text, one_line=True)}",
+                highlight=False,
+                soft_wrap=True,
+            )

@@ -11,7 +11,16 @@ from typing import Annotated
 
 import typer
 
-from tether.cli.app import DemoOpt, IndexOpt, StoreOpt, err, find_index, shown, user_errors
+from tether.cli.app import (
+    DemoOpt,
+    IndexOpt,
+    StoreOpt,
+    audience_option,
+    err,
+    find_index,
+    shown,
+    user_errors,
+)
 
 KeysOpt = Annotated[
     Path | None,
@@ -38,7 +47,8 @@ def serve(
         ),
     ] = False,
     rate: Annotated[
-        float, typer.Option(help="Requests a second per key (bursts of twice that); 0: no limit.")
+        float,
+        typer.Option(help="Requests a second per key (bursts of twice that); 0: no limit.", min=0),
     ] = 10.0,
     queue: Annotated[
         int, typer.Option(help="Questions that may wait for the model (503 beyond).", min=0)
@@ -105,8 +115,11 @@ def serve(
     from tether.server.keys import KeyRing, load_keys
     from tether.server.running import parse_forwarded_allow_ips, run
 
-    with user_errors():
+    try:
         proxies = parse_forwarded_allow_ips(forwarded_allow_ips)
+    except TetherError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--forwarded-allow-ips") from None
+    with user_errors():
         port_free(host, port)
         url = None if demo else server_store(store)  # --store, else TETHER_STORE
         path = find_index(index, demo) if url is None else None
@@ -161,11 +174,28 @@ def port_free(host: str, port: int) -> None:
 keys_app = typer.Typer(help="Keys for `tether serve`.", no_args_is_help=True)
 
 
+def key_name(value: str) -> str:
+    """NAME of `keys add`, checked as it is parsed (`tether.server.keys.check_key_name`): a
+    bad one is a usage error, exit 2."""
+    from tether.errors import TetherError
+    from tether.server.keys import check_key_name
+
+    try:
+        return check_key_name(value)
+    except TetherError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 @keys_app.command("add")
 def add(
-    name: Annotated[str, typer.Argument(help="A name for the key (letters, digits, _ . -).")],
+    name: Annotated[
+        str,
+        typer.Argument(help="A name for the key (letters, digits, _ . -).", callback=key_name),
+    ],
     file: Annotated[Path, typer.Option("--file", help="The keys file (created when missing).")],
-    audience: Annotated[str, typer.Option(help="public or staff.")] = "public",
+    audience: Annotated[
+        str, typer.Option(help="public or staff.", callback=audience_option)
+    ] = "public",
 ) -> None:
     """Add a new key to a keys file and print it (once: the file keeps only its digest)."""
     from tether.server.keys import add_key

@@ -100,8 +100,9 @@ def calibrate_gate(
     for method, pairs in best.items():
         answerable = sorted(s for s, abstain in pairs if not abstain)
         refuse = [s for s, abstain in pairs if abstain]
-        allowed = int(max_wrongly_refused * len(answerable))
-        floor = answerable[allowed] if answerable else 0.0  # refuse `allowed` at most
+        # refuse `allowed` at most (a share of 1 or more: all but the best-supported one)
+        allowed = max(0, min(int(max_wrongly_refused * len(answerable)), len(answerable) - 1))
+        floor = answerable[allowed] if answerable else 0.0
 
         def row(f: float, method: str = method, answerable=answerable, refuse=refuse) -> GateRow:
             return GateRow(

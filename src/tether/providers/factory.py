@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from tether.config import Settings
+from tether.config import Settings, check_provider
 from tether.errors import TetherError
 from tether.protocols import Provider
 from tether.providers.anthropic import AnthropicProvider
@@ -44,7 +44,11 @@ def make_provider(
     installed, else the extractive answerer. The provider's `describe()` (and its
     `selection` attribute) say which was chosen and why.
     """
-    chosen = (name or settings.provider or "auto").lower()
+    chosen = check_provider(name or settings.provider or "auto")
+    # what a missing setting is said against: the name the caller gave, or the variable
+    said = f"provider {chosen!r}" if name else f"TETHER_PROVIDER={chosen}"
+    model_from = "a model: --model or TETHER_MODEL" if name else "TETHER_MODEL"
+    needs_model = f"{said} needs {model_from}"
     model = model or settings.model
     models = local_models if local_models is not None else PROCESS_LOCAL_MODELS
     provider: Any
@@ -61,7 +65,7 @@ def make_provider(
         return provider
     if chosen == "openai":
         if not model:
-            raise TetherError("TETHER_PROVIDER=openai needs TETHER_MODEL (e.g. gpt-4o-mini)")
+            raise TetherError(f"{needs_model} (e.g. gpt-4o-mini)")
         provider = OpenAICompatibleProvider(
             model,
             base_url=settings.base_url,
@@ -71,9 +75,7 @@ def make_provider(
         )
     elif chosen == "anthropic":
         if not model:
-            raise TetherError(
-                "TETHER_PROVIDER=anthropic needs TETHER_MODEL (e.g. claude-haiku-4-5)"
-            )
+            raise TetherError(f"{needs_model} (e.g. claude-haiku-4-5)")
         provider = AnthropicProvider(
             model,
             api_key=settings.api_key_for("anthropic"),
@@ -93,7 +95,7 @@ def make_provider(
         provider = ExtractiveProvider()
     elif chosen == "replay":
         if settings.recordings is None:
-            raise TetherError("TETHER_PROVIDER=replay needs TETHER_RECORDINGS (a .jsonl file)")
+            raise TetherError(f"{said} needs TETHER_RECORDINGS (a .jsonl file)")
         inner = None
         if settings.replay_mode != "replay":
             inner = make_provider(
@@ -101,8 +103,6 @@ def make_provider(
             )
         mode = cast(ReplayMode, settings.replay_mode)
         provider = ReplayProvider(settings.recordings, mode=mode, inner=inner)
-    else:
-        raise TetherError(
-            f"unknown provider {chosen!r}; use openai, anthropic, local, extractive or replay"
-        )
+    else:  # check_provider lets no other name through
+        raise AssertionError(chosen)
     return provider

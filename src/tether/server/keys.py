@@ -136,11 +136,17 @@ def load_keys(path: Path, *, allow_anonymous: bool | None = None) -> KeyRing:
     return KeyRing(keys, anonymous if allow_anonymous is None else allow_anonymous)
 
 
+def check_key_name(name: str) -> str:
+    """`name` when it can name a key, else a TetherError saying what a name is."""
+    if not NAME.match(name):
+        raise TetherError(f"{name!r} is not a key's name (1-64 letters, digits, _ . -)")
+    return name
+
+
 def add_key(path: Path, name: str, audience: str) -> str:
     """Add a new key named `name` for `audience` to the keys file at `path` (created when
     missing) and return the key, which is stored only as its digest."""
-    if not NAME.match(name):
-        raise TetherError(f"{name!r}: a key's name is 1-64 letters, digits, _ . -")
+    check_key_name(name)
     if audience not in ("public", "staff"):
         raise TetherError(f"audience {audience!r} is not public or staff")
     if path.exists():

@@ -36,9 +36,7 @@ def parse_forwarded_allow_ips(text: str | None) -> tuple[str, ...]:
         try:
             ipaddress.ip_network(item, strict=False)
         except ValueError:
-            raise TetherError(
-                f"--forwarded-allow-ips: {item!r} is not an IP address, a network or *"
-            ) from None
+            raise TetherError(f"{item!r} is not an IP address, a network or *") from None
     return items
 
 
