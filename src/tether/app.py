@@ -743,7 +743,8 @@ class Workspace:
         text = feedback_note(note)
         self.store  # noqa: B018 (the index's own checks: it exists, its schema is read)
         log = self._audit(True)
-        entry = log.entry(int(entry_id), reader)
+        known = isinstance(entry_id, int) and 0 < entry_id < 2**63  # what a log can hold
+        entry = log.entry(entry_id, reader) if known else None
         if (
             entry is None
             or entry.status == "dropped"
@@ -754,7 +755,7 @@ class Workspace:
         if chunk_id is not None and chunk_id.strip():
             passage = self._right_passage(chunk_id.strip(), reader, entry)
         at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        given = Feedback(int(entry_id), at, asker, kind, text, passage)
+        given = Feedback(entry_id, at, asker, kind, text, passage)
         return log.add_feedback(given)
 
     def _right_passage(self, chunk_id: str, reader: Audience, entry: AuditEntry) -> str:
