@@ -191,7 +191,7 @@ def test_an_index_written_before_feedback_gains_its_table_in_place(location: Pat
 # ---- questions from feedback -------------------------------------------------------------
 
 
-def test_feedback_becomes_questions_that_match_exactly(location: Path | str):
+def test_feedback_becomes_questions_that_match_exactly(location: Path | str, tmp_path: Path):
     ws = _ws(location)
     helpful = ws.ask(DELIVERY, OPEN, who="desk")
     wrong = ws.ask("How much does express delivery cost?", OPEN, who="desk").audit_id
@@ -222,13 +222,10 @@ def test_feedback_becomes_questions_that_match_exactly(location: Path | str):
     assert by_id[f"FB{bare}"].relevant == () and by_id[f"FB{bare}"].tags == ("feedback:wrong",)
     assert by_id[f"FB{refused.audit_id}"].abstain
     # written as JSON Lines, read back as the same questions
-    for q in qs:
-        line = json.dumps(question_line(q))
-        path = ws.index.parent / "one.jsonl" if isinstance(location, Path) else None
-        if path is not None:
-            path.write_text(line + "\n")
-            (back,) = load_questions(path)
-            assert back == q and back.extra == q.extra
+    path = tmp_path / "fb.jsonl"
+    path.write_text("".join(json.dumps(question_line(q)) + "\n" for q in qs))
+    back = load_questions(path)
+    assert back == qs and [q.extra for q in back] == [q.extra for q in qs]
     # a public reader: no entry ids, so the questions are numbered
     public, _ = ws.feedback_questions(AuditQuery())
     assert [q.id for q in public] == ["FBP1", "FBP2", "FBP3", "FBP4"]
