@@ -251,7 +251,8 @@ def test_migration_4_fills_the_public_statistics_of_an_existing_collection(
             "ALTER TABLE tether_collections DROP COLUMN lex_rows_public,"
             " DROP COLUMN lex_tokens_public"
         )
-        conn.execute("DELETE FROM tether_schema WHERE version = 4")
+        conn.execute("DROP TABLE tether_audit_feedback")  # schema 5 came after
+        conn.execute("DELETE FROM tether_schema WHERE version >= 4")
     with pytest.raises(TetherError, match="older tether"):
         open_store(location)  # a reader does not migrate
     PostgresStore(location).close()  # a writer does
@@ -261,6 +262,31 @@ def test_migration_4_fills_the_public_statistics_of_an_existing_collection(
     pg = open_store(location)
     assert _scores(pg, PUBLIC) == expected
     pg.close()
+
+
+def test_migration_5_adds_feedback_beside_an_existing_audit(pg_database: str):
+    """A database at schema 4 (an audit, no feedback table) is refused to a reader and
+    migrated by the next writer; its audit entries stay and take feedback."""
+    from tether.stores import open_audit_log
+    from tether.types import AuditEntry, AuditQuery, Feedback
+
+    location = f"{pg_database}?collection=old"
+    PostgresStore(location).close()
+    log = open_audit_log(location, writable=True)
+    entry_id = log.record(AuditEntry("2026-11-30T10:00:00Z", "desk", "public", "q?", "answered"))
+    log.close()
+    conninfo, _, _ = parse_url(location)
+    with psycopg.connect(conninfo) as conn:  # as tether at schema 4 left it
+        conn.execute("DROP TABLE tether_audit_feedback")
+        conn.execute("DELETE FROM tether_schema WHERE version >= 5")
+    with pytest.raises(TetherError, match="older tether"):
+        open_audit_log(location)  # a reader does not migrate
+    PostgresStore(location).close()  # a writer does
+    log = open_audit_log(location, writable=True)
+    log.add_feedback(Feedback(entry_id, "2026-11-30T11:00:00Z", "desk", "wrong", "no"))
+    (found,) = log.feedback(AuditQuery(reader="staff"))
+    assert (found.entry_id, found.note, found.entry.question) == (entry_id, "no", "q?")
+    log.close()
 
 
 @pytest.mark.slow

@@ -52,7 +52,15 @@ if TYPE_CHECKING:
     from tether.protocols import AuditLog, Embedder, Judge, Provider, Store
     from tether.providers.local import LocalModels
     from tether.retrieval.retriever import Retriever
-    from tether.types import AskResult, AuditEntry, AuditQuery, Claim, ClaimCheck
+    from tether.types import (
+        AskResult,
+        AuditEntry,
+        AuditQuery,
+        Claim,
+        ClaimCheck,
+        Feedback,
+        Question,
+    )
 
 DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 
@@ -714,6 +722,102 @@ class Workspace:
             raise TetherError(f"no audit entry {entry_id} (see `tether audit`)")
         return found
 
+    def feedback(
+        self,
+        entry_id: int,
+        verdict: str,
+        note: str | None = None,
+        chunk_id: str | None = None,
+        *,
+        who: str | None = None,
+        audience: Audience = "public",
+    ) -> Feedback:
+        """Record `who`'s verdict (helpful or wrong) on the audit entry `entry_id`, with an
+        optional `note` (at most 2,000 characters, no control characters) and the chunk ID of
+        the passage that does answer (`chunk_id`); a second verdict from `who` on the same
+        entry replaces the first. The stored record.
+
+        `who` is the asker's name (a key name; the OS user when None) and `audience` its
+        audience: a public asker may give feedback only on a public entry asked under its own
+        name, a staff one on any entry. An entry it may not give feedback on (another's, a
+        staff one, a "dropped" count) is a NotFoundError worded exactly as for an unknown id,
+        and so is a passage its audience may not see: neither tells that a staff one exists.
+        A passage the entry's own audience may not see, or one not in force on the entry's
+        date, is a TetherError (the question it makes could never find it). Askers that
+        share a name (every anonymous caller of a server is "anonymous") share their
+        entries."""
+        from tether.answering.audit import check_verdict, feedback_note, os_user
+        from tether.errors import NotFoundError
+        from tether.types import Feedback
+
+        asker = who or os_user()
+        reader = check_audience(audience)
+        kind = check_verdict(verdict)
+        text = feedback_note(note)
+        self.store  # noqa: B018 (the index's own checks: it exists, its schema is read)
+        log = self._audit(True)
+        known = isinstance(entry_id, int) and 0 < entry_id < 2**63  # what a log can hold
+        entry = log.entry(entry_id, reader) if known else None
+        if (
+            entry is None
+            or entry.status == "dropped"
+            or (reader != "staff" and entry.who != asker)
+        ):
+            raise NotFoundError(f"no audit entry {entry_id}")
+        passage = None
+        if chunk_id is not None and chunk_id.strip():
+            passage = self._right_passage(chunk_id.strip(), reader, entry)
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        given = Feedback(entry_id, at, asker, kind, text, passage)
+        return log.add_feedback(given)
+
+    def _right_passage(self, chunk_id: str, reader: Audience, entry: AuditEntry) -> str:
+        """`chunk_id` when `reader` may see it and it can answer `entry`'s question (its
+        audience may see it, it is in force on its date); else a NotFoundError (unseen, worded
+        as unknown) or a TetherError saying why not."""
+        from tether.errors import NotFoundError
+
+        chunk = self.read(chunk_id, reader)
+        if chunk is None:
+            raise NotFoundError(f"no chunk with chunk_id {chunk_id!r}")
+        if not Filters(audience=entry.audience).allows(chunk.meta):
+            raise TetherError(
+                f"the passage {chunk_id} is a staff passage; audit entry {entry.id} was asked"
+                " for the public audience, which cannot see it"
+            )
+        when = as_of_value(entry.as_of)
+        if not chunk.meta.in_force(when):
+            raise TetherError(
+                f"the passage {chunk_id} ({chunk.doc_id} version {chunk.version}) is not in"
+                f" force on {entry.as_of}, the date audit entry {entry.id} was asked for"
+            )
+        return chunk.chunk_id
+
+    def feedback_entries(self, query: AuditQuery) -> list[Feedback]:
+        """The feedback on the entries `query` selects (dated by the feedback, newest first),
+        each with its entry, as the query's reader may see them: a public reader gets the
+        feedback on public entries without ids or names, as for `audit_entries`."""
+        found = self._audit_reader().feedback(query)
+        if query.reader == "staff":
+            return found
+        return [
+            replace(f, id=None, entry_id=0, who="",
+                    entry=replace(f.entry, id=None, who="") if f.entry else None)
+            for f in found
+        ]  # fmt: skip
+
+    def feedback_questions(self, query: AuditQuery) -> tuple[list[Question], list[str]]:
+        """A question set made from the feedback `query` selects
+        (`tether.evaluation.feedback.feedback_questions`): one question per entry, and notes
+        on what could not be used as given (a right passage no longer in the index). A public
+        reader sees no entry ids: its questions are numbered FBP1, FBP2, ... instead of
+        FB<entry id>."""
+        from tether.evaluation.feedback import feedback_questions
+
+        found = self._audit_reader().feedback(query)
+        read = lambda chunk_id: self.read(chunk_id, query.reader)  # noqa: E731
+        return feedback_questions(found, read, ids=query.reader == "staff")
+
     def _audit_reader(self) -> AuditLog:
         self.store  # noqa: B018 (the index's own checks: it exists, its schema is read)
         return self._audit(False)
@@ -740,7 +844,8 @@ class Workspace:
     ) -> AskResult:
         """Answer `question` with checked citations (see `tether.answering.pipeline.ask`) and
         record it in the audit as asked by `who` (a key name; the OS user when None) unless
-        `audit` is False or the setting TETHER_AUDIT is off; `events` hears each stage as it
+        `audit` is False or the setting TETHER_AUDIT is off (the result's `audit_id` is the
+        entry's id, None when nothing was recorded); `events` hears each stage as it
         completes (`tether.answering.pipeline.Events`), `on_text` the unchecked draft of the
         answer as the model writes it (staff readers only)."""
         from tether.answering.gate import check_question
@@ -762,9 +867,7 @@ class Workspace:
             answerability=self.answerability_judge(),
             on_text=on_text,
         )
-        if audit and self.settings.audit:
-            self.record(result, who)
-        return result
+        return self._recorded(result, who, audit)
 
     def ask_agent(
         self,
@@ -806,9 +909,15 @@ class Workspace:
             result, self.store, result.context, o, judge=self.judge(), embedder=retriever.embedder,
             verifier=self.verifier(), profile=self.profile,
         )  # fmt: skip
-        if audit and self.settings.audit:
-            self.record(result, who)
-        return result
+        return self._recorded(result, who, audit)
+
+    def _recorded(self, result: AskResult, who: str | None, audit: bool) -> AskResult:
+        """`result` recorded in the audit (unless `audit` is False or the setting is off), with
+        the entry's id as its `audit_id` when it was written."""
+        if not (audit and self.settings.audit):
+            return result
+        entry_id = self.record(result, who)
+        return replace(result, audit_id=entry_id) if entry_id else result
 
     def check(
         self,

@@ -21,3 +21,8 @@ class OlderIndexError(TetherError):
 class DeadlineError(TetherError):
     """Work stopped at a stage boundary because its request ran past its deadline (the server
     answers 504; nothing after that stage was done)."""
+
+
+class NotFoundError(TetherError):
+    """Something named by its ID that does not exist, or that the asker may not see: the two
+    are worded alike, so the message never tells them apart (the server answers 404)."""

@@ -22,6 +22,7 @@ from tether.types import (
     Completion,
     DocMeta,
     DocumentInfo,
+    Feedback,
     FileState,
     Filters,
     Hit,
@@ -131,13 +132,22 @@ class AuditLog(Protocol):
     backend can offer one or not. `record` writes one entry and, with `retention_days`,
     deletes the entries older than that many days, and returns the new entry's id; it must
     not hold the index's write lock for long (it runs beside an answer). `entries` and `entry`
-    read for a reader: a public reader never gets an entry asked for staff (as if absent)."""
+    read for a reader: a public reader never gets an entry asked for staff (as if absent).
+    `add_feedback` stores a verdict on an existing entry (one per entry and asker: a second
+    replaces the first; an unknown entry is a TetherError) and returns it as stored;
+    `feedback` lists the feedback on the entries a query selects (dated by the feedback),
+    newest first, each with its entry; retention deletes an entry's feedback with it. The
+    log checks no permission: `Workspace.feedback` decides who may give feedback on what."""
 
     def record(self, entry: AuditEntry, retention_days: int | None = None) -> int: ...
 
     def entries(self, query: AuditQuery) -> list[AuditEntry]: ...
 
     def entry(self, entry_id: int, reader: str = "public") -> AuditEntry | None: ...
+
+    def add_feedback(self, feedback: Feedback) -> Feedback: ...
+
+    def feedback(self, query: AuditQuery) -> list[Feedback]: ...
 
     def close(self) -> None: ...
 

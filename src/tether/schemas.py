@@ -303,7 +303,8 @@ class AgentTrace(_Wire):
 
 class AskResult(_Wire):
     """Everything one question produced: the hits, the gate, the passages shown, the request
-    and completion, the answer and its checked claims, whether (and why) it was refused."""
+    and completion, the answer and its checked claims, whether (and why) it was refused, and
+    the id of its audit entry (`audit_id`, null when not recorded)."""
 
     question: str
     as_of: date | None
@@ -332,6 +333,11 @@ class AskResult(_Wire):
     provider_note: str
     timings: dict[str, float]
     agent: AgentTrace | None = None  # the agent loop's trace (`ask --agent`), else null
+    audit_id: int | None = Field(
+        None,
+        description="The audit entry recorded for this answer (what `POST /v1/feedback` names);"
+        " null when it was not recorded.",
+    )
 
     @classmethod
     def from_ask_result(cls, r: types.AskResult) -> AskResult:
@@ -348,6 +354,7 @@ class AskResult(_Wire):
             model=r.completion.model if r.completion is not None else "",
             provider_note=r.provider_note, timings=dict(r.timings),
             agent=None if r.agent is None else AgentTrace.from_trace(r.agent),
+            audit_id=r.audit_id,
         )  # fmt: skip
 
 
@@ -675,6 +682,30 @@ class AuditRecord(_Wire):
         return cls(flags=list(e.flags), **{**e.__dict__, "id": e.id or 0})
 
 
+class Feedback(_Wire):
+    """A verdict on one recorded answer (`POST /v1/feedback`, `tether audit --feedback`): the
+    audit entry it is about (`audit_id`, as the AskResult gave it), when and who gave it,
+    helpful or wrong, the note and the chunk ID of the right passage (null when not given),
+    and the entry's question. A public reader of `tether audit --feedback` gets no ids (0)
+    and no asker (""), as for the audit itself."""
+
+    id: int
+    audit_id: int
+    at: str
+    who: str
+    verdict: Literal["helpful", "wrong"]
+    note: str | None
+    chunk_id: str | None
+    question: str
+
+    @classmethod
+    def from_feedback(cls, f: types.Feedback) -> Feedback:
+        return cls(
+            id=f.id or 0, audit_id=f.entry_id, at=f.at, who=f.who, verdict=f.verdict,
+            note=f.note, chunk_id=f.chunk_id, question=f.entry.question if f.entry else "",
+        )  # fmt: skip
+
+
 class Handoff(_Wire):
     """What a person taking over an index needs (`tether info`), as the audience may see it."""
 
@@ -735,6 +766,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "ingest-report": IngestReport,
     "answer-report": AnswerReport,
     "audit-record": AuditRecord,
+    "feedback": Feedback,
 }
 """Every wire model by the name `tether schema NAME` takes."""
 

@@ -592,7 +592,9 @@ class AgentTrace:
 
 @dataclass(frozen=True)
 class AskResult:
-    """Everything one question produced, for the CLI, the API, the server and eval."""
+    """Everything one question produced, for the CLI, the API, the server and eval;
+    `audit_id` is the id of the audit entry `Workspace.ask` recorded for it (what feedback
+    on the answer names), None when it was not recorded."""
 
     question: str
     as_of: date | None
@@ -613,6 +615,7 @@ class AskResult:
     timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
     notice: str = ""  # what the reader was not shown and why ("2 claims withheld: ...")
     agent: AgentTrace | None = None  # the agent loop's trace (`ask --agent`), else None
+    audit_id: int | None = None  # the audit entry recorded for it (feedback names it), else None
 
     @property
     def status(self) -> AskStatus:
@@ -690,6 +693,27 @@ class AuditEntry:
     def flags(self) -> tuple[str, ...]:
         """Every flag of every claim, sorted, once each."""
         return tuple(sorted({str(f) for c in self.claims for f in c.get("flags", ())}))
+
+
+FeedbackVerdict = Literal["helpful", "wrong"]
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """A reader's verdict on one recorded answer (`Workspace.feedback`): the audit entry's id,
+    when (UTC, ISO 8601) and who (a key name, an OS user) gave it, helpful or wrong, an
+    optional note, and for a wrong answer optionally the chunk ID of the passage that does
+    answer. One per entry and asker: a second one from the same asker replaces the first.
+    `id` is given by the log when it is stored; `entry` is the audit entry when listed."""
+
+    entry_id: int
+    at: str
+    who: str
+    verdict: FeedbackVerdict
+    note: str | None = None
+    chunk_id: str | None = None
+    id: int | None = None
+    entry: AuditEntry | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)

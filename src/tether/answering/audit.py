@@ -1,5 +1,7 @@
 """`audit_entry`: what the audit keeps of one answered question (`tether.types.AuditEntry`,
-written by a `tether.protocols.AuditLog`), built from its `AskResult`.
+written by a `tether.protocols.AuditLog`), built from its `AskResult`; and the rules for the
+feedback on one (`check_verdict`, `feedback_note`: helpful or wrong, a note of at most
+MAX_NOTE_CHARS characters without control characters).
 
 It keeps the question, the filters, the method, the IDs of the passages given to the model
 (not their text), the request's hash (the exact key a recording of it would have, so the
@@ -13,9 +15,12 @@ before the model has no prompt hash and no model.
 from __future__ import annotations
 
 import time
+import unicodedata
+from typing import cast
 
+from tether.errors import TetherError
 from tether.providers.replay import request_key
-from tether.types import AskResult, AuditEntry
+from tether.types import AskResult, AuditEntry, FeedbackVerdict
 
 
 def audit_entry(result: AskResult, who: str, at: float | None = None) -> AuditEntry:
@@ -64,3 +69,40 @@ def os_user() -> str:
         return getpass.getuser()
     except (OSError, KeyError):
         return "unknown"
+
+
+MAX_NOTE_CHARS = 2000  # a feedback note's length limit, in characters
+VERDICTS = ("helpful", "wrong")
+_ALLOWED_CONTROLS = frozenset("\n\t")
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def check_verdict(verdict: str) -> FeedbackVerdict:
+    """`verdict` when it is helpful or wrong, else a TetherError."""
+    if verdict not in VERDICTS:
+        raise TetherError(f"verdict {verdict!r} is not helpful or wrong")
+    return cast("FeedbackVerdict", verdict)
+
+
+def feedback_note(note: str | None) -> str | None:
+    """A feedback note as it is stored: without surrounding spaces, None when empty. A
+    TetherError when it is over MAX_NOTE_CHARS characters or holds a control character (a
+    line break and a tab aside) or a bidirectional override, which could make a listing
+    read other than it is."""
+    text = (note or "").strip()
+    if not text:
+        return None
+    if len(text) > MAX_NOTE_CHARS:
+        raise TetherError(
+            f"the note is {len(text):,} characters long; the limit is {MAX_NOTE_CHARS:,}"
+        )
+    bad = next((ch for ch in text if _control(ch)), None)
+    if bad is not None:
+        raise TetherError(f"the note holds a control character (U+{ord(bad):04X}); remove it")
+    return text
+
+
+def _control(ch: str) -> bool:
+    if ch in _ALLOWED_CONTROLS:
+        return False
+    return unicodedata.category(ch) == "Cc" or ch in _BIDI_CONTROLS

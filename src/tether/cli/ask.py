@@ -1,4 +1,5 @@
-"""Asking: `tether ask`, `chat`, `demo` and `questions`, and how an answer is printed (the
+"""Asking: `tether ask`, `chat`, `demo` and `questions` (a question set listed, a starter one,
+or one made from the feedback on recorded answers), and how an answer is printed (the
 passages shown, the answer, each claim's citations and checks, tokens and cost).
 
 What it cannot do: it answers nothing itself (`tether.answering.pipeline.ask` does) and
@@ -189,12 +190,50 @@ def questions(
             " --questions`; docs/questions.md explains each key.",
         ),
     ] = False,
+    from_feedback: Annotated[
+        bool,
+        typer.Option(
+            "--from-feedback",
+            help="Print a question set (JSON Lines) made from the feedback on the index's"
+            " recorded answers (`tether audit --feedback`), for `tether eval --questions`.",
+        ),
+    ] = False,
+    audience: Annotated[
+        str,
+        typer.Option(
+            "--audience",
+            help="With --from-feedback: the reader; public (default) reads the feedback on"
+            " public answers only, staff all of it.",
+        ),
+    ] = "public",
+    since: Annotated[
+        str | None, typer.Option(help="With --from-feedback: feedback from this date on.")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="With --from-feedback: feedback up to this date.")
+    ] = None,
+    asked_by: Annotated[
+        str | None,
+        typer.Option(
+            "--asked-by", help="With --from-feedback: only questions asked for public or staff."
+        ),
+    ] = None,
+    index: IndexOpt = None,
+    demo: DemoOpt = False,
+    store: StoreOpt = None,
 ) -> None:
-    """List the questions of a question set (or print a starter one with --template)."""
+    """List the questions of a question set (or print a starter one with --template, or one
+    made from the feedback on recorded answers with --from-feedback)."""
     from tether.evaluation.questions import QUESTION_TEMPLATE, load_questions
 
     if template:
         sys.stdout.write(QUESTION_TEMPLATE)
+        return
+    if from_feedback:
+        if questions_file is not None or kind is not None:
+            raise typer.BadParameter("--questions and --kind read a question set; it makes one",
+                                     param_hint="--from-feedback")  # fmt: skip
+        print_feedback_questions(index, demo, store, audience, since, until, asked_by, as_json)
         return
     with user_errors():
         qs = load_questions(questions_file)
@@ -220,6 +259,35 @@ def questions(
             q.as_of.isoformat() if q.as_of else "-", "yes" if q.abstain else "", shown(q.question),
         )  # fmt: skip
     out.print(listed)
+
+
+def print_feedback_questions(
+    index: Path | None, demo: bool, store: str | None, audience: str, since: str | None,
+    until: str | None, asked_by: str | None, as_json: bool,
+) -> None:  # fmt: skip
+    """`questions --from-feedback`: the question set made from the feedback the options select
+    (`Workspace.feedback_questions`), as JSON Lines (--json: the wire questions); what could
+    not be used as given is said on stderr."""
+    import json
+
+    from tether.cli.audit import audit_query
+    from tether.evaluation.questions import question_line
+
+    query = audit_query(audience, since, until, asked_by)
+    with user_errors():
+        qs, notes = open_workspace(index, demo, store).feedback_questions(query)
+    for note in notes:
+        err.print(f"note: {shown(note, one_line=True)}", highlight=False, soft_wrap=True)
+    if not qs:
+        err.print("note: no feedback recorded for this reader (see `tether audit --feedback`)",
+                  highlight=False, soft_wrap=True)  # fmt: skip
+    if as_json:
+        from tether.schemas import Question
+
+        print_json([Question.from_question(q) for q in qs])
+        return
+    for q in qs:
+        typer.echo(json.dumps(question_line(q), ensure_ascii=False))
 
 
 def ask(

@@ -1,11 +1,14 @@
 """`tether audit`: the answered questions the index recorded (`Workspace.record`): list and
 filter them (flagged first, by date, by the asker's audience, by flag), `show ID` in full,
-`export --format jsonl|csv`. An entry of status "dropped" is no answer: it counts the
-anonymous answers `tether serve` left out over its daily cap per client address; the listing
-sums them.
+`export --format jsonl|csv`, and with `--feedback` the feedback given on them (helpful or
+wrong, the note, the right passage: `POST /v1/feedback`, `Workspace.feedback`; `tether
+questions --from-feedback` turns it into a question set). An entry of status "dropped" is no
+answer: it counts the anonymous answers `tether serve` left out over its daily cap per client
+address; the listing sums them.
 
 The reader's `--audience` is public by default: a public reader never sees an entry asked
-for staff (those answers may quote staff passages); `--audience staff` sees every entry.
+for staff (those answers may quote staff passages), nor feedback on one, and sees no ids or
+askers' names; `--audience staff` sees every entry.
 
 What it cannot do: it reads the audit of one index (a file, or a PostgreSQL collection with
 `--store`); it changes nothing in it (retention is
@@ -41,7 +44,7 @@ from tether.cli.app import (
 from tether.text import spreadsheet_safe
 
 if TYPE_CHECKING:
-    from tether.types import Audience, AuditEntry
+    from tether.types import Audience, AuditEntry, AuditQuery
 
 audit_app = typer.Typer(
     help="The answered questions recorded in the index: list (flagged first), show, export.",
@@ -71,11 +74,11 @@ CSV_FIELDS = (
 )  # fmt: skip
 
 
-def _entries(
-    index: Path | None, demo: bool, audience: str, since: str | None, until: str | None,
-    asked_by: str | None, flag: str | None, flagged: bool, limit: int, store: str | None = None,
-) -> list[AuditEntry]:  # fmt: skip
-    """The entries the options select, for the reader `audience`."""
+def audit_query(
+    audience: str, since: str | None, until: str | None, asked_by: str | None = None,
+    flag: str | None = None, flagged: bool = False, limit: int = 0,
+) -> AuditQuery:  # fmt: skip
+    """The AuditQuery of the options, for the reader `audience` (a bad value: exit 2)."""
     from tether.app import as_of_value
     from tether.types import AuditQuery
 
@@ -83,11 +86,20 @@ def _entries(
     asker = cast("Audience", audience_value(asked_by)) if asked_by is not None else None
     with user_errors():
         dates = [as_of_value(d) for d in (since, until)]
-        query = AuditQuery(
-            reader=reader, since=dates[0].isoformat() if dates[0] else None,
-            until=dates[1].isoformat() if dates[1] else None, audience=asker,
-            flag=flag, flagged_only=flagged, limit=limit,
-        )  # fmt: skip
+    return AuditQuery(
+        reader=reader, since=dates[0].isoformat() if dates[0] else None,
+        until=dates[1].isoformat() if dates[1] else None, audience=asker,
+        flag=flag, flagged_only=flagged, limit=limit,
+    )  # fmt: skip
+
+
+def _entries(
+    index: Path | None, demo: bool, audience: str, since: str | None, until: str | None,
+    asked_by: str | None, flag: str | None, flagged: bool, limit: int, store: str | None = None,
+) -> list[AuditEntry]:  # fmt: skip
+    """The entries the options select, for the reader `audience`."""
+    query = audit_query(audience, since, until, asked_by, flag, flagged, limit)
+    with user_errors():
         return open_workspace(index, demo, store).audit_entries(query)
 
 
@@ -105,9 +117,22 @@ def audit(
     demo: DemoOpt = False,
     as_json: JsonOpt = False,
     store: StoreOpt = None,
+    feedback: Annotated[
+        bool,
+        typer.Option(
+            "--feedback",
+            help="List the feedback on the answers instead (helpful or wrong, note, right"
+            " passage), newest first; --since/--until date the feedback.",
+        ),
+    ] = False,
 ) -> None:
-    """List the recorded answers: flagged first, then newest first."""
+    """List the recorded answers: flagged first, then newest first (--feedback: the
+    feedback given on them)."""
     if ctx.invoked_subcommand is not None:
+        return
+    if feedback:
+        query = audit_query(audience, since, until, asked_by, flag, flagged, limit)
+        list_feedback(index, demo, store, query, as_json)
         return
     entries = _entries(index, demo, audience, since, until, asked_by, flag, flagged, limit, store)
     if as_json:
@@ -128,6 +153,32 @@ def audit(
     missing = sum(e.dropped for e in entries if e.status == "dropped")
     if missing:
         out.print(f"{dropped_words(missing)} in the entries shown", highlight=False)
+
+
+def list_feedback(
+    index: Path | None, demo: bool, store: str | None, query: AuditQuery, as_json: bool
+) -> None:
+    """`tether audit --feedback`: the feedback `query` selects, as a table or JSON."""
+    from tether.schemas import Feedback
+
+    with user_errors():
+        found = open_workspace(index, demo, store).feedback_entries(query)
+    records = [Feedback.from_feedback(f) for f in found]
+    if as_json:
+        print_json(records)
+        return
+    listed = table(
+        f"feedback ({len(records)} shown)",
+        ("id", "entry", "at", "who", "verdict", "question", "note", "right passage"),
+        overflow="fold",
+    )
+    for r in records:
+        listed.add_row(
+            str(r.id or "-"), str(r.audit_id or "-"), r.at, shown(r.who, one_line=True),
+            r.verdict, shown(r.question, one_line=True), shown(r.note or "", one_line=True),
+            shown(r.chunk_id or "", one_line=True),
+        )  # fmt: skip
+    out.print(listed)
 
 
 def dropped_words(count: int) -> str:

@@ -1,6 +1,6 @@
 """Question sets and where their answers are: reading a question set (JSON Lines in the shared
-format, unknown fields kept), the bundled demo files, staging the Larkfield benchmark, and
-matching a retrieved chunk to a relevant passage.
+format, unknown fields kept) and writing one line of it (`question_line`), the bundled demo
+files, staging the Larkfield benchmark, and matching a retrieved chunk to a relevant passage.
 
 What it cannot do: relevance is by location (doc_id, version, section or anchor, evidence
 text), so a relevant passage that the chunker split across two chunks matches both halves only
@@ -15,7 +15,7 @@ import shutil
 from datetime import date
 from importlib import resources
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from tether.errors import TetherError
 from tether.types import Audience, Chunk, Filters, Question, Relevant
@@ -125,6 +125,32 @@ def _question(raw: dict) -> Question:
         tags=tuple(raw.get("tags") or ()),
         extra={k: v for k, v in raw.items() if k not in _KNOWN},
     )
+
+
+def question_line(q: Question) -> dict[str, Any]:
+    """`q` as one line of a question set (JSON data `load_questions` reads back as `q`): id,
+    question, language and audience always, the other keys when they differ from their
+    defaults, a relevant passage's keys when set, and `extra`'s keys as they are."""
+    line: dict[str, Any] = {"id": q.id, "question": q.question, "language": q.language,
+                            "audience": q.audience}  # fmt: skip
+    if q.as_of is not None:
+        line["as_of"] = q.as_of.isoformat()
+    if q.abstain:
+        line["abstain"] = True
+    if q.kind != "answerable":
+        line["kind"] = q.kind
+    if q.reference_answer:
+        line["reference_answer"] = q.reference_answer
+    for key in ("keys", "must_not", "tags"):
+        if getattr(q, key):
+            line[key] = list(getattr(q, key))
+    if q.relevant:
+        line["relevant"] = [
+            {k: getattr(r, k) for k in _RELEVANT_KEYS if getattr(r, k) is not None}
+            for r in q.relevant
+        ]
+    line.update({k: v for k, v in q.extra.items() if k not in _KNOWN})
+    return line
 
 
 def matches(chunk: Chunk, rel: Relevant) -> bool:

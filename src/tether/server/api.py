@@ -2,10 +2,10 @@
 
 Endpoints (OpenAPI at /openapi.json; Swagger UI at /docs only with `ServeConfig.docs`):
 POST /v1/ask (an AskResult, or server-sent events with `stream`), POST /v1/search, GET
-/v1/documents, GET /v1/documents/{doc_id}, GET /v1/chunks/{chunk_id}, POST /v1/check, GET
-/v1/whoami, GET /v1/flags (each flag in plain words), GET /healthz (up), GET /readyz (the
-models loaded: 503 while the server warms up), GET /metrics (staff keys), and the web page
-at /.
+/v1/documents, GET /v1/documents/{doc_id}, GET /v1/chunks/{chunk_id}, POST /v1/check, POST
+/v1/feedback (helpful or wrong on an answer, by its `audit_id`), GET /v1/whoami, GET /v1/flags
+(each flag in plain words), GET /healthz (up), GET /readyz (the models loaded: 503 while the
+server warms up), GET /metrics (staff keys), and the web page at /.
 
 The audience comes from the key (`Authorization: Bearer KEY`, see `tether.server.keys`), never
 from the body: `view` may only narrow it. Every response computed for an audience carries it
@@ -56,6 +56,7 @@ from tether.server.requests import (
     AskRequest,
     Caller,
     CheckRequest,
+    FeedbackRequest,
     Health,
     Readiness,
     SearchRequest,
@@ -397,6 +398,25 @@ async def check(body: CheckRequest, request: Request, key: Key) -> list[schemas.
     return [schemas.Check.from_check(c) for c in found]
 
 
+async def feedback(body: FeedbackRequest, request: Request, key: Key) -> schemas.Feedback:
+    """Say whether an answer was helpful or wrong (201: the stored record): its `audit_id`
+    (from the AskResult), an optional note and, for a wrong one, the chunk ID of the passage
+    that answers. A key may give feedback on the answers asked under its own name, a staff
+    key on any; any other entry is a 404 worded exactly as an unknown id, and a passage the
+    key may not see one worded as an unknown chunk. A second verdict from the same key
+    replaces the first. Every anonymous caller is "anonymous": they share their answers'
+    feedback (one verdict per answer among them all), as they share one name in the audit."""
+    audience = key.audience
+    request.state.audience = audience
+    found = await server_of(request).read(
+        lambda ws: ws.feedback(
+            body.audit_id, body.verdict, body.note, body.chunk_id, who=key.name,
+            audience=audience,
+        )
+    )  # fmt: skip
+    return schemas.Feedback.from_feedback(found)
+
+
 async def whoami(request: Request, key: Key) -> Caller:
     """The key's name and audience."""
     return Caller(name=key.name, audience=key.audience)
@@ -508,6 +528,8 @@ def _routes(app: FastAPI) -> None:
     add("/v1/chunks/{chunk_id}", chunk, methods=["GET"], response_model=schemas.Chunk,
         responses=gone)  # fmt: skip
     add("/v1/check", check, methods=["POST"], response_model=list[schemas.Check], responses=busy)
+    add("/v1/feedback", feedback, methods=["POST"], response_model=schemas.Feedback,
+        status_code=201, responses=problem_responses(404, 504))  # fmt: skip
     add("/v1/whoami", whoami, methods=["GET"], response_model=Caller)
     add("/v1/flags", flag_words, methods=["GET"], response_model=dict[str, str])
     add("/healthz", healthz, methods=["GET"], response_model=Health)

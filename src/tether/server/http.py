@@ -2,7 +2,8 @@
 request size limit, the response's audience and security headers, and the Prometheus metrics.
 
 - `ProblemDetails`: the JSON body of every 4xx/5xx (`application/problem+json`): type, title,
-  status, detail. An unexpected exception is a 500 with a fixed sentence, never a traceback.
+  status, detail. A TetherError is a 400 (a NotFoundError a 404, a DeadlineError a 504); an
+  unexpected exception is a 500 with a fixed sentence, never a traceback.
 - `Guard`: one ASGI middleware that refuses a body over the size limit (413, whether or not
   the client sent a Content-Length) or one that has not all arrived `body_timeout_s` seconds
   after the request's headers (408, and the connection is closed), adds `Tether-Audience` to every response computed for an
@@ -35,7 +36,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from tether.errors import DeadlineError, TetherError
+from tether.errors import DeadlineError, NotFoundError, TetherError
 
 AUDIENCE_HEADER = "Tether-Audience"
 PROBLEM_TYPE = "application/problem+json"
@@ -115,6 +116,8 @@ def install_problems(app: FastAPI) -> None:
         return problem(422, _validation_detail(exc))
 
     async def user_error(request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, NotFoundError):
+            return problem(404, str(exc))
         return problem(504 if isinstance(exc, DeadlineError) else 400, str(exc))
 
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -1,5 +1,5 @@
 """The bodies the HTTP API reads (what it answers is `tether.schemas`: AskResult, Hit,
-Document, Chunk, Check), and the two small answers of its own (`Health`, `Caller`).
+Document, Chunk, Check, Feedback), and the two small answers of its own (`Health`, `Caller`).
 
 None of them carries an audience: the caller's key decides it. `view` only narrows it (a
 staff key may ask for the public view; a public key asking for the staff view is refused).
@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tether.answering.answer import MAX_CLAIM_CHARS, MAX_CLAIMS
+from tether.answering.audit import MAX_NOTE_CHARS
 from tether.answering.gate import MAX_QUESTION_CHARS
 
 Method = Literal["auto", "bm25", "dense", "hybrid", "rerank"]
@@ -86,6 +87,22 @@ class CheckRequest(_Body):
     language: Literal["en", "fr"] | None = None
     view: View = VIEW
     judge: bool = Field(True, description="Score entailment (when the index has vectors).")
+
+
+class FeedbackRequest(_Body):
+    """A verdict on one answer (`POST /v1/feedback`): the answer's `audit_id` (from its
+    AskResult), helpful or wrong, an optional note, and for a wrong answer optionally the
+    chunk ID of the passage that does answer."""
+
+    audit_id: int = Field(ge=1, le=2**63 - 1, description="The AskResult's `audit_id`.")
+    verdict: Literal["helpful", "wrong"]
+    note: str | None = Field(
+        None, max_length=MAX_NOTE_CHARS,
+        description="Why, in a few words (no control characters but line breaks and tabs).",
+    )  # fmt: skip
+    chunk_id: str | None = Field(
+        None, max_length=200, description="The chunk ID of the passage that answers the question."
+    )
 
 
 class Health(BaseModel):

@@ -1,6 +1,6 @@
 """What both audit tables share (`sqlite_audit`, `postgres_audit`): an entry's row values, the
-WHERE clause of an `AuditQuery` (with the backend's placeholder), the retention cut-off, and
-an `AuditEntry` read back from a row.
+WHERE clause of an `AuditQuery` (with the backend's placeholder), the retention cut-off, an
+`AuditEntry` read back from a row, and the same for a feedback row joined with its entry.
 
 - a reader that is not staff reads public entries only (fail closed), in the query itself, so
   not even a count of staff entries is read;
@@ -18,7 +18,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tether.types import AuditEntry, AuditQuery
+from tether.types import AuditEntry, AuditQuery, Feedback
 
 COLUMNS = "id, at, who, audience, status, record"
 _FIELDS = frozenset(f.name for f in dataclasses.fields(AuditEntry)) - {"id"}
@@ -38,26 +38,30 @@ def cutoff(retention_days: int) -> str:
     return (datetime.now(UTC) - timedelta(days=retention_days)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def where(query: AuditQuery, mark: str = "?") -> tuple[str, list[object]]:
-    """The WHERE clause (without the keyword) and its arguments for `query`."""
+def where(
+    query: AuditQuery, mark: str = "?", entry: str = "", dated: str = ""
+) -> tuple[str, list[object]]:
+    """The WHERE clause (without the keyword) and its arguments for `query`; `entry` prefixes
+    the entry's columns and `dated` the `at` the dates apply to (a feedback listing joins the
+    entry as "a." and dates the feedback, "f.")."""
     clauses: list[str] = ["1 = 1"]
     args: list[object] = []
     if query.reader != "staff":  # fail closed: anything but staff reads public entries only
-        clauses.append("audience = 'public'")
+        clauses.append(f"{entry}audience = 'public'")
     if query.audience is not None:
-        clauses.append(f"audience = {mark}")
+        clauses.append(f"{entry}audience = {mark}")
         args.append(query.audience)
     if query.since:
-        clauses.append(f"at >= {mark}")
+        clauses.append(f"{dated}at >= {mark}")
         args.append(query.since)
     if query.until:
-        clauses.append(f"substr(at, 1, 10) <= {mark}")
+        clauses.append(f"substr({dated}at, 1, 10) <= {mark}")
         args.append(query.until[:10])
     if query.flagged_only:
-        clauses.append("flagged = 1")
+        clauses.append(f"{entry}flagged = 1")
     if query.flag:
-        clauses.append(f"((' ' || flags || ' ') LIKE {mark} ESCAPE '\\'"
-                       f" OR (' ' || flags || ' ') LIKE {mark} ESCAPE '\\')")  # fmt: skip
+        flags = f"(' ' || {entry}flags || ' ')"
+        clauses.append(f"({flags} LIKE {mark} ESCAPE '\\' OR {flags} LIKE {mark} ESCAPE '\\')")
         kind = query.flag.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         args += [f"% {kind} %", f"% {kind}:%"]
     return " AND ".join(clauses), args
@@ -77,3 +81,31 @@ def entry_of(row: tuple) -> AuditEntry:
     data["passage_ids"] = tuple(data.get("passage_ids") or ())
     data["claims"] = tuple(data.get("claims") or ())
     return AuditEntry(id=int(entry_id), **data)
+
+
+FEEDBACK_COLUMNS = (
+    "f.id, f.entry_id, f.at, f.who, f.verdict, f.note, f.chunk_id,"
+    " a.id, a.at, a.who, a.audience, a.status, a.record"
+)
+"""A feedback row (table alias f) joined with its entry (alias a), for `feedback_of`."""
+
+
+def feedback_of(row: tuple) -> Feedback:
+    """A Feedback, its entry attached, from a row of `FEEDBACK_COLUMNS`."""
+    fid, entry_id, at, who, verdict, note, chunk_id, *entry = row
+    return Feedback(
+        entry_id=int(entry_id), at=at, who=who, verdict=verdict, note=note, chunk_id=chunk_id,
+        id=int(fid), entry=entry_of(tuple(entry)),
+    )  # fmt: skip
+
+
+def feedback_order(query: AuditQuery) -> str:
+    """Newest feedback first (and the query's limit)."""
+    text = " ORDER BY f.at DESC, f.id DESC"
+    return text + (f" LIMIT {int(query.limit)}" if query.limit else "")
+
+
+def feedback_values(feedback: Feedback) -> tuple[Any, ...]:
+    """(entry_id, at, who, verdict, note, chunk_id) for an INSERT."""
+    f = feedback
+    return (f.entry_id, f.at, f.who, f.verdict, f.note, f.chunk_id)

@@ -22,8 +22,13 @@ AUDIT_TABLE = (
     " who TEXT NOT NULL, audience TEXT NOT NULL, status TEXT NOT NULL, flagged INTEGER NOT NULL,"
     " flags TEXT NOT NULL, record TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS audit_by_time ON audit (at)",
+    "CREATE TABLE IF NOT EXISTS audit_feedback (id INTEGER PRIMARY KEY,"
+    " entry_id INTEGER NOT NULL, at TEXT NOT NULL, who TEXT NOT NULL, verdict TEXT NOT NULL,"
+    " note TEXT, chunk_id TEXT, UNIQUE (entry_id, who))",
 )
-"""The audit of answered questions (`tether.stores.sqlite_audit`), added in schema 3."""
+"""The audit of answered questions (`tether.stores.sqlite_audit`), added in schema 3, and the
+feedback on its entries (one per entry and asker), added beside it without a new schema
+version: both are created by the audit's first write when an index lacks them."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
