@@ -394,14 +394,14 @@ def test_post_feedback(demo_copy: Path, demo_store) -> None:
         control = {"audit_id": audit_id, "verdict": "wrong", "note": "a\x1bb"}
         assert "control character" in _problem(
             c.post("/v1/feedback", json=control, headers=_bearer(PUBLIC_KEY)), 400)["detail"]
-        # anonymous callers share one name: feedback on anonymous answers, not on a key's
-        anonymous = c.post("/v1/ask", json=body).json()["audit_id"]
-        ok = c.post("/v1/feedback", json={"audit_id": anonymous, "verdict": "helpful"})
-        assert ok.status_code == 201 and ok.json()["who"] == "anonymous"
-        _problem(c.post("/v1/feedback", json={"audit_id": audit_id, "verdict": "helpful"}), 404)
+        # anonymous callers share one name and could count answers by their ids: an
+        # anonymous answer carries no id, and feedback needs a key
+        anonymous = c.post("/v1/ask", json=body).json()
+        assert anonymous["status"] and anonymous["audit_id"] is None
+        refused = _problem(c.post("/v1/feedback", json={"audit_id": audit_id,
+                                                        "verdict": "helpful"}), 403)  # fmt: skip
+        assert "needs a key" in refused["detail"]
         assert _problem(c.post("/v1/feedback", json=given, headers=_bearer("tk_nope")), 401)
     with Workspace(Settings(), index=demo_copy) as ws:
         found = ws.feedback_entries(STAFF)
-    assert sorted((f.who, f.verdict) for f in found) == [
-        ("anonymous", "helpful"), ("k1", "helpful"), ("k3", "wrong")
-    ]
+    assert sorted((f.who, f.verdict) for f in found) == [("k1", "helpful"), ("k3", "wrong")]

@@ -525,3 +525,63 @@ def test_engineer_settings_wait_behind_advanced(server, browser) -> None:
     assert browser.find_element(By.ID, "method").is_displayed()
     assert chunk_id in row.text and cells[1].text.replace(".", "").isdigit()
     browser.find_element(By.CSS_SELECTOR, "#advanced summary").click()
+
+
+def test_feedback_from_the_page_becomes_an_eval_question(
+    browser, artifacts, demo_store, tmp_path
+) -> None:
+    """A staff agent marks an answer wrong on the page (a note, the passage that answers);
+    the feedback is kept with the answer's audit entry and becomes a question that `eval`
+    scores against that passage; an anonymous page offers no feedback (feedback needs a key)."""
+    import sqlite3
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    from serving import live_server, serve_app
+
+    from tether.app import Workspace
+    from tether.config import Settings
+    from tether.evaluation.retrieval_eval import run_retrieval_eval
+    from tether.types import AuditQuery
+
+    copy = tmp_path / "demo.sqlite"
+    source, target = sqlite3.connect(demo_store.path), sqlite3.connect(copy)
+    source.backup(target)
+    source.close()
+    target.close()
+    app = serve_app(copy, {STAFF_KEY: "staff"}, anonymous=True)
+    question = "How long does standard delivery take?"
+    with live_server(app) as (host, port):
+        browser.get(f"http://{host}:{port}/")
+        _wait(browser, lambda d: d.find_element(By.ID, "audience").text.startswith("public"))
+        _ask(browser, question)
+        assert not browser.find_element(By.ID, "feedback").is_displayed()
+        browser.find_element(By.ID, "key").send_keys(STAFF_KEY)
+        browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
+        _wait(browser, lambda d: d.find_element(By.ID, "audience").text.startswith("staff"))
+        _ask(browser, question)
+        box = browser.find_element(By.ID, "feedback")
+        assert box.is_displayed()
+        browser.find_element(By.ID, "wrong").click()
+        note = browser.find_element(By.ID, "feedback-note")
+        assert note.is_displayed()
+        note.send_keys("It should quote the express option too.")
+        choose = Select(browser.find_element(By.ID, "right-passage"))
+        right = choose.options[-1].get_attribute("value")  # the last passage found
+        assert right
+        choose.select_by_value(right)
+        browser.find_element(By.ID, "send-wrong").click()
+        said = _wait(browser, lambda d: d.find_element(By.ID, "feedback-said").text)
+        assert said.startswith("Thank you: marked wrong"), said
+        assert not browser.find_element(By.ID, "wrong").is_enabled()
+        browser.save_screenshot(str(artifacts / "feedback-sent.png"))
+        browser.find_element(By.ID, "forget").click()
+    with Workspace(Settings(provider="extractive"), index=copy) as ws:
+        [kept] = ws.feedback_entries(AuditQuery(reader="staff"))
+        assert (kept.verdict, kept.chunk_id) == ("wrong", right)
+        assert kept.note == "It should quote the express option too."
+        questions, _ = ws.feedback_questions(AuditQuery(reader="staff"))
+        [made] = questions
+        assert made.question == question and made.relevant
+        scored = run_retrieval_eval(ws.store, ws.retriever(dense=False), questions, ("bm25",), 20)
+    assert scored.n_scored == 1 and not scored.skipped

@@ -26,7 +26,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -286,6 +286,8 @@ def _ask(
     found = ws.ask(question, options, events=events, who=key.name, audit=audit, on_text=on_text)
     if not audit:
         s.dropped(ws)
+    if key is ANONYMOUS:  # see `feedback`: no id for a caller nobody can tell apart
+        found = replace(found, audit_id=None)
     return schemas.AskResult.from_ask_result(found)
 
 
@@ -404,8 +406,12 @@ async def feedback(body: FeedbackRequest, request: Request, key: Key) -> schemas
     that answers. A key may give feedback on the answers asked under its own name, a staff
     key on any; any other entry is a 404 worded exactly as an unknown id, and a passage the
     key may not see one worded as an unknown chunk. A second verdict from the same key
-    replaces the first. Every anonymous caller is "anonymous": they share their answers'
-    feedback (one verdict per answer among them all), as they share one name in the audit."""
+    replaces the first. Feedback needs a key (403 for an anonymous caller, whose answers
+    carry no `audit_id`): anonymous callers share one name, so each could overwrite the
+    others' verdicts, and ids that grow with every answer would tell anyone how many answers
+    were given between two of theirs."""
+    if key is ANONYMOUS:
+        raise Refused(403, "feedback needs a key: an anonymous answer has no audit_id")
     audience = key.audience
     request.state.audience = audience
     found = await server_of(request).read(
