@@ -141,3 +141,38 @@ def test_a_provider_that_cannot_stream_gives_the_whole_draft_at_once(demo_store)
         retriever=retriever_for(demo_store), judge=None, tokens=ESTIMATE, on_text=text.append,
     )  # fmt: skip
     assert result.answer is not None and text == [result.answer.answer]
+
+
+def test_the_terminal_shows_the_draft_as_it_comes_and_closes_its_line(monkeypatch) -> None:
+    """`tether ask` on a terminal: the spinner is cleared at the first piece, the pieces
+    follow one another on one line after "draft, not yet checked:", closed before the checked
+    answer; piped, nothing is shown."""
+    import importlib
+    import io
+
+    from rich.console import Console
+
+    cli = importlib.import_module("tether.cli.app")  # the module, not the Typer app
+
+    class Bar:
+        stopped = 0
+
+        def stop(self) -> None:
+            self.stopped += 1
+
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, color_system=None, width=200)
+    monkeypatch.setattr(cli.err, "_console", terminal)
+    monkeypatch.delenv("TETHER_QUIET", raising=False)
+    bar = Bar()
+    draft = cli.DraftPrinter(bar)
+    for piece in ("Standard ", "delivery takes ", "3 to 7 days."):
+        draft(piece)
+    draft.end()
+    assert bar.stopped == 1
+    assert screen.getvalue() == "draft, not yet checked: Standard delivery takes 3 to 7 days.\n"
+    monkeypatch.setattr(cli.err, "_console", Console(file=io.StringIO(), force_terminal=False))
+    piped = cli.DraftPrinter(Bar())
+    piped("nothing shown")
+    piped.end()
+    assert not piped.started
