@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         Claim,
         ClaimCheck,
         Feedback,
+        HealthReport,
         Question,
     )
 
@@ -829,6 +830,45 @@ class Workspace:
         if writable not in self._audit_logs:
             self._audit_logs[writable] = open_audit_log(self.location, writable=writable)
         return self._audit_logs[writable]
+
+    # ---- the health report -----------------------------------------------------------------
+
+    def health(
+        self,
+        as_of: AsOf = "today",
+        *,
+        since: str | None = None,
+        contradictions: bool = True,
+        progress: Callable[[str], None] | None = None,
+    ) -> HealthReport:
+        """The collection's health on `as_of` (`tether.health.report`) for the people who own
+        its documents: content gaps from the audit entries and feedback since `since` (an ISO
+        date; None: all), contradictions (unless `contradictions` is False), staleness and
+        hygiene. Staff only: the report quotes staff documents and recorded questions, so a
+        face must never show it to a public reader. `progress` hears each part's name."""
+        from tether.health.report import build_report
+        from tether.types import AuditQuery
+
+        when = as_of_value(as_of) or date.today()
+        query = AuditQuery(reader="staff", since=since, limit=0)
+        log = self._audit_reader()
+        entries = [e for e in log.entries(query) if e.status != "dropped"]
+        given = log.feedback(query)
+        wrong = [f.entry for f in given if f.verdict == "wrong" and f.entry is not None]
+        embedder = self.query_embedder()
+        options = SearchOptions(k=2, as_of=when, audience="staff")
+        finder = None
+        if contradictions:
+            from tether.health.contradictions import find_contradictions
+
+            finder = lambda: find_contradictions(self.store, when, embedder=embedder)  # noqa: E731
+        return build_report(
+            self.store, when, collection=str(getattr(self.store, "location", self.location)),
+            entries=entries, wrong=wrong,
+            helpful=sum(f.verdict == "helpful" for f in given),
+            embed=embedder.embed_queries if embedder is not None else None,
+            search=lambda q: self.search(q, options), contradictions=finder, progress=progress,
+        )  # fmt: skip
 
     # ---- answering ------------------------------------------------------------------------
 

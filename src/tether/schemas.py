@@ -750,6 +750,69 @@ class IngestReport(_Wire):
         return cls(index=index, problems=problems, unsupported=dict(r.unsupported), **rest)
 
 
+class HealthQuote(_Wire):
+    """A passage a health finding quotes: its document, version, title, section, chunk ID,
+    the text, and the document's owner and access."""
+
+    doc_id: str
+    version: str
+    title: str
+    section: str
+    chunk_id: str
+    text: str
+    owner: str | None
+    access: Literal["public", "staff"]
+
+
+class HealthFinding(_Wire):
+    """One finding of `tether health`: its kind (gap, contradiction, stale, superseded_cited,
+    missing_link, unlabelled, instructions, near_duplicate, over_window, unreadable), a
+    one-line title, the detail, the documents and their owners, the passages quoted, the
+    questions asked (gaps), and how many times it was seen."""
+
+    kind: str
+    title: str
+    detail: str
+    doc_ids: list[str]
+    owners: list[str]
+    evidence: list[HealthQuote]
+    examples: list[str]
+    count: int
+
+
+class HealthReport(_Wire):
+    """`tether health --json` and `GET /v1/health` (staff keys): a collection's findings on
+    `as_of`, what was looked at, the seconds it took and notes on what was not checked."""
+
+    collection: str
+    as_of: date
+    generated_at: str
+    findings: list[HealthFinding]
+    counts: dict[str, int] = Field(description="Findings per kind.")
+    looked_at: dict[str, int]
+    seconds: float
+    notes: list[str]
+
+    @classmethod
+    def from_report(cls, r: types.HealthReport) -> HealthReport:
+        findings = [
+            HealthFinding(
+                kind=f.kind, title=f.title, detail=f.detail, doc_ids=list(f.doc_ids),
+                owners=list(f.owners), examples=list(f.examples), count=f.count,
+                evidence=[HealthQuote(**_fields(q, HealthQuote)) for q in f.evidence],
+            )
+            for f in r.findings
+        ]  # fmt: skip
+        counts: dict[str, int] = {}
+        for f in r.findings:
+            counts[f.kind] = counts.get(f.kind, 0) + 1
+        return cls(
+            collection=r.collection, as_of=r.as_of, generated_at=r.generated_at,
+            findings=findings, counts=counts, looked_at=dict(r.looked_at),
+            seconds=round(r.seconds, 3), notes=list(r.notes),
+        )  # fmt: skip
+
+
 MODELS: dict[str, type[BaseModel]] = {
     "document": Document,
     "chunk": Chunk,
@@ -767,6 +830,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "answer-report": AnswerReport,
     "audit-record": AuditRecord,
     "feedback": Feedback,
+    "health": HealthReport,
 }
 """Every wire model by the name `tether schema NAME` takes."""
 

@@ -3,7 +3,7 @@
 Every command has --help. A user mistake (missing folder, bad date, unknown doc_id, no index)
 prints one line starting with "error:" and exits with status 1 (2 for a bad option value).
 
-This module registers the commands of `tether.cli.{ingest,search,ask,evaluate,schema,config,serve,audit,mcp}` on
+This module registers the commands of `tether.cli.{ingest,search,ask,evaluate,schema,config,serve,health,audit,mcp}` on
 the app of `tether.cli.app`, in the order `tether --help` lists them.
 
 What it cannot do: nothing here imports an engine module; each command does, when it runs.
@@ -11,7 +11,7 @@ What it cannot do: nothing here imports an engine module; each command does, whe
 
 from __future__ import annotations
 
-from tether.cli import ask, audit, config, evaluate, ingest, mcp, schema, search, serve
+from tether.cli import ask, audit, config, evaluate, health, ingest, mcp, schema, search, serve
 from tether.cli.app import app
 
 app.command()(ingest.ingest)
@@ -31,6 +31,7 @@ app.command("eval")(evaluate.eval_command)
 app.add_typer(audit.audit_app, name="audit")
 app.command()(schema.schema)
 app.command()(serve.serve)
+app.command()(health.health)
 app.add_typer(serve.keys_app, name="keys")
 
 

@@ -19,7 +19,7 @@ SCHEMA_NAMES = (
     "document", "chunk", "hit", "check", "ask-result", "question", "question-line",
     "setting", "index-info", "calibration",
     "verifier-report", "retrieval-report", "ingest-report", "answer-report", "audit-record",
-    "feedback",
+    "feedback", "health",
 )  # fmt: skip
 """The keys of `tether.schemas.MODELS`, written out so `--help` lists them without importing
 pydantic (tests/test_schemas.py checks that the two agree)."""

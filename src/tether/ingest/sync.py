@@ -167,6 +167,9 @@ def sync(
             cache.close()
     if rebuild or store.meta_value(DEFAULT_ACCESS_META) != default_access:
         changes = replace(changes, meta=(*changes.meta, (DEFAULT_ACCESS_META, default_access)))
+    state = ingest_state(store, folder, plan, changes, rebuild)
+    if store.meta_value(INGEST_STATE_META) != state:
+        changes = replace(changes, meta=(*changes.meta, (INGEST_STATE_META, state)))
     if not changes.empty:
         store.apply(changes, progress=step)
     return SyncReport(
@@ -186,6 +189,29 @@ def sync(
 
 
 DEFAULT_ACCESS_META = "default_access"  # the index meta key of `--default-access`
+INGEST_STATE_META = "ingest:state"  # what the health report reads of the last syncs
+
+
+def ingest_state(
+    store: Store, folder: Path, plan: _Plan, changes: ChangeSet, rebuild: bool
+) -> str:
+    """The index meta value (JSON) that the health report (`tether health`) reads: the
+    collection folder, the sources that carry no access label, and the files that could not
+    be read at the last sync with their reasons. Unlabelled sources carry over from earlier
+    syncs (a sync reads only what changed): a source read again, or gone, is replaced."""
+    try:
+        before = {} if rebuild else json.loads(store.meta_value(INGEST_STATE_META) or "{}")
+    except ValueError:  # a damaged record reads as none
+        before = {}
+    read_now = {f.file.source for f in changes.files} | set(plan.removed)
+    unlabelled = {s for s in before.get("unlabelled", []) if isinstance(s, str)} - read_now
+    unlabelled |= {f.file.source for f in changes.files if not f.document.access_labelled}
+    record = {
+        "folder": str(folder.resolve()),
+        "unlabelled": sorted(unlabelled),
+        "problems": {p.source: p.reason for p in plan.problems},
+    }
+    return json.dumps(record, ensure_ascii=False, sort_keys=True)
 
 
 def access_default(store: Store, given: str | None) -> str:

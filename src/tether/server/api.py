@@ -4,7 +4,8 @@ Endpoints (OpenAPI at /openapi.json; Swagger UI at /docs only with `ServeConfig.
 POST /v1/ask (an AskResult, or server-sent events with `stream`), POST /v1/search, GET
 /v1/documents, GET /v1/documents/{doc_id}, GET /v1/chunks/{chunk_id}, POST /v1/check, POST
 /v1/feedback (helpful or wrong on an answer, by its `audit_id`), GET /v1/whoami, GET /v1/flags
-(each flag in plain words), GET /healthz (up), GET /readyz (the models loaded: 503 while the
+(each flag in plain words), GET /v1/health (the health report, staff keys; `format=html`
+for a page), GET /healthz (up), GET /readyz (the models loaded: 503 while the
 server warms up), GET /metrics (staff keys), and the web page at /.
 
 The audience comes from the key (`Authorization: Bearer KEY`, see `tether.server.keys`), never
@@ -29,10 +30,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    StreamingResponse,
+)
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 
@@ -449,6 +456,52 @@ async def readyz(request: Request) -> JSONResponse:
     return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
 
 
+HEALTH_DEADLINE_S = 300.0  # the report looks at every passage: longer than a question
+
+
+async def health(
+    request: Request,
+    key: Key,
+    as_of: Annotated[str, Query(description="YYYY-MM-DD or today.")] = "today",
+    since: Annotated[str | None, Query(description="Questions asked from this date on.")] = None,
+    format: Annotated[Literal["json", "html"], Query(description="json or html.")] = "json",
+) -> Any:
+    """The collection's health report (staff keys only: a public key gets 404, as for a page
+    that does not exist): content gaps, contradictions, staleness, hygiene. `format=html`:
+    the report as one page."""
+    from tether.health.report import render_html
+
+    if key.audience != "staff":
+        raise Refused(404, "Not Found")
+    request.state.audience = "staff"
+    when = as_of_value(as_of)
+    start = as_of_value(since) if since else None
+    s = server_of(request)
+    deadline = max(s.config.deadline_s, HEALTH_DEADLINE_S)
+    found = await s.readers.run(
+        lambda ws: ws.health(when or "today", since=start.isoformat() if start else None),
+        deadline,
+    )
+    if format == "html":
+        return _html_report(render_html(found))
+    return schemas.HealthReport.from_report(found)
+
+
+def _html_report(page: str) -> HTMLResponse:
+    """The report page with a policy of its own: its one inline style (by hash), nothing else."""
+    import base64
+    import hashlib
+    import re
+
+    styles = re.findall(r"<style>(.*?)</style>", page, re.S)
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(css.encode()).digest()).decode() + "'"
+        for css in styles
+    )
+    policy = f"default-src 'none'; style-src {hashes}; frame-ancestors 'none'"
+    return HTMLResponse(page, headers={"Content-Security-Policy": policy})
+
+
 async def metrics(request: Request, key: Key) -> PlainTextResponse:
     """Prometheus metrics (staff keys only)."""
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -543,6 +596,9 @@ def _routes(app: FastAPI) -> None:
         503: {"model": Readiness, "description": "Still warming up, or the warm-up failed"}
     }
     add("/readyz", readyz, methods=["GET"], response_model=Readiness, responses=ready)
+    add("/v1/health", health, methods=["GET"], response_model=schemas.HealthReport,
+        responses={**problem_responses(404, 504),
+                   200: {"content": {"text/html": {}}, "description": "HealthReport or page"}})  # fmt: skip
     add("/metrics", metrics, methods=["GET"], response_class=PlainTextResponse,
         responses=problem_responses(403))  # fmt: skip
     add("/", page, methods=["GET"], include_in_schema=False)

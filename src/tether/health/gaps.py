@@ -1,0 +1,151 @@
+"""Content gaps: the questions the audit recorded as refused, or answered with flagged claims,
+and the answers readers marked wrong, grouped by subject ("people ask X; nothing answers it").
+
+`find_gaps(entries, wrong, embed, search)`:
+- the questions: each audit entry refused or flagged (dropped counts aside), and each entry
+  a reader marked wrong (feedback), once per entry;
+- grouped by subject: e5 query vectors (`embed`), each question joined to the group whose
+  centre (the mean of its questions' vectors) it is closest to when the cosine reaches
+  `SAME_SUBJECT` (the groups are formed in the order of the questions, most asked text
+  first); without vectors (`embed` None), by the share of content words a question has in
+  common with a group's first question;
+- each group with its count, up to three different phrasings, the subject (the question
+  closest to all the others), and the passages nearest to it (`search`, staff view): where
+  an answer would go, and whose documents they are (their owners).
+
+A group of one question is a gap too (counted, listed after the groups of several).
+
+What it cannot do: it groups by closeness of wording and meaning, so two subjects asked in
+similar words can share a group and one subject asked in very different words can be split;
+the cosine cut-off was read off the demo's questions (tuned on them: with e5-small, two
+questions about one section of one document have a median cosine of 0.885, 0.835-0.939 from
+the 5th to the 95th percentile; two about different documents 0.808, 0.761-0.864; at 0.87,
+about 2% of the pairs about different documents would join); a refused question may be refused for a
+reason other than a gap (retrieval weak on a subject the documents do answer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tether.text import content_words
+from tether.types import AuditEntry, Finding, Hit, Quote
+
+SAME_SUBJECT = 0.87  # e5 query cosine at which two questions are about one subject
+SAME_WORDS = 0.5  # without vectors: the share of content words in common
+EXAMPLES = 3
+NEAREST = 2
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One question a gap is made of: its text, why it counts (refused, flagged, wrong) and
+    the audit entry."""
+
+    question: str
+    why: str
+    entry_id: int | None
+
+
+def asked(entries: Sequence[AuditEntry], wrong: Sequence[AuditEntry]) -> list[Asked]:
+    """The questions that count: refused or flagged entries, and entries marked wrong (one
+    per entry)."""
+    seen: set[int | None] = set()
+    found: list[Asked] = []
+    for e in entries:
+        if e.status in ("refused", "flagged") and e.id not in seen:
+            seen.add(e.id)
+            found.append(Asked(e.question, e.status, e.id))
+    for e in wrong:
+        if e.id in seen:
+            found = [a if a.entry_id != e.id else Asked(a.question, "marked wrong", a.entry_id)
+                     for a in found]  # fmt: skip
+            continue
+        seen.add(e.id)
+        found.append(Asked(e.question, "marked wrong", e.id))
+    return found
+
+
+def _groups(texts: Sequence[str], vectors: np.ndarray | None) -> list[list[int]]:
+    """Indices of `texts` grouped by subject (see the module docstring)."""
+    groups: list[list[int]] = []
+    if vectors is not None:
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        unit = vectors / np.where(norms == 0, 1, norms)
+        centres: list[np.ndarray] = []
+        for i in range(len(texts)):
+            best, at = -1.0, -1
+            for g, centre in enumerate(centres):
+                cosine = float(centre @ unit[i])
+                if cosine > best:
+                    best, at = cosine, g
+            if at >= 0 and best >= SAME_SUBJECT:
+                groups[at].append(i)
+                mean = unit[groups[at]].mean(axis=0)
+                centres[at] = mean / max(float(np.linalg.norm(mean)), 1e-9)
+            else:
+                groups.append([i])
+                centres.append(unit[i])
+        return groups
+    words = [set(content_words(t)) for t in texts]
+    for i in range(len(texts)):
+        at = next(
+            (g for g, members in enumerate(groups)
+             if len(words[i] & words[members[0]]) >= SAME_WORDS * max(1, len(words[i] | words[members[0]]))),
+            -1,
+        )  # fmt: skip
+        if at >= 0:
+            groups[at].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def find_gaps(
+    questions: Sequence[Asked],
+    embed: Callable[[Sequence[str]], np.ndarray] | None,
+    search: Callable[[str], list[Hit]],
+    quote: Callable[[Hit], Quote],
+) -> list[Finding]:
+    """One finding per subject (see the module docstring), the most asked first; `quote` turns
+    a hit into the passage quoted."""
+    if not questions:
+        return []
+    # the same text asked again counts again; group the distinct texts, most asked first
+    counts: dict[str, list[Asked]] = {}
+    for q in questions:
+        counts.setdefault(" ".join(q.question.split()), []).append(q)
+    texts = sorted(counts, key=lambda t: -len(counts[t]))
+    vectors = np.asarray(embed(texts), dtype=np.float32) if embed is not None else None
+    findings: list[tuple[int, Finding]] = []
+    for members in _groups(texts, vectors):
+        subject = texts[_central(members, vectors)]
+        asks = [a for i in members for a in counts[texts[i]]]
+        whys = sorted({a.why for a in asks})
+        hits = search(subject)[:NEAREST]
+        evidence = tuple(quote(h) for h in hits)
+        owners = tuple(dict.fromkeys(q.owner for q in evidence if q.owner))
+        examples = tuple(texts[i] for i in members[:EXAMPLES])
+        nearest = "; ".join(f"{q.title} ({q.section})" if q.section else q.title for q in evidence)
+        findings.append((len(asks), Finding(
+            "gap",
+            f"People ask: {subject}",
+            f"{len(asks)} question{'s' if len(asks) != 1 else ''} ({', '.join(whys)})"
+            f" with no answer that passed its checks; nearest passages: {nearest or 'none'}",
+            doc_ids=tuple(dict.fromkeys(q.doc_id for q in evidence)),
+            owners=owners, evidence=evidence, examples=examples, count=len(asks),
+        )))  # fmt: skip
+    findings.sort(key=lambda t: -t[0])
+    return [f for _, f in findings]
+
+
+def _central(members: list[int], vectors: np.ndarray | None) -> int:
+    """The member closest to all the others (the first one without vectors)."""
+    if vectors is None or len(members) < 3:
+        return members[0]
+    sub = vectors[members]
+    sub = sub / np.maximum(np.linalg.norm(sub, axis=1, keepdims=True), 1e-9)
+    return members[int(np.argmax((sub @ sub.T).sum(axis=1)))]
