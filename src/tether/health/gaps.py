@@ -5,8 +5,9 @@ and the answers readers marked wrong, grouped by subject ("people ask X; nothing
 - the questions: each audit entry refused or flagged (dropped counts aside), and each entry
   a reader marked wrong (feedback), once per entry;
 - grouped by subject: e5 query vectors (`embed`), each question joined to the group whose
-  centre (the mean of its questions' vectors) it is closest to when the cosine reaches
-  `SAME_SUBJECT` (the groups are formed in the order of the questions, most asked text
+  questions it is closest to on average when that mean cosine reaches `SAME_SUBJECT`
+  (average linkage: a normalised centre would sit closer to every question than its members
+  do, and pull other subjects in; the groups are formed in the order of the questions, most asked text
   first); without vectors (`embed` None), by the share of content words a question has in
   common with a group's first question;
 - each group with its count, up to three different phrasings, the subject (the question
@@ -75,20 +76,16 @@ def _groups(texts: Sequence[str], vectors: np.ndarray | None) -> list[list[int]]
     if vectors is not None:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         unit = vectors / np.where(norms == 0, 1, norms)
-        centres: list[np.ndarray] = []
         for i in range(len(texts)):
             best, at = -1.0, -1
-            for g, centre in enumerate(centres):
-                cosine = float(centre @ unit[i])
+            for g, members in enumerate(groups):
+                cosine = float((unit[members] @ unit[i]).mean())
                 if cosine > best:
                     best, at = cosine, g
             if at >= 0 and best >= SAME_SUBJECT:
                 groups[at].append(i)
-                mean = unit[groups[at]].mean(axis=0)
-                centres[at] = mean / max(float(np.linalg.norm(mean)), 1e-9)
             else:
                 groups.append([i])
-                centres.append(unit[i])
         return groups
     words = [set(content_words(t)) for t in texts]
     for i in range(len(texts)):

@@ -89,6 +89,8 @@ async function whoami() {
     $("audience").textContent = data.audience + (anonymous ? " (no key)" : " · " + data.name);
     $("audience").className = "badge " + data.audience;
     $("view-box").hidden = data.audience !== "staff";
+    $("health-open").hidden = data.audience !== "staff";
+    if (data.audience !== "staff") $("health-box").hidden = true;
     $("view").value = data.audience;
     $("key").placeholder = anonymous ? "optional: paste an access key" : "paste your access key";
     $("key-prompt").hidden = true;
@@ -98,6 +100,8 @@ async function whoami() {
     $("audience").textContent = "no access";
     $("audience").className = "badge";
     $("view-box").hidden = true;
+    $("health-open").hidden = true;
+    $("health-box").hidden = true;
     if (error.message.startsWith("401") && !hasKey) {
       // no key yet where one is needed: a prompt, not an error
       $("key-prompt").hidden = false;
@@ -496,6 +500,57 @@ async function watchReady() {
   setTimeout(watchReady, 2000);
 }
 
+const HEALTH_SECTIONS = [
+  ["Content gaps", ["gap"]],
+  ["Contradictions", ["contradiction"]],
+  ["Staleness", ["stale", "superseded_cited", "missing_link"]],
+  ["Hygiene", ["unlabelled", "instructions", "near_duplicate", "over_window", "unreadable"]],
+];
+
+async function openHealth() {
+  // the health report (staff keys only), rendered as text nodes
+  const box = $("health-box");
+  box.hidden = false;
+  $("health-summary").textContent = "Checking the collection… (this can take a minute)";
+  $("health").replaceChildren();
+  let report;
+  try {
+    report = (await api("/v1/health?as_of=" + encodeURIComponent($("as-of").value || "today"))).data;
+  } catch (error) {
+    $("health-summary").textContent = "No report: " + error.message;
+    return;
+  }
+  const looked = report.looked_at || {};
+  $("health-summary").textContent = "On " + report.as_of + ": " + (looked.documents || 0) + " documents, "
+    + (looked.chunks || 0) + " passages, " + (looked.audit_entries || 0) + " recorded answers ("
+    + report.seconds.toFixed(1) + " s). Internal: it quotes staff documents and recorded questions.";
+  for (const [name, kinds] of HEALTH_SECTIONS) {
+    const found = report.findings.filter((f) => kinds.includes(f.kind));
+    const part = el("section");
+    part.append(el("h3", name + " (" + found.length + ")"));
+    if (!found.length) part.append(el("p", "Nothing found.", "hint"));
+    for (const f of found) {
+      const item = el("article", undefined, "finding " + f.kind);
+      item.append(el("h4", f.title));
+      if (f.owners.length) item.append(el("p", "Owner: " + f.owners.join(", "), "hint"));
+      if (f.detail) item.append(el("p", f.detail));
+      if (f.examples.length) {
+        const asked = el("ul");
+        for (const q of f.examples) asked.append(el("li", "asked: " + q));
+        item.append(asked);
+      }
+      for (const q of f.evidence) {
+        const quote = el("blockquote");
+        quote.append(el("cite", q.title + " v" + q.version + (q.section ? " · " + q.section : "") + " · " + q.access));
+        quote.append(document.createTextNode(q.text));
+        item.append(quote);
+      }
+      part.append(item);
+    }
+    $("health").append(part);
+  }
+}
+
 async function start() {
   $("as-of").value = new Date().toISOString().slice(0, 10);
   $("key").value = sessionStorage.getItem(KEY) || "";
@@ -512,6 +567,7 @@ async function start() {
   });
   $("ask-form").addEventListener("submit", ask);
   $("copy").addEventListener("click", copyAnswer);
+  $("health-open").addEventListener("click", openHealth);
   $("helpful").addEventListener("click", () => sendFeedback("helpful"));
   $("wrong").addEventListener("click", () => {
     $("wrong-form").hidden = false;
