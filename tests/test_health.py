@@ -19,14 +19,15 @@ from tether.evaluation.questions import demo_collection
 from tether.types import AskResult, Gate
 
 AS_OF = "2026-11-30"
-REFUSED = {
-    "kayaks": ["Do you sell kayaks?", "Can I buy a kayak in your stores?",
-               "Which sea kayaks do you have in stock?", "Do you rent kayaks in the summer?"],
-    "ski waxing": ["Do you offer ski waxing?", "How much does it cost to wax my skis?",
-                   "Can your workshop wax cross-country skis?"],
-    "Greenland": ["Do you ship to Greenland?", "Can I get an order delivered to Nuuk, Greenland?",
-                  "Is there delivery to Greenland?"],
+REFUSED = {  # subjects the demo's documents never mention
+    "gift wrapping": ["Do you offer gift wrapping?", "Can you gift wrap my order?",
+                      "How much does gift wrapping cost?", "Is gift wrap available online?"],
+    "scuba": ["Do you sell scuba diving gear?", "Can I buy a scuba regulator from you?",
+              "Do you service scuba tanks?"],
+    "drones": ["Do you repair drones?", "Can I bring my camera drone in for a repair?",
+               "How much is a drone propeller repair?"],
 }  # fmt: skip
+ANSWERED = "How many days do I have to return a bicycle?"
 STALE = """---
 doc_id: bike-storage-offer
 version: "1"
@@ -74,6 +75,8 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for questions in REFUSED.values():
             for q in questions:
                 ws.record(AskResult(q, None, "public", "en", "rerank", gate=gate), "desk")
+        # refused then, answered by the documents now: no gap
+        ws.record(AskResult(ANSWERED, None, "public", "en", "rerank", gate=gate), "desk")
         answered = ws.ask("How long does standard delivery take?", who="desk")
         assert answered.audit_id is not None
         ws.feedback(answered.audit_id, "wrong", "it should say express too", who="desk")
@@ -107,8 +110,12 @@ def test_the_planted_faults_are_found_with_their_owners(planted: Path) -> None:
     assert [f.doc_ids for f in unlabelled] == [("workshop-checklist",)]
     assert "indexed as staff" in unlabelled[0].detail
     assert [f.doc_ids for f in report.of("instructions")] == [("kestrel-tr2200-sheet",)]
-    assert report.notes == ("contradictions not looked for",)
-    assert report.looked_at["marked_wrong"] == 1 and report.looked_at["audit_entries"] == 11
+    assert ANSWERED not in {q for g in gaps for q in g.examples}
+    assert report.notes == (
+        "1 refused question would be answered by the documents as they are now (not counted"
+        " as gaps): see `tether audit`", "contradictions not looked for",
+    )  # fmt: skip
+    assert report.looked_at["marked_wrong"] == 1 and report.looked_at["audit_entries"] == 12
 
 
 def test_a_relabelled_file_leaves_the_unlabelled_list_and_problems_are_kept(
