@@ -60,9 +60,12 @@ lists the prices.
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the demo collection with the faults planted, ingested with vectors, and ten
-    refused questions plus a wrong verdict recorded in its audit."""
-    root = tmp_path_factory.mktemp("health")
+    return planted_index(tmp_path_factory.mktemp("health"))
+
+
+def planted_index(root: Path) -> Path:
+    """A copy of the demo collection in `root` with the faults planted, ingested with vectors,
+    and ten refused questions plus a wrong verdict recorded in its audit."""
     docs = root / "docs"
     shutil.copytree(demo_collection(), docs)
     (docs / "policies" / "bike-storage-offer.md").write_text(STALE)

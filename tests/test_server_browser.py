@@ -585,3 +585,46 @@ def test_feedback_from_the_page_becomes_an_eval_question(
         assert made.question == question and made.relevant
         scored = run_retrieval_eval(ws.store, ws.retriever(dense=False), questions, ("bm25",), 20)
     assert scored.n_scored == 1 and not scored.skipped
+
+
+def test_the_health_report_renders_for_staff_only(browser, artifacts, tmp_path) -> None:
+    """The health report as its HTML page (what `tether health --report` writes) renders in
+    Chromium with its sections; on the served page, a staff key gets a Health report button
+    whose report lists the findings, and a public view has no button."""
+    from selenium.webdriver.common.by import By
+    from serving import live_server, serve_app
+    from test_health import AS_OF, planted_index
+
+    from tether.app import Workspace
+    from tether.config import Settings
+    from tether.health.report import render_html
+
+    index = planted_index(tmp_path)
+    with Workspace(Settings(provider="extractive"), index=index) as ws:
+        report = ws.health(AS_OF)
+    page = tmp_path / "health.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    browser.get(page.as_uri())
+    sections = [s.get_attribute("aria-label") for s in browser.find_elements(By.TAG_NAME, "section")]
+    assert sections[:4] == ["Content gaps", "Contradictions", "Staleness", "Hygiene"]
+    assert "Summer bike storage offer ended" in browser.find_element(By.TAG_NAME, "body").text
+    assert browser.find_element(By.CSS_SELECTOR, "article.stale").is_displayed()
+    browser.save_screenshot(str(artifacts / "health-report.png"))
+    app = serve_app(index, {STAFF_KEY: "staff"}, anonymous=True)
+    with live_server(app) as (host, port):
+        browser.get(f"http://{host}:{port}/")
+        _wait(browser, lambda d: d.find_element(By.ID, "audience").text.startswith("public"))
+        assert not browser.find_element(By.ID, "health-open").is_displayed()
+        browser.find_element(By.ID, "key").send_keys(STAFF_KEY)
+        browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
+        _wait(browser, lambda d: d.find_element(By.ID, "audience").text.startswith("staff"))
+        try:
+            browser.execute_script(f"document.getElementById('as-of').value = '{AS_OF}'")
+            browser.find_element(By.ID, "health-open").click()
+            _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#health article.stale"), 300)
+            text = browser.find_element(By.ID, "health-box").text
+            assert "Content gaps" in text and "People ask:" in text
+            assert "Summer bike storage offer ended" in text
+            browser.save_screenshot(str(artifacts / "health-page.png"))
+        finally:
+            browser.find_element(By.ID, "forget").click()
