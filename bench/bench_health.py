@@ -339,7 +339,7 @@ def _write(
             "",
             "The manuals are not policy collections: their findings (not labelled) are mostly "
             "not contradictions (numbers of code examples, per-setting defaults written alike "
-            "under two headings, \"This syntax is not standard\" against another command's "
+            'under two headings, "This syntax is not standard" against another command\'s '
             "standard syntax). The times are what counts there: the goal is 2 minutes for "
             "2,000 chunks on 2 cores.",
             "",
