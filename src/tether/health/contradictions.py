@@ -27,8 +27,11 @@ differ ("Ridgeline 2" against "Ridgeline 3", also in the titles). A document of 
 in `exception_types` (default: notices) is, as the bundled governance document says, an
 exception for its dates and is never paired. A pair of sentences is reported once; one
 sentence against one other document once (its best pair). With a `judge` (the `Judge`
-protocol, e.g. `verify.learned.AlignmentJudge`), a pair the judge finds each side supports
-with the other (both scores at or above its threshold) is dropped.
+protocol), a pair the judge finds each side supports with the other (both scores at or above
+its threshold) is dropped: meant for a model judge (`verify.judges.NLIJudge`, `LLMJudge`);
+the learned alignment judge (`verify.learned.AlignmentJudge`) reads words and numbers as
+these rules do and, on the demo with planted contradictions, passed both ways 3 of the 7
+true findings (it would drop them), so no judge is the default.
 
 Cost: one matrix product over the candidate sentences' vectors (in blocks), then a few
 hundred to a few thousand pair checks of a millisecond or so; nothing is loaded unless an
