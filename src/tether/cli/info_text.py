@@ -10,6 +10,8 @@ not know is shown as `key: value` flattened, never dropped.
 
 from __future__ import annotations
 
+import json
+
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -200,8 +202,29 @@ def index_lines(data: Mapping[str, Any]) -> list[Line]:
         take(key)
     if "profile" in rest:
         lines.append(("tuned values", str(take("profile"))))
+    state = take("ingest:state", None)
+    if state is not None:
+        lines.append(("last ingest", ingest_line(state)))
     lines += [(key, flat(value)) for key, value in rest.items()]  # anything newer, as it is
     return lines
+
+
+def ingest_line(state: Any) -> str:
+    """What the ingests recorded for the health report, in words (the folder, how many
+    documents carry no access label, how many files could not be read)."""
+    if isinstance(state, str):
+        try:
+            state = json.loads(state)
+        except ValueError:
+            return "(a damaged record)"
+    if not isinstance(state, Mapping):
+        return flat(state)
+    unlabelled, problems = state.get("unlabelled") or [], state.get("problems") or {}
+    return (
+        f"from {state.get('folder', 'an unknown folder')} · "
+        f"{_plural(len(unlabelled), 'file')} without an access label · "
+        f"{_plural(len(problems), 'file')} not read (`tether health` names them)"
+    )
 
 
 # ---- the handoff --------------------------------------------------------------------------
