@@ -116,7 +116,7 @@ def print_report(report: HealthReport) -> None:
         for f in found:
             print_finding(f)
     for note in report.notes:
-        out.print(f"[dim]not checked: {shown(note)}[/dim]", highlight=False)
+        out.print(f"[dim]note: {shown(note)}[/dim]", highlight=False)
 
 
 def print_finding(f: Finding) -> None:

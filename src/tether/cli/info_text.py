@@ -11,7 +11,6 @@ not know is shown as `key: value` flattened, never dropped.
 from __future__ import annotations
 
 import json
-
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
