@@ -219,3 +219,11 @@ def test_inventory(header: list[str], rows: list[list[str]], prefix: bytes) -> N
     body = b"---\naccess: public\n---\n\n# Title\n\nBody text.\n"
     for row in inventory.values():
         chunks_or_problem(body, "markdown", row)
+
+
+def test_a_character_xml_cannot_hold_beside_a_dropped_element_is_no_crash() -> None:
+    """U+FFFE after a dropped element (the fuzzer's find): lxml reads it but refused to join
+    the texts around the element; the page now parses, the character dropped."""
+    page = "<html><body><p>before<script>x</script>\ufffe after</p><nav>m</nav>\ufffe</body></html>"
+    doc = parse_bytes(page.encode("utf-8"), "fuzz.html", "html", None)
+    assert "before" in doc.text and "after" in doc.text and "\ufffe" not in doc.text
