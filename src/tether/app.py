@@ -846,7 +846,7 @@ class Workspace:
         date; None: all), contradictions (unless `contradictions` is False), staleness and
         hygiene. Staff only: the report quotes staff documents and recorded questions, so a
         face must never show it to a public reader. `progress` hears each part's name."""
-        from tether.health.report import ANSWERED_NOW, build_report
+        from tether.health.report import build_report
         from tether.types import AuditQuery
 
         when = as_of_value(as_of) or date.today()
@@ -857,25 +857,6 @@ class Workspace:
         wrong = [f.entry for f in given if f.verdict == "wrong" and f.entry is not None]
         embedder = self.query_embedder()
         options = SearchOptions(k=2, as_of=when, audience="staff")
-        def answered_now(question: str) -> bool:
-            """Whether the gate passes and the answerability judge is confident that the
-            documents answer it today (staff view; `tether.health.report.ANSWERED_NOW`)."""
-            from tether.answering.answerable import AnswerabilityJudge
-            from tether.answering.gate import floors_for, gate
-            from tether.answering.pipeline import judge_answerability
-
-            retriever = self.retriever()
-            if retriever.embedder is None:
-                return False
-            filters = Filters(as_of=when, audience="staff")
-            hits = retriever.search(question, 5, filters, method="rerank")
-            floor = floors_for(self.store, self.profile.gate_floors, "staff").get("rerank", 0.0)
-            if not hits or not gate(hits, floor).passed:
-                return False
-            judge = AnswerabilityJudge()
-            verdict = judge_answerability(judge, question, hits, self.store, filters, retriever)
-            return verdict.probability >= ANSWERED_NOW
-
         finder = None
         if contradictions:
             from tether.health.contradictions import find_contradictions
@@ -887,8 +868,33 @@ class Workspace:
             helpful=sum(f.verdict == "helpful" for f in given),
             embed=embedder.embed_queries if embedder is not None else None,
             search=lambda q: self.search(q, options), contradictions=finder,
-            answered_now=answered_now, progress=progress,
+            answered_now=self._answered_now(when), progress=progress,
         )  # fmt: skip
+
+    def _answered_now(self, when: date) -> Callable[[str], bool] | None:
+        """Whether a question would be answered on `when` (staff view): the gate passes on
+        its reranked passages and the answerability judge gives at least
+        `tether.health.report.ANSWERED_NOW`; None without vectors (no rerank to judge)."""
+        from tether.answering.answerable import AnswerabilityJudge
+        from tether.answering.gate import floors_for, gate
+        from tether.answering.pipeline import judge_answerability
+        from tether.health.report import ANSWERED_NOW
+
+        retriever = self.retriever()
+        if retriever.embedder is None:
+            return None
+        filters = Filters(as_of=when, audience="staff")
+        floor = floors_for(self.store, self.profile.gate_floors, "staff").get("rerank", 0.0)
+        judge = AnswerabilityJudge()
+
+        def answered(question: str) -> bool:
+            hits = retriever.search(question, 5, filters, method="rerank")
+            if not hits or not gate(hits, floor).passed:
+                return False
+            verdict = judge_answerability(judge, question, hits, self.store, filters, retriever)
+            return verdict.probability >= ANSWERED_NOW
+
+        return answered
 
     # ---- answering ------------------------------------------------------------------------
 

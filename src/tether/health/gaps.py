@@ -61,20 +61,13 @@ class Asked:
 def asked(entries: Sequence[AuditEntry], wrong: Sequence[AuditEntry]) -> list[Asked]:
     """The questions that count: refused or flagged entries, and entries marked wrong (one
     per entry)."""
-    seen: set[int | None] = set()
-    found: list[Asked] = []
+    found: dict[int | None, Asked] = {}
     for e in entries:
-        if e.status in ("refused", "flagged") and e.id not in seen:
-            seen.add(e.id)
-            found.append(Asked(e.question, e.status, e.id))
-    for e in wrong:
-        if e.id in seen:
-            found = [a if a.entry_id != e.id else Asked(a.question, "marked wrong", a.entry_id)
-                     for a in found]  # fmt: skip
-            continue
-        seen.add(e.id)
-        found.append(Asked(e.question, "marked wrong", e.id))
-    return found
+        if e.status in ("refused", "flagged"):
+            found.setdefault(e.id, Asked(e.question, e.status, e.id))
+    for e in wrong:  # a reader's verdict outranks the status it was recorded with
+        found[e.id] = Asked(e.question, "marked wrong", e.id)
+    return list(found.values())
 
 
 def _groups(texts: Sequence[str], vectors: np.ndarray | None) -> list[list[int]]:

@@ -31,14 +31,14 @@ from tether.health.gaps import Asked, asked, find_gaps
 from tether.health.upkeep import (
     ended,
     hygiene,
-    ingest_state,
     missing_links,
     near_duplicates,
     quote_of,
+    recorded_state,
     superseded_cited,
 )
 from tether.protocols import Store
-from tether.types import AuditEntry, Contradiction, Finding, HealthReport, Hit, Quote
+from tether.types import AuditEntry, Contradiction, Finding, HealthReport, Hit
 
 Progress = Callable[[str], None]
 
@@ -91,7 +91,7 @@ def build_report(
                 f"{now} refused question{'s' if now != 1 else ''} would be answered by the"
                 " documents as they are now (not counted as gaps): see `tether audit`"
             )
-    findings += find_gaps(questions, embed, search or (lambda _q: []), _quote(store))
+    findings += find_gaps(questions, embed, search or (lambda _q: []), lambda h: quote_of(h.chunk))
     say("contradictions")
     if contradictions is None:
         notes.append("contradictions not looked for")
@@ -100,13 +100,14 @@ def build_report(
     say("staleness")
     findings += ended(docs, as_of)
     findings += superseded_cited(entries, store, as_of)
-    state = ingest_state(store)
+    state = recorded_state(store)
     owner_of = _owners(docs)
     links, said = missing_links(state, owner_of)
     findings += links
     notes += said
     say("hygiene")
-    tidy, said = hygiene(docs, state, store, store.info())
+    info = store.info()
+    tidy, said = hygiene(docs, state, store, info)
     findings += tidy
     notes += said
     dupes, said = near_duplicates(store, lambda m: m.in_force(as_of))
@@ -115,7 +116,7 @@ def build_report(
     looked_at = {
         "documents": len({d.meta.doc_id for d in docs}),
         "versions": len(docs),
-        "chunks": int(str(store.info().get("chunks", 0))),
+        "chunks": int(str(info.get("chunks", 0))),
         "audit_entries": len(entries),
         "questions_without_answer": len(questions),
         "marked_wrong": len(wrong),
@@ -156,13 +157,6 @@ def _rechecked(
         else:
             kept.append(q)
     return kept, now
-
-
-def _quote(store: Store) -> Callable[[Hit], Quote]:
-    def quote(hit: Hit) -> Quote:
-        return quote_of(hit.chunk)
-
-    return quote
 
 
 def _owners(docs: Sequence) -> Callable[[str], tuple[str, str | None]]:

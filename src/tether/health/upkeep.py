@@ -39,13 +39,13 @@ from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
+from tether.ingest.sync import INGEST_STATE_META
 from tether.protocols import Store
 from tether.types import AuditEntry, Chunk, DocMeta, DocumentInfo, Finding, Quote
 
 NEAR_COSINE = 0.85  # candidates: passages of different documents at least this close...
 NEAR_SHARED = 20  # ...that share at least this many word trigrams...
 NEAR_CONTAINED = 0.6  # ...making up at least this share of the shorter passage's trigrams
-INGEST_STATE_META = "ingest:state"  # written by `tether.ingest.sync.ingest_state`
 _MD_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _HREF = re.compile(r"""\bhref\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
 
@@ -57,7 +57,7 @@ def quote_of(chunk: Chunk, text: str | None = None) -> Quote:
                  chunk.text, m.owner, m.access, " › ".join(chunk.heading_path))  # fmt: skip
 
 
-def ingest_state(store: Store) -> dict:
+def recorded_state(store: Store) -> dict:
     """What the last ingests recorded for the report (folder, unlabelled, problems), or {}."""
     try:
         value = json.loads(store.meta_value(INGEST_STATE_META) or "{}")
