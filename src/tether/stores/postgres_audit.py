@@ -22,6 +22,9 @@ roughly the order of the answers; retention applies to this collection's entries
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from tether.errors import TetherError
 from tether.stores.audit_rows import (
     COLUMNS,
@@ -65,16 +68,21 @@ class PostgresAuditLog:
     def close(self) -> None:
         self.db.close()
 
-    def record(self, entry: AuditEntry, retention_days: int | None = None) -> int:
-        """Write `entry` (and apply the retention) in one short transaction; its id."""
+    @contextmanager
+    def _writing(self, what: str) -> Iterator[None]:
+        """One short write transaction under the lock and statement timeouts; a TetherError
+        saying `what` cannot be written when the log was opened for reading."""
         if not self.writable:
-            raise TetherError(
-                f"{self.location} was opened for reading: the audit cannot be written"
-            )
+            raise TetherError(f"{self.location} was opened for reading: {what} cannot be written")
         ms = max(1, int(self.timeout * 1000))
         with clear_errors(self.location, writing=True), self.db.transaction():
             self.db.execute(f"SET LOCAL lock_timeout = {ms}")
             self.db.execute(f"SET LOCAL statement_timeout = {ms}")
+            yield
+
+    def record(self, entry: AuditEntry, retention_days: int | None = None) -> int:
+        """Write `entry` (and apply the retention) in one short transaction; its id."""
+        with self._writing("the audit"):
             row = self.db.execute(
                 "INSERT INTO tether_audit (collection_id, at, who, audience, status, flagged,"
                 " flags, record) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
@@ -91,14 +99,7 @@ class PostgresAuditLog:
         """Store `feedback` on its entry in one short transaction, replacing the asker's earlier
         verdict on that entry; the stored record (with its id and entry). A TetherError when
         the entry is not in this collection's audit (deleted by retention meanwhile)."""
-        if not self.writable:
-            raise TetherError(
-                f"{self.location} was opened for reading: feedback cannot be written"
-            )
-        ms = max(1, int(self.timeout * 1000))
-        with clear_errors(self.location, writing=True), self.db.transaction():
-            self.db.execute(f"SET LOCAL lock_timeout = {ms}")
-            self.db.execute(f"SET LOCAL statement_timeout = {ms}")
+        with self._writing("feedback"):
             row = self.db.execute(
                 "INSERT INTO tether_audit_feedback (entry_id, at, who, verdict, note, chunk_id)"
                 " SELECT %s, %s, %s, %s, %s, %s FROM tether_audit"
