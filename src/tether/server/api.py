@@ -35,7 +35,6 @@ from typing import Annotated, Any, Literal, TypeVar
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import (
     FileResponse,
-    HTMLResponse,
     JSONResponse,
     PlainTextResponse,
     StreamingResponse,
@@ -56,6 +55,7 @@ from tether.server.http import (
     install_problems,
     problem,
     problem_responses,
+    report_page,
 )
 from tether.server.keys import ANONYMOUS, ApiKey, KeyRing, RateLimiter
 from tether.server.limits import AuditQuota, FailedAuth
@@ -483,23 +483,8 @@ async def health(
         deadline,
     )
     if format == "html":
-        return _html_report(render_html(found))
+        return report_page(render_html(found))
     return schemas.HealthReport.from_report(found)
-
-
-def _html_report(page: str) -> HTMLResponse:
-    """The report page with a policy of its own: its one inline style (by hash), nothing else."""
-    import base64
-    import hashlib
-    import re
-
-    styles = re.findall(r"<style>(.*?)</style>", page, re.S)
-    hashes = " ".join(
-        "'sha256-" + base64.b64encode(hashlib.sha256(css.encode()).digest()).decode() + "'"
-        for css in styles
-    )
-    policy = f"default-src 'none'; style-src {hashes}; frame-ancestors 'none'"
-    return HTMLResponse(page, headers={"Content-Security-Policy": policy})
 
 
 async def metrics(request: Request, key: Key) -> PlainTextResponse:

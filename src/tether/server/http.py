@@ -11,6 +11,7 @@ request size limit, the response's audience and security headers, and the Promet
   Content-Security-Policy keeps it: the opt-in /docs page), and counts requests and their
   latency per route.
 - `Metrics`: the counters and histograms of one app, in a registry of its own.
+- `report_page`: a generated page (the health report) allowed its inline styles by hash only.
 - `docs_page`: FastAPI's Swagger UI page with a Content-Security-Policy of its own (the
   page's CDN and its one inline script, by hash), served only when `--docs` asks for it.
 
@@ -227,16 +228,28 @@ def with_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[byte
                       if name.lower() not in present]  # fmt: skip
 
 
+def inline_hashes(html: str, tag: str) -> str:
+    """The CSP sources ('sha256-...') of each inline `<tag>` of `html`, to allow just those."""
+    return " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'"
+        for body in re.findall(rf"<{tag}>(.*?)</{tag}>", html, flags=re.S)
+    )
+
+
+def report_page(html: str) -> HTMLResponse:
+    """A generated page (the health report) with a policy of its own: its inline styles, by
+    hash, and nothing else (no script, no other source)."""
+    policy = f"default-src 'none'; style-src {inline_hashes(html, 'style')}; frame-ancestors 'none'"
+    return HTMLResponse(html, headers={"Content-Security-Policy": policy})
+
+
 def docs_page(openapi_url: str, title: str) -> HTMLResponse:
     """FastAPI's Swagger UI for `openapi_url`, with a Content-Security-Policy that lets it load
     Swagger UI from its CDN (the browser that opens the page fetches it from there) and run its
     one inline script (allowed by its SHA-256, nothing else inline)."""
     page = get_swagger_ui_html(openapi_url=openapi_url, title=title)
     html = bytes(page.body).decode()
-    hashes = " ".join(
-        "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
-        for script in re.findall(r"<script>(.*?)</script>", html, flags=re.S)
-    )
+    hashes = inline_hashes(html, "script")
     policy = (
         f"default-src 'self'; script-src 'self' {SWAGGER_CDN} {hashes};"
         f" style-src 'self' {SWAGGER_CDN} 'unsafe-inline'; img-src 'self' data: https:;"

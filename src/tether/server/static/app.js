@@ -256,6 +256,14 @@ function showClaim(result, items, n) {
 
 let current = null;  // the result shown (for copy and feedback)
 
+function answerText(result, inAnswer, withheld) {
+  // the answer's text as a reader sees it: for a public reader with a claim withheld, the
+  // claims left (`inAnswer`) joined; else the answer as it came
+  if (!result.answer) return "";
+  if (result.audience !== "staff" && withheld) return inAnswer.map((item) => item.text).join(" ");
+  return result.answer.answer;
+}
+
 function showResult(result) {
   current = result;
   $("answer").classList.remove("draft");
@@ -267,9 +275,7 @@ function showResult(result) {
   const internal = (ids) => staffView && ids.some((id) => access.get(id) === "staff");
   const { shown, withheld, removed } = claimMap(result);
   const inAnswer = shown.filter((item) => item.inAnswer);
-  const answer = !result.answer ? ""
-    : !staffView && withheld ? inAnswer.map((item) => item.text).join(" ")
-    : result.answer.answer;
+  const answer = answerText(result, inAnswer, withheld);
   $("answer").textContent = answer;
   const answerMark = $("answer-internal");
   answerMark.textContent = INTERNAL;
@@ -339,9 +345,7 @@ function exportText(result) {
   const { shown, withheld } = claimMap(result);
   const inAnswer = shown.filter((item) => item.inAnswer
     && !(item.check && (item.check.withheld || item.check.removed)));
-  const text = !result.answer ? ""
-    : !staffView && withheld ? inAnswer.map((item) => item.text).join(" ")
-    : result.answer.answer;
+  const text = answerText(result, inAnswer, withheld);
   const passages = result.context ? result.context.passages : [];
   const ids = [...new Set(inAnswer.flatMap((item) => item.chunk_ids))];
   const lines = [];
