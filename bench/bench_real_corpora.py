@@ -59,8 +59,8 @@ os.environ.setdefault("TETHER_VECTOR_CACHE", "off")
 ROOT = Path(__file__).resolve().parents[1]
 LARKFIELD = ROOT.parent / "shared" / "benchmarks" / "larkfield"
 SETTINGS: dict[str, dict[str, Any]] = {
-    "before": {"adaptive": False, "lexical_prior": None},
-    "plain RRF": {"adaptive": False, "lexical_gate": None, "rrf_weights": (1.0, 1.0)},
+    "before": {"adaptive_fusion": False},
+    "plain RRF": {"adaptive_fusion": False, "lexical_gate": None, "rrf_weights": (1.0, 1.0)},
     "after": {},
 }
 if "rerank_order" in inspect.signature(Retriever.__init__).parameters:

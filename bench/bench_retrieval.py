@@ -73,7 +73,7 @@ def ingest(folder: Path, index: Path, embedder) -> dict:
     first = time.perf_counter() - began
     # the fusion calibration `tether ingest` makes after a sync (Workspace.ingest)
     began_calibration = time.perf_counter()
-    prior = retriever_for(store, dense=False, adaptive=False).lexical_prior
+    prior = retriever_for(store, dense=False, adaptive_fusion=False).lexical_prior
     calibrate_fusion(store, retriever_for(store, embedder=embedder), prior)
     calibration_s = time.perf_counter() - began_calibration
     began = time.perf_counter()
@@ -206,12 +206,12 @@ VARIANTS: tuple[tuple[str, str, dict], ...] = (
     (
         "hybrid, plain RRF (k 60, no gate, equal weights)",
         "hybrid",
-        {"adaptive": False, "lexical_gate": None, "rrf_weights": (1.0, 1.0)},
+        {"adaptive_fusion": False, "lexical_gate": None, "rrf_weights": (1.0, 1.0)},
     ),
     (
         "hybrid, fixed fusion (k 60, cosine gate, BM25 weight 0.7)",
         "hybrid",
-        {"adaptive": False, "lexical_prior": None},
+        {"adaptive_fusion": False},
     ),
     ("hybrid (default: k 10, the collection's calibrated BM25 weight)", "hybrid", {}),
     (

@@ -63,7 +63,7 @@ def test_identifiers_are_listed_as_written_and_shouting_is_not_sql():
 
 
 def test_weights_lean_lexical_for_identifiers_and_dense_across_languages(demo_store, monkeypatch):
-    adaptive = retriever_for(demo_store, adaptive=True)
+    adaptive = retriever_for(demo_store, adaptive_fusion=True)
     plain_weight = adaptive.lexical_prior / (1 - adaptive.lexical_prior)
     (code_bm25, code_dense), code_gated = adaptive.fusion_weights("PW-2200-07")
     (para_bm25, para_dense), para_gated = adaptive.fusion_weights(
@@ -76,7 +76,7 @@ def test_weights_lean_lexical_for_identifiers_and_dense_across_languages(demo_st
     monkeypatch.setattr(adaptive, "_languages", lambda _audience="public": ("en", False))  # an English collection
     (french_bm25, _), _ = adaptive.fusion_weights(FRENCH)
     assert french_bm25 == pytest.approx(0.3 * plain_weight)  # shared words mislead across
-    fixed = retriever_for(demo_store, adaptive=False)
+    fixed = retriever_for(demo_store, adaptive_fusion=False)
     assert fixed.fusion_weights("PW-2200-07") == (fixed.rrf_weights, True)
 
 
@@ -95,8 +95,8 @@ def test_the_fusion_weight_follows_the_sentence_ratio():
 
 
 def test_adaptive_hybrid_drops_no_bm25_candidate(demo_store):
-    adaptive = retriever_for(demo_store, adaptive=True)
-    fixed = retriever_for(demo_store, adaptive=False)
+    adaptive = retriever_for(demo_store, adaptive_fusion=True)
+    fixed = retriever_for(demo_store, adaptive_fusion=False)
     query = "Can I return a bike I rode?"
     bm25 = {h.chunk.chunk_id for h in adaptive.search(query, 50, PUBLIC, "bm25")}
     gated = {h.chunk.chunk_id for h in fixed._hybrid(query, 100, PUBLIC, 50)}
@@ -106,7 +106,7 @@ def test_adaptive_hybrid_drops_no_bm25_candidate(demo_store):
 
 
 def test_the_top_of_each_list_reaches_the_reranker(demo_store):
-    adaptive: Retriever = retriever_for(demo_store, adaptive=True, per_document=None, rule_types=())
+    adaptive: Retriever = retriever_for(demo_store, adaptive_fusion=True, per_document=None, rule_types=())
     for query in (FRENCH, "PW-2200-07", "How do I charge the BT-500 battery?"):
         candidates = adaptive._hybrid(query, 100, PUBLIC, 50)
         head, tail = adaptive._rerank_head(candidates)
@@ -150,7 +150,7 @@ def test_calibration_is_stored_in_the_index_and_used_by_the_retriever(
     )
     assert load_calibration(store) == found
     assert retriever_for(store).lexical_prior == found["lexical_prior"]
-    assert retriever_for(store, adaptive=False).lexical_prior == before.lexical_prior
+    assert retriever_for(store, adaptive_fusion=False).lexical_prior == before.lexical_prior
     from tether.app import Workspace
 
     shown = Workspace(index=tmp_path / "index.sqlite").info("staff")["fusion_calibration"]
@@ -186,8 +186,8 @@ def test_a_section_label_matches_a_heading_with_its_permalink_sign(demo_store):
 
 
 def test_the_top_of_each_list_leads_the_adaptive_hybrid(demo_store, monkeypatch):
-    assert retriever_for(demo_store, adaptive=True).protect_each == 0  # the Profile's, k = 10
-    adaptive: Retriever = retriever_for(demo_store, adaptive=True, protect_each=2)
+    assert retriever_for(demo_store, adaptive_fusion=True).protect_each == 0  # the Profile's, k = 10
+    adaptive: Retriever = retriever_for(demo_store, adaptive_fusion=True, fusion_protect_each=2)
     order = ["shared1", "shared2", "shared3", "dense1", "bm25first"]
     bm25 = {"shared1": (3.0, 3), "shared2": (2.0, 4), "shared3": (1.0, 5), "bm25first": (9.0, 1)}
     dense = {"dense1": (0.9, 1), "shared1": (0.8, 2), "shared2": (0.7, 3), "shared3": (0.6, 4)}
@@ -206,19 +206,18 @@ def test_the_top_of_each_list_leads_the_adaptive_hybrid(demo_store, monkeypatch)
 
 def test_one_language_lifts_the_adaptive_cap_per_document(demo_store, monkeypatch):
     from tether.config import DEFAULT_PROFILE
-    from tether.retrieval.retriever import PER_DOCUMENT
 
     query = "Does the Kestrel TR-2200 frame have a lifetime warranty?"
     sheet = "kestrel-tr2200-sheet"
-    adaptive: Retriever = retriever_for(demo_store, adaptive=True, rule_types=())
-    assert adaptive.per_document == PER_DOCUMENT == 3  # several languages: the cap stays
+    adaptive: Retriever = retriever_for(demo_store, adaptive_fusion=True, rule_types=())
+    assert adaptive.per_document == DEFAULT_PROFILE.per_document == 3  # several languages: the cap stays
     assert adaptive.per_document_one_language == DEFAULT_PROFILE.rerank_per_document is None
     capped = adaptive.search(query, 10, PUBLIC, "rerank")
     assert sum(h.chunk.doc_id == sheet for h in capped) <= 3
     monkeypatch.setattr(adaptive, "_languages", lambda _audience="public": ("en", False))
     lifted = adaptive.search(query, 10, PUBLIC, "rerank")
     assert sum(h.chunk.doc_id == sheet for h in lifted) > 3
-    fixed: Retriever = retriever_for(demo_store, adaptive=False, rule_types=())
+    fixed: Retriever = retriever_for(demo_store, adaptive_fusion=False, rule_types=())
     monkeypatch.setattr(fixed, "_languages", lambda _audience="public": ("en", False))
     assert sum(h.chunk.doc_id == sheet for h in fixed.search(query, 10, PUBLIC, "rerank")) <= 3
     assert "fusion_protect_each" in DEFAULT_PROFILE.fusion_fitted_on

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 from datetime import date
 
 import numpy as np
 import pytest
 
 from tether.app import retriever_for
+from tether.config import DEFAULT_PROFILE
 from tether.errors import TetherError
 from tether.evaluation.questions import load_questions, matches
 from tether.ingest.sync import sync
@@ -133,8 +135,9 @@ def test_plain_hybrid_is_the_rrf_of_the_bm25_and_dense_top_50(demo_store: Sqlite
     plain = Retriever(
         demo_store,
         retriever_for(demo_store).embedder,
-        lexical_gate=None,
-        rrf_weights=(1.0, 1.0),
+        profile=replace(
+            DEFAULT_PROFILE, adaptive_fusion=False, lexical_gate=None, rrf_weights=(1.0, 1.0)
+        ),
     )
     query = "Can I return a bike I rode?"
     bm25 = plain.search(query, 50, PUBLIC, "bm25")
@@ -161,7 +164,7 @@ def test_default_hybrid_gates_bm25_by_cosine_then_fuses_with_weights(
     """Recomputed by hand: BM25 candidates under top - 0.4 x (top - 50th) of the dense
     cosines take no part; the rest are fused with BM25 weighted 0.7. (The fixed fusion, the
     Profile's values with `adaptive=False`; the adaptive default is in test_fusion.py.)"""
-    retriever = retriever_for(demo_store, adaptive=False)
+    retriever = retriever_for(demo_store, adaptive_fusion=False)
     assert retriever.lexical_gate == 0.4 and retriever.rrf_weights == (0.7, 1.0)
     bm25 = retriever.search(query, 50, PUBLIC, "bm25")
     dense = retriever.search(query, 50, PUBLIC, "dense")
@@ -178,7 +181,8 @@ def test_default_hybrid_gates_bm25_by_cosine_then_fuses_with_weights(
 
 
 def _plain_rerank(store: SqliteStore) -> Retriever:
-    return Retriever(store, retriever_for(store).embedder, per_document=None, rule_types=())
+    fixed = replace(DEFAULT_PROFILE, adaptive_fusion=False, per_document=None, rule_types=())
+    return Retriever(store, retriever_for(store).embedder, profile=fixed)
 
 
 def test_rerank_reorders_the_hybrid_top_20_and_keeps_the_rest(demo_store: SqliteStore):

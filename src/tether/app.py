@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from tether.answering.claim_check import CheckRequest
 from tether.config import Profile, Settings, load_settings, profile_for
 from tether.errors import TetherError
+from tether.places import DEFAULT_INDEX, DEMO_INDEX
 from tether.types import (
     Audience,
     Chunk,
@@ -39,6 +40,7 @@ from tether.types import (
     DocumentInfo,
     Filters,
     Hit,
+    Progress,
     SyncReport,
 )
 
@@ -49,7 +51,16 @@ if TYPE_CHECKING:
     from tether.answering.pipeline import AskOptions, Events, VerifierParts
     from tether.evaluation.calibration import SelfCalibration
     from tether.ingest.executor import Executor
-    from tether.protocols import AuditLog, Embedder, Judge, Provider, Store
+    from tether.linear import LinearModel
+    from tether.protocols import (
+        AuditLog,
+        Embedder,
+        Judge,
+        Provider,
+        SearchableStore,
+        Store,
+        StoreReader,
+    )
     from tether.providers.local import LocalModels
     from tether.retrieval.retriever import Retriever
     from tether.types import (
@@ -63,7 +74,6 @@ if TYPE_CHECKING:
         Question,
     )
 
-DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 
 
 class Models:
@@ -103,7 +113,7 @@ def shared_models() -> Models:
         return _SHARED
 
 
-def index_profile(store: Store) -> Profile:
+def index_profile(store: StoreReader) -> Profile:
     """The tuned values for the embedder the index was built with (recorded as
     "NAME (VERSION)" in its meta; none for a lexical-only index)."""
     built = store.meta_value("embedder")
@@ -118,36 +128,33 @@ def retriever_for(
     embedder: Embedder | None = None,
     profile: Profile | None = None,
     dense: bool = True,
-    **kwargs: Any,
+    rewrite: Callable[[str], str] | None = None,
+    rerank_order: LinearModel | None = None,
+    **tuned: Any,
 ) -> Retriever:
     """A retriever over `store`: with an embedder when the index has vectors and `dense` (else
-    BM25 only, no model loaded) and the Profile's fusion values for the index's embedder (a
-    keyword given wins)."""
+    BM25 only, no model loaded), the Profile's tuned values for the index's embedder with
+    `tuned` replacing some (Profile field names: `adaptive_fusion=False`, `per_document=None`),
+    the collection's calibrated BM25 weight and the Profile's learned rerank order."""
     from tether.retrieval.retriever import Retriever
 
     if embedder is None and dense and store.has_vectors():
         embedder = (models or shared_models()).embedder(embedder_choice)
-    if profile is None:
-        profile = index_profile(store)
-    kwargs.setdefault("rrf_weights", profile.rrf_weights)
-    kwargs.setdefault("lexical_gate", profile.lexical_gate)
-    kwargs.setdefault("adaptive", profile.adaptive_fusion)
-    kwargs.setdefault("lexical_rerank_weights", profile.rerank_lexical_weights)
-    kwargs.setdefault("per_document_one_language", profile.rerank_per_document)
-    kwargs.setdefault("protect_each", profile.fusion_protect_each)
-    kwargs.setdefault("rrf_k", profile.fusion_rrf_k)
-    if kwargs["adaptive"] and "lexical_prior" not in kwargs:
+    chosen = replace(profile if profile is not None else index_profile(store), **tuned)
+    prior = None
+    if chosen.adaptive_fusion:
         from tether.retrieval.calibrate import load_calibration
 
         calibration = load_calibration(store)
-        kwargs["lexical_prior"] = calibration["lexical_prior"] if calibration else None
-    kwargs.setdefault("same_point_cosine", profile.same_point_cosine)
-    kwargs.setdefault("rerank_weights", profile.rerank_weights)
-    if "rerank_order" not in kwargs and profile.rerank_order:
+        prior = calibration["lexical_prior"] if calibration else None
+    if rerank_order is None and chosen.rerank_order:
         from tether.retrieval.rerank import order_model
 
-        kwargs["rerank_order"] = order_model(profile.rerank_order)
-    return Retriever(store, embedder, **kwargs)
+        rerank_order = order_model(chosen.rerank_order)
+    return Retriever(
+        store, embedder, profile=chosen, rewrite=rewrite, lexical_prior=prior,
+        rerank_order=rerank_order,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -160,7 +167,7 @@ class SearchOptions:
     method: str = "auto"
 
 
-def _counts(docs: list[DocumentInfo], chunks: list[Chunk], store: Store) -> dict[str, Any]:
+def _counts(docs: list[DocumentInfo], chunks: list[Chunk], store: SearchableStore) -> dict[str, Any]:
     """`Store.info`'s counts over these documents and chunks only."""
     from collections import Counter
 
@@ -235,11 +242,54 @@ def as_of_value(value: AsOf) -> date | None:
     if text == "none":
         return None
     if text == "today":
-        return date.today()
+        return today()
     try:
         return date.fromisoformat(text)
     except ValueError:
         raise TetherError(f"{value!r} is not a date: use YYYY-MM-DD, today or none") from None
+
+
+def today() -> date:
+    """The date "today" means to every face (the CLI, the HTTP API, MCP, the Python API):
+    this machine's local date. The one place it is read."""
+    return date.today()
+
+
+def locate_index(
+    index: Path | str | None = None, *, demo: bool = False, settings: Settings | None = None
+) -> Path:
+    """The index file to read: `index`, else the Settings' (TETHER_INDEX, from the
+    environment or the settings file), else the demo's with `demo`, else
+    .tether/index.sqlite here or in a parent folder; none found is a TetherError that says
+    how to make one."""
+    if index is None and not demo:
+        index = (settings if settings is not None else load_settings()).index
+    if index is not None:
+        return Path(index)
+    if demo:
+        return DEMO_INDEX
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        candidate = folder / DEFAULT_INDEX
+        if candidate.exists():
+            return candidate
+    raise TetherError(
+        "no index found here or in a parent folder: run `tether ingest FOLDER` first,"
+        " pass --index FILE, or use --demo"
+    )
+
+
+def index_found(settings: Settings | None = None) -> bool:
+    """Whether an index of the user's own is named (TETHER_INDEX, TETHER_STORE) or found here
+    or in a parent folder: what `locate_index` would find without --index or --demo."""
+    chosen = settings if settings is not None else load_settings()
+    if chosen.store:
+        return True
+    try:
+        locate_index(settings=chosen)
+    except TetherError:
+        return False
+    return True
 
 
 def check_audience(audience: str) -> Audience:
@@ -262,7 +312,11 @@ class Workspace:
         embedder: Embedder | None = None,
         create: bool = False,
         store: str | None = None,
+        choice: tuple[str | None, str | None] | None = None,
     ) -> None:
+        """Prefer `Workspace.open`, which finds the index; this takes the parts as given
+        (`choice`: a provider name and model to build on first use instead of the
+        Settings')."""
         self.settings = settings if settings is not None else load_settings()
         chosen = index if index is not None else self.settings.index
         self.index = Path(chosen) if chosen is not None else DEFAULT_INDEX
@@ -272,6 +326,7 @@ class Workspace:
         self.models = models if models is not None else shared_models()
         self.create = create
         self._provider = provider
+        self._choice = choice
         self._embedder = embedder
         self._store: Store | None = None
         self._writable = False  # whether `_store` was opened for writing
@@ -281,6 +336,95 @@ class Workspace:
         self._verifier_generation = -1
         self._audit_logs: dict[bool, AuditLog] = {}  # by writable: a reader never records
         self._answerability: tuple[str, AnswerabilityJudge] | None = None
+
+    @classmethod
+    def open(
+        cls,
+        index: Path | str | None = None,
+        *,
+        store: str | None = None,
+        demo: bool = False,
+        demo_if_none: bool = False,
+        create: bool = False,
+        settings: Settings | None = None,
+        models: Models | None = None,
+        provider: Provider | str | None = None,
+        model: str | None = None,
+        embedder: Embedder | None = None,
+        refresh_demo: bool = False,
+        progress: Progress | None = None,
+        on_demo: Callable[[SyncReport, Path], None] | None = None,
+    ) -> Workspace:
+        """The one way in: the Workspace every face asks for.
+
+        - Where: the server `store` (a postgresql:// URL; None: TETHER_STORE, "": none), else
+          the index file `index`, else TETHER_INDEX, else .tether/index.sqlite here or above
+          (`locate_index`); `demo` reads the bundled demo's index instead, and
+          `demo_if_none` does so only when no index of the user's own is found.
+        - `create`: the index is written (created when missing) rather than read.
+        - The demo's index is ingested when it is missing or was built by an older tether,
+          and again with `refresh_demo`; `progress` follows that ingest and `on_demo` gets its
+          report.
+        - `provider` (a name from the registry, "recorded", or a Provider) and `model` replace
+          the Settings' choice; the provider is built on first use (`Workspace.provider`) and
+          the judge follows what it declares (`Workspace.judge`).
+        """
+        chosen = settings if settings is not None else load_settings()
+        parts: dict[str, Any] = {"models": models, "embedder": embedder}
+        if isinstance(provider, str) or model is not None:
+            parts["choice"] = (provider, model)
+        else:
+            parts["provider"] = provider
+        if create:
+            return cls(chosen, index=index, store=store, create=True, **parts)
+        server = None if demo else (store if store is not None else chosen.store)
+        if server:
+            return cls(chosen, store=server, **parts)
+        if demo_if_none and index is None and not index_found(chosen):
+            demo = True
+        path = locate_index(index, demo=demo, settings=chosen)
+        ws = cls(chosen, index=path, store="", **parts)
+        if demo:
+            ws._demo_ready(refresh_demo, progress, on_demo)
+        return ws
+
+    def _demo_ready(
+        self,
+        refresh: bool,
+        progress: Progress | None,
+        on_demo: Callable[[SyncReport, Path], None] | None,
+    ) -> None:
+        """Ingest the bundled demo collection into this Workspace's index when it is
+        missing, built by an older tether, or `refresh`; then read it."""
+        from tether.errors import OlderIndexError
+        from tether.evaluation.questions import demo_collection
+
+        path = self.index
+        build = refresh or not path.exists()
+        if not build:
+            try:
+                self.store  # noqa: B018 (opens it: a demo index of an older tether is rebuilt)
+            except OlderIndexError:
+                build = True  # ingest upgrades it in place
+        if not build:
+            return
+        self.close()
+        self.create = True
+        try:
+            report = self.ingest(demo_collection(), chunker=ChunkerConfig(), progress=progress)
+        finally:
+            self.create = False
+            self.close()  # read from now on, like any index
+        if on_demo is not None:
+            on_demo(report, path)
+
+    @property
+    def is_demo(self) -> bool:
+        """Whether this Workspace reads the bundled demo's index (the bundled questions' IDs
+        and dates apply to it)."""
+        return isinstance(self.location, Path) and (
+            self.location.resolve() == DEMO_INDEX.resolve()
+        )
 
     # ---- the index ------------------------------------------------------------------------
 
@@ -420,7 +564,7 @@ class Workspace:
     def provider(self) -> Provider:
         """The provider that answers (from Settings, built on first use)."""
         if self._provider is None:
-            self._provider = self.make_provider()
+            self._provider = self.make_provider(*(self._choice or (None, None)))
         return self._provider
 
     def make_provider(self, name: str | None = None, model: str | None = None) -> Provider:
@@ -565,7 +709,7 @@ class Workspace:
         rebuild: bool = False,
         strict: bool = False,
         default_access: str | None = None,
-        progress: Any = None,
+        progress: Progress | None = None,
         follow_links: bool = False,
         executor: str | None = None,
     ) -> SyncReport:
@@ -608,7 +752,7 @@ class Workspace:
         it in the index (`tether.retrieval.calibrate`); the retriever uses it from then on."""
         from tether.retrieval.calibrate import calibrate_fusion
 
-        prior = retriever_for(self.store, dense=False, adaptive=False).lexical_prior
+        prior = retriever_for(self.store, dense=False, adaptive_fusion=False).lexical_prior
         found = calibrate_fusion(self.store, self.retriever(), prior)
         self._retriever = None  # built with the old prior
         return found
@@ -849,7 +993,7 @@ class Workspace:
         from tether.health.report import build_report
         from tether.types import AuditQuery
 
-        when = as_of_value(as_of) or date.today()
+        when = as_of_value(as_of) or today()
         query = AuditQuery(reader="staff", since=since, limit=0)
         log = self._audit_reader()
         entries = [e for e in log.entries(query) if e.status != "dropped"]

@@ -9,20 +9,20 @@ index on first use; anything it does, a Workspace does. It does not watch the fo
 
 from __future__ import annotations
 
-from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.app import (
-    DEFAULT_INDEX,
     AsOf,
     SearchOptions,
     Workspace,
     as_of_value,
     check_audience,
+    today,
 )
 from tether.config import Settings
 from tether.errors import TetherError
+from tether.places import DEFAULT_INDEX
 from tether.types import Audience, ChunkerConfig, Hit, SyncReport
 
 if TYPE_CHECKING:
@@ -52,7 +52,9 @@ class Collection:
         if not self.folder.is_dir():
             raise TetherError(f"{self.folder} is not a folder")
         path = Path(index) if index is not None else self.folder / DEFAULT_INDEX
-        self.workspace = Workspace(settings, index=path, provider=provider, create=True)
+        self.workspace = Workspace.open(
+            path, settings=settings, provider=provider, create=True
+        )
 
     @property
     def index(self) -> Path:
@@ -159,7 +161,7 @@ class Collection:
             options = AskOptions(**given)  # type: ignore[arg-type]
         elif not isinstance(options, AskOptions):
             raise TypeError("options must be an AskOptions (or pass its fields as keywords)")
-        elif AskOptions(**given) != AskOptions(as_of=date.today()):  # type: ignore[arg-type]
+        elif AskOptions(**given) != AskOptions(as_of=today()):  # type: ignore[arg-type]
             raise TypeError("pass either an AskOptions or keyword options, not both")
         check_question(question)  # before building the index
         self.store  # noqa: B018 (builds the index when missing)

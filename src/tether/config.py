@@ -520,7 +520,17 @@ class Profile:
     # hybrid: reciprocal-rank-fusion weights (bm25, dense) and the cosine gate on BM25
     # candidates (share of the dense top-50 cosine range a BM25 candidate must reach)
     rrf_weights: tuple[float, float] = (0.7, 1.0)
-    lexical_gate: float = 0.4
+    lexical_gate: float | None = 0.4  # None: no gate
+    # hybrid: candidates taken from each list (bm25, dense); rerank: the hybrid candidates the
+    # reranker reorders, and the top of each list that always reaches it
+    fusion_candidates: int = 50
+    rerank_depth: int = 20
+    rerank_keep_each: int = 5
+    # rerank: at most this many chunks of one document in the top 10 (None: no cap), and the
+    # document types whose passages are standing rules (put into the top 5 when they make the
+    # same point as a passage there)
+    per_document: int | None = 3
+    rule_types: tuple[str, ...] = ("governance",)
     # adaptive fusion: the BM25 weight is the collection's (measured at ingest,
     # tether.retrieval.calibrate: exp(slope x (center - rho)), rho the dense/BM25 MRR ratio on
     # sentence pseudo-questions) times the query's shape factor (tether.retrieval.query), in a

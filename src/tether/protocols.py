@@ -1,8 +1,10 @@
 """Every swappable part on one screen: the protocols a backend, a model or a test implements.
 
-`Store` is the whole list of what the engine asks of an index; a second backend (PostgreSQL)
-implements the same members and passes the same contract tests (`tests/contract/`). Nothing
-outside `tether.stores` names a concrete store class.
+`Store` is the whole list of what the engine asks of an index, made of three roles
+(`StoreReader`, `SearchableStore`, `SyncTarget`); a collaborator takes the narrowest role it
+uses. A second backend (PostgreSQL) implements the same members and passes the same contract
+tests, one file per role (`tests/contract/`). Nothing outside `tether.stores` names a concrete
+store class.
 
 What it cannot do: a protocol states names and types, not behaviour; the contract tests state
 the behaviour (filters before ranking, fail-closed audience, atomic apply, generations).
@@ -48,21 +50,17 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
-class Store(Protocol):
-    """The index: what the engine reads from it and how a change set is written to it.
+class StoreReader(Protocol):
+    """The index read by ID: chunks, documents and their versions, and what the index is.
 
     Reads see one committed generation: `generation()` changes after every committed write
     (also one made by another process), and caches keyed on it stay valid until it moves.
-    Filters (as_of, audience) are applied before ranking in every search, and a public
-    caller's lexical scores use statistics of public passages only (no staff passage moves
-    them). `apply` writes a
-    whole `ChangeSet` or nothing; `vector_hashes` is {chunk_id: text hash} of the stored chunk
-    vectors, `sentence_vector_hashes` {chunk_id: text hash or None} for every chunk.
+    No audience filter applies here: a caller that serves an audience filters what it gets
+    (`Filters.allows`), or searches through `SearchableStore`.
     """
 
     location: str  # the file path or the database URL (without a password), for messages
 
-    # -- lookups
     def get(self, chunk_id: str) -> Chunk | None: ...
 
     def get_many(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]: ...
@@ -75,7 +73,21 @@ class Store(Protocol):
 
     def document_text(self, doc_id: str, version: str) -> str: ...
 
-    # -- filtered search
+    def meta_value(self, key: str) -> str | None: ...
+
+    def info(self) -> dict[str, object]: ...
+
+    def generation(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class SearchableStore(StoreReader, Protocol):
+    """The index searched: filters (as_of, audience) are applied before ranking in every
+    search, and a public caller's lexical scores use statistics of public passages only (no
+    staff passage moves them); the stored vectors, by chunk and by sentence."""
+
     def allowed_ids(self, filters: Filters) -> set[str]: ...
 
     def search_lexical(self, query: str, k: int, filters: Filters) -> list[Hit]: ...
@@ -92,7 +104,6 @@ class Store(Protocol):
         self, vector: np.ndarray, k: int, filters: Filters
     ) -> list[tuple[str, float]]: ...
 
-    # -- vectors
     def has_vectors(self) -> bool: ...
 
     def vectors(self) -> tuple[list[str], np.ndarray]: ...
@@ -105,18 +116,14 @@ class Store(Protocol):
         self, chunk_ids: Iterable[str]
     ) -> dict[str, tuple[list[tuple[int, int]], np.ndarray]]: ...
 
-    # -- what the index is
-    def meta_value(self, key: str) -> str | None: ...
 
-    def set_meta(self, values: Mapping[str, str]) -> None: ...
+@runtime_checkable
+class SyncTarget(Protocol):
+    """What a sync (`tether.ingest.sync`) reads before planning and how it writes: `apply`
+    writes a whole `ChangeSet` or nothing; `vector_hashes` is {chunk_id: text hash} of the
+    stored chunk vectors, `sentence_vector_hashes` {chunk_id: text hash or None} for every
+    chunk; `set_meta` writes index-level values (calibrations) in one transaction."""
 
-    def info(self) -> dict[str, object]: ...
-
-    def generation(self) -> int: ...
-
-    def close(self) -> None: ...
-
-    # -- what a sync reads before planning (tether.ingest.sync), and how it writes
     def file_states(self) -> dict[str, FileState]: ...
 
     def vector_hashes(self) -> dict[str, str]: ...
@@ -124,6 +131,16 @@ class Store(Protocol):
     def sentence_vector_hashes(self) -> dict[str, str | None]: ...
 
     def apply(self, changes: ChangeSet, progress: Progress | None = None) -> None: ...
+
+    def set_meta(self, values: Mapping[str, str]) -> None: ...
+
+
+@runtime_checkable
+class Store(SearchableStore, SyncTarget, Protocol):
+    """The whole index, as a backend implements it: read (`StoreReader`), searched
+    (`SearchableStore`) and written (`SyncTarget`). A collaborator asks for the narrowest
+    role it uses, so a test's fake implements only that role; the contract tests
+    (`tests/contract/`) check each role on every backend."""
 
 
 @runtime_checkable
@@ -150,6 +167,25 @@ class AuditLog(Protocol):
     def feedback(self, query: AuditQuery) -> list[Feedback]: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Searcher(Protocol):
+    """What answering and evaluation ask of a retriever (`tether.retrieval.Retriever`):
+    ranked passages for a query by method, after the filters, and the query's vector.
+    `embedder` is None when the index has no vectors (BM25 only)."""
+
+    embedder: Embedder | None
+
+    def resolve_method(self, method: str) -> str: ...
+
+    def search(self, query: str, k: int, filters: Filters, method: str = "auto") -> list[Hit]: ...
+
+    def query_vector(self, query: str) -> np.ndarray: ...
+
+    def warm_queries(self, queries: Sequence[str], batch: int = 32) -> None: ...
+
+    def clear_query_cache(self) -> None: ...
 
 
 @runtime_checkable

@@ -42,7 +42,7 @@ from tether.answering.evidence import SpanCosines, overlap_cosine, span_cosines
 from tether.answering.gate import support_score
 from tether.asks import QUANTITIES, AskKind, asks, gives
 from tether.prompts import load_prompt
-from tether.protocols import Provider, Store
+from tether.protocols import Provider, SearchableStore, Store
 from tether.text import STOP_WORDS, codes, detect_language, fold, is_statement, sentences, stem
 from tether.types import Filters, Hit, Message, ModelRequest
 from tether.verify.judges import p_yes
@@ -306,7 +306,7 @@ def _cover(
     return sum(weight[s] for s in terms if s in found) / total
 
 
-def _cosines(hits: Sequence[Hit], store: Store, query_vector: np.ndarray | None) -> SpanCosines:
+def _cosines(hits: Sequence[Hit], store: SearchableStore, query_vector: np.ndarray | None) -> SpanCosines:
     if query_vector is None:
         return {}
     return span_cosines(query_vector, store.sentence_vectors([h.chunk.chunk_id for h in hits]))

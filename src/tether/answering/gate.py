@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from tether.config import DEFAULT_PROFILE
 from tether.errors import TetherError
-from tether.protocols import Store
+from tether.protocols import SearchableStore, StoreReader
 from tether.types import Filters, Gate, Hit
 
 # Default floors per method (support score a passage needs to count), see `calibrate`.
@@ -66,7 +66,7 @@ PUBLIC_HINT = (
 )
 
 
-def filtered_out(store: Store, query: str, filters: Filters) -> str:
+def filtered_out(store: SearchableStore, query: str, filters: Filters) -> str:
     """Why a filtered search found nothing that matches `query`, without telling a public
     asker anything about staff content: "3 passages matched but none is in force on
     2026-05-01" (counted among the passages the audience may see), else, for a public asker,
@@ -101,7 +101,7 @@ def self_floor_key(method: str, audience: str) -> str:
 
 
 def floors_for(
-    store: Store, defaults: Mapping[str, float] = DEFAULT_FLOORS, audience: str = "public"
+    store: StoreReader, defaults: Mapping[str, float] = DEFAULT_FLOORS, audience: str = "public"
 ) -> dict[str, float]:
     """The floor per method for `audience` (see the module docstring for which wins)."""
     floors = dict(defaults)

@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date
-from typing import Any
 
 from tether.answering.answer import build_request, parse_completion
 from tether.answering.answerable import AnswerabilityJudge, read_question
@@ -51,7 +50,15 @@ from tether.answering.gate import (
 from tether.asks import asks, gives
 from tether.config import DEFAULT_PROFILE, Profile
 from tether.errors import DeadlineError, ProviderError
-from tether.protocols import Embedder, Judge, Provider, Store, StreamingProvider
+from tether.protocols import (
+    Embedder,
+    Judge,
+    Provider,
+    SearchableStore,
+    Searcher,
+    Store,
+    StreamingProvider,
+)
 from tether.text import detect_language
 from tether.types import (
     Answer,
@@ -167,7 +174,7 @@ def ask(
     provider: Provider,
     options: AskOptions | None = None,
     *,
-    retriever: Any,
+    retriever: Searcher,
     judge: Judge | None,
     tokens: TokenCounter,
     verifier: VerifierParts | None = None,
@@ -311,7 +318,7 @@ def judge_answerability(
     hits: list[Hit],
     store: Store,
     filters: Filters,
-    retriever: Any,
+    retriever: Searcher,
 ) -> Answerability:
     """The answerability judge's decision on `question` and its retrieved `hits` (the
     retriever's query vector gives the sentence cosines when it has an embedder)."""
@@ -402,7 +409,7 @@ class VerifierParts:
     embedder: Callable[[], Embedder | None] | None = None
 
 
-def _closeness(question: str, store: Store, retriever: Any, context: Context) -> Closeness | None:
+def _closeness(question: str, store: SearchableStore, retriever: Searcher, context: Context) -> Closeness | None:
     """How close the question is to each context sentence, from the index's sentence vectors
     and the retriever's query vector; None without an embedder or sentence vectors."""
     if getattr(retriever, "embedder", None) is None:
@@ -414,7 +421,7 @@ def _closeness(question: str, store: Store, retriever: Any, context: Context) ->
 
 
 def _span_closeness(
-    question: str, store: Store, retriever: Any, context: Context
+    question: str, store: SearchableStore, retriever: Searcher, context: Context
 ) -> tuple[tuple[str, int, int, float], ...]:
     """The question's cosine to each sentence span of the context's passages (chunk_id,
     start, end, cosine), for answerers that read passages directly; () without vectors."""

@@ -321,7 +321,6 @@ def provider_option(value: str | None) -> str | None:
     return value
 
 
-DEMO_INDEX = Path(".tether") / "demo.sqlite"
 
 IndexOpt = Annotated[
     Path | None,
@@ -397,62 +396,26 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
-def find_index(index: Path | None, demo: bool = False) -> Path:
-    """--index (or TETHER_INDEX, from the environment or the settings file), else the demo
-    index with --demo, else .tether/index.sqlite here or above."""
-    from tether.app import DEFAULT_INDEX
-    from tether.config import load_settings
-
-    if index is None and not demo:
-        index = load_settings().index
-    if index is not None:
-        return index
-    if demo:
-        return DEMO_INDEX
-    here = Path.cwd()
-    for folder in (here, *here.parents):
-        candidate = folder / DEFAULT_INDEX
-        if candidate.exists():
-            return candidate
-    raise TetherError(
-        "no index found here or in a parent folder: run `tether ingest FOLDER` first,"
-        " pass --index FILE, or use --demo"
-    )
-
-
-def server_store(store: str | None) -> str | None:
-    """--store, else TETHER_STORE (from the environment or the settings file), else None."""
-    from tether.config import load_settings
-
-    return store or load_settings().store
-
-
-def open_workspace(index: Path | None, demo: bool = False, store: str | None = None) -> Workspace:
-    """The Workspace over the index to read (the demo one is ingested first when missing or
-    built by an older tether):
-    the server store of --store (or TETHER_STORE) when one is given."""
+def open_workspace(
+    index: Path | None,
+    demo: bool = False,
+    store: str | None = None,
+    *,
+    demo_if_none: bool = False,
+    provider: str | None = None,
+    model: str | None = None,
+) -> Workspace:
+    """`Workspace.open` as the CLI's commands call it: --index, --demo, --store (else
+    TETHER_STORE), --provider and --model; a demo ingest on the way shows its progress and
+    says where the demo went."""
     from tether.app import Workspace
+    from tether.cli.ingest import announce_demo, ingest_progress
 
-    store = None if demo else server_store(store)
-    if store:
-        return Workspace(store=store)
-    path = find_index(index, demo)
-    if demo and not path.exists():
-        from tether.cli.ingest import ingest_demo
-
-        ingest_demo(path, quiet=False)
-    ws = Workspace(index=path)
-    if demo:
-        from tether.errors import OlderIndexError
-
-        try:
-            ws.store  # noqa: B018 (opens it: a demo index of an older tether is rebuilt)
-        except OlderIndexError:
-            from tether.cli.ingest import ingest_demo
-
-            ingest_demo(path, quiet=False)  # ingest upgrades it in place
-            ws = Workspace(index=path)
-    return ws
+    with ingest_progress() as step:
+        return Workspace.open(
+            index, store=store, demo=demo, demo_if_none=demo_if_none, provider=provider,
+            model=model, progress=step, on_demo=announce_demo,
+        )  # fmt: skip
 
 
 def progress(first: str, *, rate: bool = False, quiet: bool = False) -> Progress:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from tether.cli.app import (
-    DEMO_INDEX,
     EXIT_HELP,
     DemoOpt,
     DraftPrinter,
@@ -35,13 +33,11 @@ from tether.cli.app import (
     audience_value,
     err,
     error_line,
-    find_index,
     method_option,
     open_workspace,
     out,
     print_json,
     provider_option,
-    server_store,
     shown,
     table,
     user_errors,
@@ -49,6 +45,7 @@ from tether.cli.app import (
     working,
 )
 from tether.errors import TetherError
+from tether.places import DEMO_INDEX
 
 if TYPE_CHECKING:
     from tether.app import Workspace
@@ -99,6 +96,7 @@ def ask_options(
     (Q102) is read only on the demo index (`demo`); elsewhere it is a question like any
     other. It brings its date and language, never its audience: public unless `audience`."""
     from tether.answering.pipeline import AskOptions
+    from tether.app import today
     from tether.evaluation.questions import load_questions
 
     bundled = None
@@ -109,7 +107,7 @@ def ask_options(
             raise TetherError(
                 f"no question {question!r} in the bundled set (see `tether questions`)"
             )
-    when = bundled.as_of if bundled else date.today()
+    when = bundled.as_of if bundled else today()
     opts = AskOptions(
         as_of=as_of_date(as_of) if as_of is not None else when,
         audience=audience_value(audience) if audience else "public",  # type: ignore[arg-type]
@@ -128,13 +126,11 @@ def on_demo_index(index: Path | None, demo: bool, question: str = "") -> bool:
         return True
     if index is not None:
         return index.resolve() == DEMO_INDEX.resolve()
-    if not QID.match(question.strip()) or server_store(None):
+    if not QID.match(question.strip()):
         return False
-    try:
-        find_index(None)
-    except TetherError:
-        return True  # no index of the user's: the bundled question runs on the demo
-    return False
+    from tether.app import index_found
+
+    return not index_found()  # no index of the user's: the bundled question runs on the demo
 
 
 def demo(
@@ -152,21 +148,21 @@ def demo(
 ) -> None:
     """Ingest the bundled demo collection, search it, and answer a question with checked citations."""
     from tether.app import Workspace
-    from tether.cli.ingest import ingest_demo, print_report
+    from tether.cli.ingest import ingest_progress, print_report
     from tether.cli.search import print_hits, run_search
     from tether.types import Filters
 
     with user_errors():
-        report = ingest_demo(index)
-        print_report(report, index)
-        ws = Workspace(index=index)
+        with ingest_progress() as step:
+            ws = Workspace.open(
+                index, demo=True, refresh_demo=True, provider=provider, progress=step,
+                on_demo=print_report,
+            )  # fmt: skip
         text, opts, _ = ask_options(question, None, None, "auto", 5, demo=True)
         filters = Filters(as_of=opts.as_of, audience=opts.audience)
         out.print(f"\n[bold]search:[/bold] {shown(text)}", highlight=False)
         print_hits(run_search(ws, text, 5, filters, "auto"), filters)
-        chosen = ws.make_provider(provider, None)
-        ws.use_provider(chosen)
-        described = shown(chosen.describe())  # type: ignore[attr-defined]
+        described = shown(ws.provider.describe())  # type: ignore[attr-defined]
         out.print(f"\n[bold]ask[/bold] (answering with {described}):", highlight=False)
         with working("answering…"):
             result = ws.ask(text, opts, who="cli")
@@ -374,10 +370,12 @@ def ask(
             **({} if budget is None else {"budget": budget}),
             closed_book=closed_book, mode=mode, strict=strict, answerability=answerability,
         )  # fmt: skip
-        ws = open_workspace(index, demo or (index is None and store is None and on_demo), store)
+        ws = open_workspace(
+            index, demo or (index is None and store is None and on_demo), store,
+            provider=provider, model=model,
+        )  # fmt: skip
         with working("loading the model…"):
-            chosen = ws.make_provider(provider, model)
-        ws.use_provider(chosen)
+            ws.provider  # noqa: B018 (builds it: loading the local model takes seconds)
         with working("answering…") as bar:
             caps = (max_steps, max_tokens, max_seconds) if agent else None
             draft = DraftPrinter(bar) if not as_json else None
@@ -389,7 +387,7 @@ def ask(
 
         print_json(WireAskResult.from_ask_result(result))
     else:
-        print_result(result, getattr(chosen, "note", ""), ws.profile.note)
+        print_result(result, getattr(ws.provider, "note", ""), ws.profile.note)
     if verbosity().verbose:
         print_timings(result.timings)
     code = ask_exit_code(result)
@@ -445,9 +443,8 @@ def chat(
     history: list[str] = []
     with user_errors():
         on_demo = on_demo_index(index, demo)
-        ws = open_workspace(index, demo, store)
-        chosen = ws.make_provider(provider, model)
-        ws.use_provider(chosen)
+        ws = open_workspace(index, demo, store, provider=provider, model=model)
+        ws.provider  # noqa: B018 (builds it before the first question)
         out.print("Ask a question (quit to leave, history to list your questions).")
         while True:
             try:
@@ -469,7 +466,7 @@ def chat(
                     draft = DraftPrinter(bar)
                     result = ws.ask(text, opts, who="cli", on_text=draft)
                 draft.end()
-                print_result(result, getattr(chosen, "note", ""), ws.profile.note)
+                print_result(result, getattr(ws.provider, "note", ""), ws.profile.note)
             except TetherError as exc:
                 error_line(str(exc))
 

@@ -35,26 +35,23 @@ from tether.errors import TetherError
 
 if TYPE_CHECKING:
     from tether.app import Workspace
+    from tether.protocols import Searcher, Store
 
 
 def use_demo(index: Path | None, own_questions: bool) -> bool:
     """Whether `eval`/`calibrate` read the demo index: never with --index or when an index is
     found here or above (TETHER_INDEX included); else only for the bundled questions (a
     question set of the user's own needs the user's index: an error says how to build one)."""
-    from tether.cli.app import find_index, server_store
+    from tether.app import index_found
 
-    if index is not None or server_store(None):
+    if index is not None or index_found():
         return False
-    try:
-        find_index(None)
-    except TetherError:
-        if own_questions:
-            raise TetherError(
-                "no index found here or in a parent folder for your questions: run"
-                " `tether ingest FOLDER` first, or pass --index FILE or --collection FOLDER"
-            ) from None
-        return True
-    return False
+    if own_questions:
+        raise TetherError(
+            "no index found here or in a parent folder for your questions: run"
+            " `tether ingest FOLDER` first, or pass --index FILE or --collection FOLDER"
+        )
+    return True
 
 
 def eval_verifier(
@@ -412,8 +409,8 @@ def eval_retriever(
 
 
 def run_eval(
-    store: Any,
-    retriever: Any,
+    store: Store,
+    retriever: Searcher,
     qs: list[Any],
     questions_file: str,
     chosen: list[str],

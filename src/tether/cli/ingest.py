@@ -7,6 +7,8 @@ the embedder loads only when embeddings are asked for.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,7 +29,7 @@ from tether.errors import TetherError
 
 if TYPE_CHECKING:
     from tether.app import Workspace
-    from tether.types import ChunkerConfig, SyncReport
+    from tether.types import ChunkerConfig, Progress, SyncReport
 
 PHASE_LABELS = {
     "read": "Reading files",
@@ -37,17 +39,10 @@ PHASE_LABELS = {
 }
 
 
-def run_sync(
-    ws: Workspace,
-    folder: Path,
-    chunker: ChunkerConfig,
-    rebuild: bool,
-    strict: bool,
-    embed: bool,
-    follow_links: bool = False,
-    default_access: str | None = None,
-) -> SyncReport:
-    """Bring the Workspace's index in line with `folder`, showing each phase's progress."""
+@contextmanager
+def ingest_progress() -> Iterator[Progress]:
+    """An ingest's progress callback: a bar per phase on a terminal, a log line per phase
+    (and every few seconds) elsewhere; nothing shows until the first phase starts."""
     from tether.cli.app import phase_log, progress
 
     log = phase_log(PHASE_LABELS)
@@ -66,6 +61,21 @@ def run_sync(
                 tasks[phase] = bar.add_task(PHASE_LABELS.get(phase, phase), total=total, rate="")
             bar.update(tasks[phase], completed=done, total=total)
 
+        yield step
+
+
+def run_sync(
+    ws: Workspace,
+    folder: Path,
+    chunker: ChunkerConfig,
+    rebuild: bool,
+    strict: bool,
+    embed: bool,
+    follow_links: bool = False,
+    default_access: str | None = None,
+) -> SyncReport:
+    """Bring the Workspace's index in line with `folder`, showing each phase's progress."""
+    with ingest_progress() as step:
         return ws.ingest(
             folder, chunker=chunker, embed=embed, rebuild=rebuild, strict=strict, progress=step,
             follow_links=follow_links, default_access=default_access,
@@ -185,7 +195,7 @@ def writable_index(path: Path, store: str | None = None, **settings: Any) -> Wor
     from tether.config import load_settings
 
     given = {k: v for k, v in settings.items() if v is not None}
-    return Workspace(replace(load_settings(), **given), index=path, create=True, store=store)
+    return Workspace.open(path, store=store, create=True, settings=replace(load_settings(), **given))
 
 
 def ingest(
@@ -255,7 +265,7 @@ def ingest(
     as_json: JsonOpt = False,
 ) -> None:
     """Read a folder of documents into the index (incremental; atomic)."""
-    from tether.app import DEFAULT_INDEX
+    from tether.places import DEFAULT_INDEX
     from tether.types import ChunkerConfig
 
     if chunker not in ("structure", "fixed", "overlap"):
@@ -301,17 +311,9 @@ def ingest(
             raise typer.Exit(1)
 
 
-def ingest_demo(path: Path, quiet: bool = True) -> SyncReport:
-    """Ingest the bundled demo collection (with embeddings) into `path`."""
-    from tether.evaluation.questions import demo_collection
-    from tether.types import ChunkerConfig
-
-    ws = writable_index(path)
-    report = run_sync(ws, demo_collection(), ChunkerConfig(), False, False, True)
-    ws.close()
-    if not quiet:
-        err.print(f"ingested the demo collection into {shown(path)}", highlight=False)
-    return report
+def announce_demo(report: SyncReport, path: Path) -> None:
+    """What `Workspace.open` reports after ingesting the demo on its way: one line."""
+    err.print(f"ingested the demo collection into {shown(path)}", highlight=False)
 
 
 def ingest_for_eval(path: Path, folder: Path, store: str | None = None) -> Workspace:

@@ -17,7 +17,6 @@ from tether.cli.app import (
     StoreOpt,
     audience_option,
     err,
-    find_index,
     shown,
     user_errors,
 )
@@ -111,7 +110,7 @@ def serve(
                 f"tether serve needs the serve extra ({exc.name} is missing):"
                 " pip install 'tether[serve]'"
             ) from None
-    from tether.cli.app import open_workspace, server_store
+    from tether.cli.app import open_workspace
     from tether.server.keys import KeyRing, load_keys
     from tether.server.running import parse_forwarded_allow_ips, run
 
@@ -121,10 +120,10 @@ def serve(
         raise typer.BadParameter(str(exc), param_hint="--forwarded-allow-ips") from None
     with user_errors():
         port_free(host, port)
-        url = None if demo else server_store(store)  # --store, else TETHER_STORE
-        path = find_index(index, demo) if url is None else None
-        opened = open_workspace(index, demo, url)  # the demo index is built when missing
+        opened = open_workspace(index, demo, store)  # the demo index is built when missing
         shown_at = opened.store.location  # opens it: a missing index is an error here
+        url = opened.location if isinstance(opened.location, str) else None  # --store, else TETHER_STORE
+        path = opened.index if url is None else None
         where = shown_at if url is not None else path
         opened.close()
         ring = (

@@ -43,7 +43,7 @@ import numpy as np
 
 from tether.embeddings.fast_e5 import DEFAULT_VARIANT, FastE5, FastE5Unavailable, available_threads
 from tether.errors import ProviderError, TetherError
-from tether.protocols import Embedder, Store
+from tether.protocols import Embedder, StoreReader
 from tether.types import Chunk, TokenWindow
 
 __all__ = [
@@ -488,7 +488,7 @@ def window_report(texts: Sequence[str], embedder: Embedder) -> dict[str, int]:
 
 
 def embed_text_report(
-    store: Store, embedder: Embedder, chunks: Sequence[Chunk] | None = None
+    store: StoreReader, embedder: Embedder, chunks: Sequence[Chunk] | None = None
 ) -> dict[str, int]:
     """`window_report` over what the index embedded for each chunk (of `chunks` when given)."""
     from tether.text import embed_text

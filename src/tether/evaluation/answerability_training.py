@@ -51,7 +51,7 @@ from tether.types import Filters, Question
 from tether.verify.learned import JudgeModel
 
 if TYPE_CHECKING:
-    from tether.retrieval.retriever import Retriever
+    from tether.protocols import Searcher
 
 REPO = Path(__file__).resolve().parents[3]
 FEATURES = (
@@ -100,7 +100,7 @@ def training_sets() -> list[tuple[str, Path, list[Question]]]:
 
 
 def read_rows(
-    name: str, store: Store, retriever: Retriever, questions: Sequence[Question]
+    name: str, store: Store, retriever: Searcher, questions: Sequence[Question]
 ) -> list[Row]:
     """Each question searched as `ask` searches it (rerank, 5 passages, its date and
     audience) and read against its passages."""

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING
 
 from tether.answering.gate import SELF_CALIBRATION_KEY, self_floor_key, support_score
 from tether.config import DEFAULT_PROFILE, Profile
-from tether.protocols import Store
+from tether.protocols import SearchableStore, StoreReader
 from tether.text import content_words, sentences
 from tether.types import Audience, Chunk, Filters, Question
 
 if TYPE_CHECKING:
-    from tether.retrieval.retriever import Retriever
+    from tether.protocols import Searcher
 
 # Below this many questions a floor rests on one or two scores: the 2% allowance of wrongly
 # refused questions rounds to none, and one odd question moves the floor.
@@ -67,8 +67,8 @@ class GateCalibration:
 
 
 def calibrate_gate(
-    store: Store,
-    retriever: Retriever,
+    store: StoreReader,
+    retriever: Searcher,
     questions: Sequence[Question],
     methods: Sequence[str] = ("bm25", "dense", "hybrid", "rerank"),
     *,
@@ -212,7 +212,7 @@ class SelfCalibration:
 
 
 def _best_scores(
-    retriever: Retriever, queries: Sequence[str], filters: Filters, method: str, k: int
+    retriever: Searcher, queries: Sequence[str], filters: Filters, method: str, k: int
 ) -> list[float]:
     out = []
     for query in queries:
@@ -237,8 +237,8 @@ def fit_floor(
 
 
 def self_calibrate(
-    store: Store,
-    retriever: Retriever,
+    store: SearchableStore,
+    retriever: Searcher,
     profile: Profile = DEFAULT_PROFILE,
     *,
     audiences: Sequence[Audience] = ("public", "staff"),

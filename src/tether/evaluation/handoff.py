@@ -19,11 +19,11 @@ from collections import Counter
 from typing import Any
 
 from tether.config import Profile
-from tether.protocols import Store
+from tether.protocols import Store, StoreReader
 from tether.types import DocumentInfo
 
 
-def _stored(store: Store, key: str) -> dict[str, Any] | None:
+def _stored(store: StoreReader, key: str) -> dict[str, Any] | None:
     raw = store.meta_value(key)
     if not raw:
         return None

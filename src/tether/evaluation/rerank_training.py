@@ -47,7 +47,7 @@ import numpy as np
 
 from tether.evaluation.questions import matches
 from tether.linear import LinearModel, fit_scaled
-from tether.protocols import Store
+from tether.protocols import SearchableStore
 from tether.retrieval.rerank import ORDER_FEATURES, SentenceReranker
 from tether.text import content_words, sentences
 from tether.types import Audience, Chunk, Filters, Question, Relevant
@@ -97,7 +97,7 @@ def _thinned_query(chunk: Chunk, rng: random.Random) -> tuple[str, str] | None:
     return " ".join(kept), sentence
 
 
-def pseudo_queries(store: Store, name: str, per_kind: int = PSEUDO_PER_KIND) -> list[Question]:
+def pseudo_queries(store: SearchableStore, name: str, per_kind: int = PSEUDO_PER_KIND) -> list[Question]:
     """Pseudo-queries from a collection's public passages (see the module docstring), each
     with the passage it was made from as its relevant passage; stable for a given index."""
     rng = random.Random(f"{SEED}:{name}")

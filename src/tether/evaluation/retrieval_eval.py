@@ -31,7 +31,7 @@ from tether.protocols import Store
 from tether.types import Chunk, Filters, Hit, Question, Relevant
 
 if TYPE_CHECKING:
-    from tether.retrieval.retriever import Retriever
+    from tether.protocols import Searcher
 
 
 class _Reachability:
@@ -65,7 +65,7 @@ Plan = list[tuple[Question, Filters, list[Relevant]]]
 
 def run_retrieval_eval(
     store: Store,
-    retriever: Retriever,
+    retriever: Searcher,
     questions: Sequence[Question],
     methods: Sequence[str],
     k: int = 5,
@@ -163,7 +163,7 @@ def _plan(
 
 def _measure(
     reach: _Reachability,
-    retriever: Retriever,
+    retriever: Searcher,
     plan: Plan,
     methods: Sequence[str],
     k: int,

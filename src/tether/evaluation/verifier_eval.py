@@ -27,7 +27,7 @@ from pathlib import Path
 from tether.answering.context import header
 from tether.errors import TetherError
 from tether.evaluation.questions import demo_claims, matches
-from tether.protocols import Embedder, Judge, Store
+from tether.protocols import Embedder, Judge, Store, StoreReader
 from tether.types import Answer, Claim, Context, Filters, Passage, Relevant
 from tether.verify.check import VerifierCache, check_answer, flag_kind
 
@@ -97,7 +97,7 @@ class VerifierResult:
         return self.false_alarms / self.supported if self.supported else 0.0
 
 
-def _resolve(store: Store, item: dict, location: dict, cache: dict) -> str:
+def _resolve(store: StoreReader, item: dict, location: dict, cache: dict) -> str:
     """The ID of the chunk at a claim item's location (doc_id, version, section); a location
     this store does not hold is a `TetherError` naming the claim."""
     key = (location["doc_id"], location.get("version"), location.get("section"))

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tether.protocols import Embedder, Judge, Store
+from tether.protocols import Embedder, Judge, SearchableStore, Store
 from tether.text import fold_fast, sentence_spans, sentence_text, words_of
 from tether.types import Chunk, Contradiction, Quote
 from tether.verify.align import align
@@ -424,7 +424,7 @@ def _query(u: _Unit) -> bool:
 
 
 def _sentence_matrix(
-    store: Store, units: list[_Unit], embedder: Embedder | None, step: Progress
+    store: SearchableStore, units: list[_Unit], embedder: Embedder | None, step: Progress
 ) -> tuple[list[int], np.ndarray] | None:
     """(indexes of the units that have a vector, their vectors as rows): the index's sentence
     vectors by span, the rest embedded by `embedder` when one is given."""

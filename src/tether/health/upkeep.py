@@ -40,7 +40,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 
 from tether.ingest.sync import INGEST_STATE_META
-from tether.protocols import Store
+from tether.protocols import SearchableStore, StoreReader
 from tether.types import AuditEntry, Chunk, DocMeta, DocumentInfo, Finding, Quote
 
 NEAR_COSINE = 0.85  # candidates: passages of different documents at least this close...
@@ -57,7 +57,7 @@ def quote_of(chunk: Chunk, text: str | None = None) -> Quote:
                  chunk.text, m.owner, m.access, " › ".join(chunk.heading_path))  # fmt: skip
 
 
-def recorded_state(store: Store) -> dict:
+def recorded_state(store: StoreReader) -> dict:
     """What the last ingests recorded for the report (folder, unlabelled, problems), or {}."""
     try:
         value = json.loads(store.meta_value(INGEST_STATE_META) or "{}")
@@ -92,7 +92,7 @@ def ended(docs: Sequence[DocumentInfo], as_of: date) -> list[Finding]:
 
 
 def superseded_cited(
-    entries: Iterable[AuditEntry], store: Store, as_of: date
+    entries: Iterable[AuditEntry], store: StoreReader, as_of: date
 ) -> list[Finding]:
     """Versions cited in recorded answers that are no longer in force on `as_of` while a
     later version of the document is."""
@@ -182,7 +182,7 @@ def _missing(root: Path, page: Path, target: str) -> bool:
 
 
 def hygiene(
-    docs: Sequence[DocumentInfo], state: dict, store: Store, info: dict[str, object]
+    docs: Sequence[DocumentInfo], state: dict, store: StoreReader, info: dict[str, object]
 ) -> tuple[list[Finding], list[str]]:
     """Unlabelled documents, instruction spans, chunks over the window, unreadable files; and
     notes on what was not recorded."""
@@ -241,7 +241,7 @@ def _repeats(a: str, b: str) -> bool:
 
 
 def near_duplicates(
-    store: Store, in_force: Callable[[DocMeta], bool], limit: int = 50
+    store: SearchableStore, in_force: Callable[[DocMeta], bool], limit: int = 50
 ) -> tuple[list[Finding], list[str]]:
     """Passages of different documents in force that repeat one another (see the module
     docstring: a vector prefilter, then word trigrams; a cosine of 0.97 alone missed a

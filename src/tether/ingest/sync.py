@@ -66,7 +66,7 @@ from tether.ingest.metadata import inventory_warnings, load_inventory
 from tether.ingest.parse.dispatch import format_of
 from tether.ingest.tasks import ParseTask, problem_of
 from tether.ingest.vector_cache import EmbedProgress, VectorCache, embed_cached
-from tether.protocols import Embedder, Store
+from tether.protocols import Embedder, Store, StoreReader, SyncTarget
 from tether.text import embed_text, sentence_spans, sentence_text
 from tether.types import (
     ChangeSet,
@@ -193,7 +193,7 @@ INGEST_STATE_META = "ingest:state"  # what the health report reads of the last s
 
 
 def ingest_state(
-    store: Store, folder: Path, plan: _Plan, changes: ChangeSet, rebuild: bool
+    store: StoreReader, folder: Path, plan: _Plan, changes: ChangeSet, rebuild: bool
 ) -> str:
     """The index meta value (JSON) that the health report (`tether health`) reads: the
     collection folder, the sources that carry no access label, and the files that could not
@@ -214,7 +214,7 @@ def ingest_state(
     return json.dumps(record, ensure_ascii=False, sort_keys=True)
 
 
-def access_default(store: Store, given: str | None) -> str:
+def access_default(store: StoreReader, given: str | None) -> str:
     """What a file without an access label is indexed as: `given`, else the value stored with
     the index by an earlier sync, else staff (fail-closed)."""
     value = given if given is not None else store.meta_value(DEFAULT_ACCESS_META) or "staff"
@@ -224,7 +224,7 @@ def access_default(store: Store, given: str | None) -> str:
 
 
 def check_build(
-    store: Store, chunker: ChunkerConfig, embedder: Embedder | None, rebuild: bool
+    store: StoreReader, chunker: ChunkerConfig, embedder: Embedder | None, rebuild: bool
 ) -> None:
     """Refuse to mix chunkers or embedders in one index (unless rebuilding)."""
     if rebuild:
@@ -250,7 +250,7 @@ def embedder_label(embedder: Embedder) -> str:
 
 
 def read_folder(
-    store: Store,
+    store: SyncTarget,
     folder: Path,
     chunker: ChunkerConfig,
     rebuild: bool,
@@ -499,7 +499,7 @@ def plan_changes(
 
 def embed_chunks(
     chunks: list[Chunk],
-    store: Store,
+    store: SyncTarget,
     embedder: Embedder,
     rebuild: bool,
     step: Progress,

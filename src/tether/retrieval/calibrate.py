@@ -46,7 +46,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tether.config import DEFAULT_PROFILE
-from tether.protocols import Store
+from tether.protocols import SearchableStore, Searcher, Store, StoreReader
 from tether.text import content_words, sentences
 from tether.types import Chunk, Filters
 
@@ -117,7 +117,7 @@ def fusion_weight(ratio: float, center: float | None = None, slope: float | None
 
 
 def _mrrs(
-    store: Store, retriever: Any, questions: Sequence[tuple[str, set[str]]]
+    store: SearchableStore, retriever: Searcher, questions: Sequence[tuple[str, set[str]]]
 ) -> tuple[float, float]:
     """(BM25 MRR@10, dense MRR@10) over `questions`."""
     bm25 = dense = 0.0
@@ -135,7 +135,7 @@ def _mrrs(
 
 
 def calibrate_fusion(
-    store: Store, retriever: Any, prior: float, n: int = 40, sentences: int = SENTENCES
+    store: Store, retriever: Searcher, prior: float, n: int = 40, sentences: int = SENTENCES
 ) -> dict[str, Any]:
     """Measure the BM25 weight on pseudo-questions (module docstring: at most `sentences`
     sentence questions, `n` heading questions), store it, return it. `prior` (a BM25 share)
@@ -172,7 +172,7 @@ def calibrate_fusion(
     return record
 
 
-def load_calibration(store: Store) -> dict[str, Any] | None:
+def load_calibration(store: StoreReader) -> dict[str, Any] | None:
     """The calibration stored in the index, or None (none made, or unreadable)."""
     raw = store.meta_value(META_KEY)
     if not raw:

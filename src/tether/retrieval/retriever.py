@@ -76,10 +76,10 @@ from typing import Any
 
 import numpy as np
 
-from tether.config import DEFAULT_PROFILE
+from tether.config import DEFAULT_PROFILE, Profile
 from tether.errors import TetherError
 from tether.linear import LinearModel
-from tether.protocols import Embedder, Provider, Reranker, Store
+from tether.protocols import Embedder, Provider, Reranker, SearchableStore, Store
 from tether.retrieval.query import QueryShape, query_shape
 from tether.standing import TYPE_ALIASES, source_rank
 from tether.text import fold
@@ -87,19 +87,9 @@ from tether.types import Audience, Chunk, Filters, Hit, Message, ModelRequest
 
 METHODS: tuple[str, ...] = ("bm25", "dense", "hybrid", "rerank")
 RRF_K = 60
-RRF_WEIGHTS = DEFAULT_PROFILE.rrf_weights  # hybrid: (bm25, dense); tuned values: tether.config
-CANDIDATES = 50  # per component list in hybrid
-RERANK_DEPTH = 20  # hybrid candidates the reranker reorders
-LEXICAL_GATE = DEFAULT_PROFILE.lexical_gate  # hybrid: share of the dense cosine range a BM25
-# candidate must reach
-SAME_POINT_COSINE = DEFAULT_PROFILE.same_point_cosine  # standing rule: chunks on the same point
-PER_DOCUMENT = 3  # rerank: most chunks of one document in the top DIVERSITY_WINDOW
-DIVERSITY_WINDOW = 10
-RULE_TYPES: tuple[str, ...] = ("governance",)  # doc types whose passages are standing rules
+DIVERSITY_WINDOW = 10  # rerank: the top places the per-document cap holds in
 RULES_WINDOW = 5  # rerank: the top places a standing rule is checked for and put into
-KEEP_EACH = 5  # rerank: the top of each list (bm25, dense) that always reaches the reranker
 SECOND_LANGUAGE = 0.1  # share of chunks that makes a collection multilingual (adaptive)
-PROTECT_EACH = DEFAULT_PROFILE.fusion_protect_each  # adaptive hybrid: each list's top that leads
 
 
 def check_method(method: str) -> str:
@@ -149,43 +139,35 @@ class Retriever:
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,
         *,
+        profile: Profile = DEFAULT_PROFILE,
         rewrite: Callable[[str], str] | None = None,
-        candidates: int = CANDIDATES,
-        rerank_depth: int = RERANK_DEPTH,
-        rrf_weights: tuple[float, float] = RRF_WEIGHTS,
-        lexical_gate: float | None = LEXICAL_GATE,
-        per_document: int | None = PER_DOCUMENT,
-        rule_types: Sequence[str] = RULE_TYPES,
-        same_point_cosine: float = SAME_POINT_COSINE,
-        rerank_weights: Mapping[str, float] | None = None,
-        adaptive: bool = False,
         lexical_prior: float | None = None,
-        rrf_k: int = RRF_K,
-        keep_each: int = KEEP_EACH,
-        lexical_rerank_weights: Mapping[str, float] | None = None,
-        protect_each: int = PROTECT_EACH,
-        per_document_one_language: int | None = PER_DOCUMENT,
         rerank_order: LinearModel | None = None,
     ) -> None:
+        """Over `store`, with the tuned values of `profile` (the index's, `tether.app.
+        retriever_for`); `lexical_prior` is the collection's calibrated BM25 weight (None:
+        the fixed weights' share), `rerank_order` the learned order (None: the weighted
+        mean), `rewrite` a query rewriter."""
         self.store = store
         self.embedder = embedder
+        self.profile = profile
         self.rewrite = rewrite
-        self.candidates = candidates
-        self.rerank_depth = rerank_depth
-        self.rrf_weights = rrf_weights  # (bm25, dense)
-        self.lexical_gate = lexical_gate
-        self.per_document = per_document
-        self.rule_types = tuple(t.lower() for t in rule_types)
-        self.same_point_cosine = same_point_cosine
-        self.adaptive = adaptive
-        w_bm25, w_dense = rrf_weights
+        self.candidates = profile.fusion_candidates
+        self.rerank_depth = profile.rerank_depth
+        self.rrf_weights = profile.rrf_weights  # (bm25, dense)
+        self.lexical_gate = profile.lexical_gate
+        self.per_document = profile.per_document
+        self.rule_types = tuple(t.lower() for t in profile.rule_types)
+        self.same_point_cosine = profile.same_point_cosine
+        self.adaptive = adaptive = profile.adaptive_fusion
+        w_bm25, w_dense = profile.rrf_weights
         self.lexical_prior = (
             lexical_prior if lexical_prior is not None else w_bm25 / ((w_bm25 + w_dense) or 1.0)
         )
-        self.rrf_k = rrf_k  # the adaptive fusion's (the fixed one keeps RRF_K)
-        self.keep_each = keep_each
-        self.protect_each = protect_each
-        self.per_document_one_language = per_document_one_language
+        self.rrf_k = profile.fusion_rrf_k  # the adaptive fusion's (the fixed one keeps RRF_K)
+        self.keep_each = profile.rerank_keep_each
+        self.protect_each = profile.fusion_protect_each
+        self.per_document_one_language = profile.rerank_per_document
         self._rules: tuple[int, list[Chunk]] | None = None
         self._language: dict[Audience, tuple[int, tuple[str | None, bool]]] = {}
         self._query_vectors: _LRU = _LRU(512)
@@ -198,9 +180,9 @@ class Retriever:
             reranker = SentenceReranker(
                 store,
                 self.query_vector,
-                weights=rerank_weights,
+                weights=profile.rerank_weights,
                 lexical_share=self._rerank_share if adaptive else None,
-                lexical_weights=lexical_rerank_weights,
+                lexical_weights=profile.rerank_lexical_weights,
                 order=rerank_order,
             )
         self.reranker = reranker
@@ -598,12 +580,12 @@ def _mentions(chunk: Chunk, words: Sequence[str]) -> int:
     return sum(len(re.findall(rf"\b{re.escape(fold(w))}", text)) for w in words)
 
 
-def store_has_vectors(store: Store) -> bool:
+def store_has_vectors(store: SearchableStore) -> bool:
     """Whether the index holds chunk vectors (dense methods need them)."""
     return store.has_vectors()
 
 
-def _check_embedder(store: Store, embedder: Embedder) -> None:
+def _check_embedder(store: SearchableStore, embedder: Embedder) -> None:
     """Queries must be embedded by the embedder the index was built with."""
     built = store.meta_value("embedder")
     want = f"{embedder.name} ({embedder.version})"

@@ -70,7 +70,7 @@ from tether.server.requests import (
     View,
 )
 from tether.server.workers import Lane, Warmup, wait
-from tether.types import Audience, Claim, Filters
+from tether.types import Audience, Claim
 
 T = TypeVar("T")
 STATIC = files("tether.server") / "static"
@@ -388,9 +388,9 @@ async def document(
 async def chunk(chunk_id: str, request: Request, key: Key, view: ViewQuery = None) -> schemas.Chunk:
     """One passage by its chunk ID (404 when the audience may not see it: exactly as for an
     ID that does not exist)."""
-    allows = Filters(audience=audience_for(request, key, view)).allows
-    found = await server_of(request).read(lambda ws: ws.store.get(chunk_id))
-    if found is None or not allows(found.meta):
+    audience = audience_for(request, key, view)
+    found = await server_of(request).read(lambda ws: ws.read(chunk_id, audience))
+    if found is None:
         raise Refused(404, NOT_FOUND.format(what="chunk", name="chunk_id", value=chunk_id))
     return schemas.Chunk.from_chunk(found)
 
@@ -525,7 +525,7 @@ def create_app(
     ring = keys if keys is not None else KeyRing(allow_anonymous=True)
 
     def make() -> Workspace:
-        return Workspace(chosen, index=index, models=models, store=store)
+        return Workspace.open(index, settings=chosen, models=models, store=store)
 
     app = FastAPI(
         title="tether", version=__version__,

@@ -80,7 +80,6 @@ from tether.types import (
 SCHEMA_VERSION = 5  # 2: the instructions table; 3: the audit table; 4: every anchor of a chunk;
 # 5: the public lexical table (BM25 statistics of public chunks only)
 READS_FROM = 4  # the oldest schema a reader serves as it is (a reader needs the anchors column)
-DEFAULT_INDEX = Path(".tether") / "index.sqlite"
 
 
 @dataclass
