@@ -200,13 +200,10 @@ from tether.verify.flags import (
 )
 from tether.verify.inline import InlineReport, check_inline, split_inline
 from tether.verify.instructions import find_instructions
+from tether.verify.numbers import TODAY, Keys, Known, number_flags
 from tether.verify.passages import Prepared, VerifierCache, column_flags
 from tether.verify.quantities import (
-    TODAY,
-    Keys,
-    Known,
     found_keys,
-    number_flags,
     numbers_in,
     read_periods,
     read_quantities,
