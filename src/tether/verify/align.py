@@ -49,7 +49,6 @@ from dataclasses import dataclass
 
 from tether.text import fold_fast, is_statement, words_of
 from tether.types import Detail
-from tether.verify.claims import ClaimInfo, claim_info
 from tether.verify.cues import (
     BENIGN_ADDED,
     GENERIC,
@@ -66,6 +65,7 @@ from tether.verify.cues import (
     related,
 )
 from tether.verify.passages import Prepared, Sentence
+from tether.verify.reading import ClaimInfo, claim_info
 from tether.verify.stems import content_stem
 
 __all__ = ["FEATURES", "Alignment", "align", "is_statement"]

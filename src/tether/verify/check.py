@@ -180,8 +180,6 @@ from tether.verify.claims import (
     EVIDENCE_MIN,
     NEGATION_SENTENCES,
     UNSUPPORTED_SHARE,
-    ClaimInfo,
-    claim_info,
     cross_language_clues,
     name_flags,
     word_clues,
@@ -209,6 +207,7 @@ from tether.verify.quantities import (
     read_quantities,
     unit_keys,
 )
+from tether.verify.reading import ClaimInfo, claim_info
 from tether.verify.sources import (
     SAME_POINT_COSINE,
     SAME_POINT_MIN,

@@ -1,9 +1,9 @@
-"""What a claim says, read once (`ClaimInfo`), and the clues about its words: model names
+"""The clues about a claim's words (read once by `tether.verify.reading`): model names
 (`name_not_found`), word share (`unsupported`), negation (`negation_mismatch`, whole claim
 and clause by clause), and the cross-language cosine (`unsupported:cos=C`).
 
-The rules are in `tether.verify.check`'s docstring; the thresholds are named below. Internal
-to `tether.verify` except the constants that `tether.verify.check` re-exports.
+The rules are in docs/verification.md; the thresholds are named below. Internal to
+`tether.verify` except the constants that `tether.verify.check` re-exports.
 
 What it cannot do: the clues are word matching, so a true claim worded very differently from
 its passage can be flagged `unsupported`, and a false claim that reuses its passage's words
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,16 +31,8 @@ from tether.verify.passages import (
     ranked_sentences,
     word_share,
 )
-from tether.verify.quantities import (
-    MONTH_NAMES,
-    UNIT_AFTER,
-    UNITS,
-    Quantities,
-    qualify,
-    read_periods,
-    read_quantities,
-    word_numbers,
-)
+from tether.verify.quantities import MONTH_NAMES, UNIT_AFTER, UNITS
+from tether.verify.reading import ClaimInfo
 from tether.verify.stems import DIGIT, WORD_RE, stem_set
 
 __all__ = [
@@ -50,8 +41,6 @@ __all__ = [
     "EVIDENCE_MIN",
     "NEGATION_SENTENCES",
     "UNSUPPORTED_SHARE",
-    "ClaimInfo",
-    "claim_info",
     "clause_negation",
     "cross_language_clues",
     "name_flags",
@@ -75,45 +64,6 @@ CLAUSE_MIN = 3  # negation by clause: content words of a clause, and shared with
 CROSS_LANGUAGE_CUT = DEFAULT_PROFILE.cross_language_cut
 _NEGATION_MISMATCH = Flag("negation_mismatch")
 _VECTORS_MAX = 20000  # sentence vectors kept per embedder (a VerifierCache's; emptied when full)
-
-
-@dataclass(frozen=True)
-class ClaimInfo:
-    """A claim (or one clause of it) read once: stems, tokens, quantities, negation scope."""
-
-    stems: frozenset[str]
-    tokens: frozenset[str]  # stems and number keys (as passages hold them)
-    quantities: Quantities
-    periods: tuple[tuple[int, str, bool], ...]
-    scope: tuple[frozenset[str], frozenset[str]]  # stems under a negation, and outside one
-    folded: str = ""  # the folded text
-    units: tuple[str, ...] = ()  # the unit of each quantity item ("" for none)
-    ranges: tuple[tuple[int, int], ...] = ()  # pairs of item indexes read as a range
-    counts: tuple[float, ...] = ()  # numbers written as words with no unit, and "twice"...
-    count_words: tuple[str, ...] = ()  # the words of those counts ("two"), folded
-
-
-def claim_info(text: str, language: str) -> ClaimInfo:
-    """Read a claim written in `language`."""
-    folded = fold_fast(text)
-    tokens = WORD_RE.findall(folded)
-    q = read_quantities(text, language, tokens)
-    counts, count_words = word_numbers(text, q)  # "four weeks" is checked; "two rides" counts
-    stems = stem_set(text, folded, tokens)
-    keys = {key.rstrip("?") if key.startswith("t:") else key for key, _ in q.items}
-    units, ranges = qualify(text, q) if q.items else ([], [])
-    return ClaimInfo(
-        counts=tuple(counts),
-        count_words=tuple(count_words),
-        stems=stems,
-        tokens=stems | frozenset(keys),
-        quantities=q,
-        periods=tuple(read_periods(folded)),
-        scope=negation_scope(folded, tokens),
-        folded=folded,
-        units=tuple(units),
-        ranges=tuple(ranges),
-    )
 
 
 # A model name: a capitalised word followed by a number or code ("Ridgeline 2", "Kestrel

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from tether.types import Flag
-from tether.verify.claims import ClaimInfo
 from tether.verify.quantities import WORD_NUMBERS, canon_number
+from tether.verify.reading import ClaimInfo
 
 __all__ = ["TODAY", "Keys", "Known", "number_flags"]
 

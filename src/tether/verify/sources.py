@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,10 +34,8 @@ from tether.protocols import Store
 from tether.standing import source_rank
 from tether.types import Chunk, Flag
 from tether.verify.passages import Prepared, VerifierCache, best_sentence_score
+from tether.verify.reading import ClaimInfo
 from tether.verify.stems import stem_set
-
-if TYPE_CHECKING:
-    from tether.verify.claims import ClaimInfo
 
 __all__ = [
     "SAME_POINT_MIN",
