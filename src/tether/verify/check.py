@@ -3,7 +3,7 @@
 `check_answer(answer, store, context, question, options, cache=...)` returns one `ClaimCheck`
 per claim, with flags (`tether.types.Flag`; empty means ok), the evidence sentences
 (character offsets into the parsed document's text) and, when a judge is given, an
-entailment score. The options (`CheckOptions`: audience, language, as_of, judge, precedence,
+entailment score. The options (`VerifierOptions`: audience, language, as_of, judge, precedence,
 threshold, embedder) may also be given as keywords. Pass a `VerifierCache` that lives as long
 as the index (without one every passage is prepared again on every call). This module
 composes the check families: `verify.quantities` (numbers, dates, units, periods,
@@ -162,21 +162,19 @@ window it states).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from datetime import date
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from tether.protocols import AlignedJudge, Embedder, Judge, Store
+from tether.protocols import AlignedJudge, Store
 from tether.standing import DEFAULT_PRECEDENCE, TYPE_ALIASES, source_rank
 from tether.text import fold_fast
 from tether.types import Answer, Chunk, Claim, ClaimCheck, Context, Evidence, Flag
 from tether.verify.align import Alignment, align
 from tether.verify.claims import (
     CLAUSE_MIN,
-    CROSS_LANGUAGE_CUT,
     EVIDENCE_MIN,
     NEGATION_SENTENCES,
     UNSUPPORTED_SHARE,
@@ -196,9 +194,9 @@ from tether.verify.flags import (
     flag_kind,
     withhold,
 )
-from tether.verify.inline import InlineReport, check_inline, split_inline
 from tether.verify.instructions import find_instructions
 from tether.verify.numbers import TODAY, Keys, Known, number_flags
+from tether.verify.options import CROSS_LANGUAGE_CUT, DEFAULT_JUDGE_THRESHOLD, VerifierOptions
 from tether.verify.passages import Prepared, VerifierCache, column_flags
 from tether.verify.quantities import (
     found_keys,
@@ -209,7 +207,6 @@ from tether.verify.quantities import (
 )
 from tether.verify.reading import ClaimInfo, claim_info
 from tether.verify.sources import (
-    SAME_POINT_COSINE,
     SAME_POINT_MIN,
     SAME_POINT_SHARE,
     WEAKER_MARGIN,
@@ -238,21 +235,17 @@ __all__ = [
     "UNSUPPORTED_SHARE",
     "WEAKER_MARGIN",
     "WEAKER_MIN",
-    "CheckOptions",
-    "InlineReport",
     "VerifierCache",
+    "VerifierOptions",
     "apply_strict",
     "check_answer",
-    "check_inline",
     "describe",
     "find_instructions",
     "flag_kind",
     "numbers_in",
-    "split_inline",
     "withhold",
 ]
 
-DEFAULT_JUDGE_THRESHOLD = 0.5
 _NO_CITATION = Flag("no_citation")
 _NOT_A_STATEMENT = Flag("not_a_statement")
 # a detail of the claim that its evidence does not match → the flag that names it. The hard
@@ -278,49 +271,26 @@ def detail_flags(aligned: Alignment, kinds: dict[str, str]) -> list[Flag]:
     return [Flag(kinds[d.kind], d.claim) for d in aligned.details if d.kind in kinds]
 
 
-@dataclass(frozen=True)
-class CheckOptions:
-    """How `check_answer` checks an answer.
-
-    `audience` ("public" or "staff") decides `not_allowed`; `language` is the answer's;
-    `as_of` is the question's date (its year and month count as found; the full date when a
-    claim speaks of the present); `judge` scores entailment (`not_entailed` under
-    `threshold`, else the judge's own `threshold`, else `DEFAULT_JUDGE_THRESHOLD`);
-    `precedence` orders source types for `lower_precedence`; `embedder` judges claims whose
-    cited passages are all in another language (None: the judge's `embedder` when it has
-    one, else word matching only, which undercounts across languages)."""
-
-    audience: str
-    language: str
-    as_of: date | None = None
-    judge: Judge | None = None
-    precedence: Sequence[str] = DEFAULT_PRECEDENCE
-    threshold: float | None = None
-    embedder: Embedder | None = None
-    same_point_cosine: float = SAME_POINT_COSINE  # the embedder's Profile values
-    cross_language_cut: float = CROSS_LANGUAGE_CUT
-
-
 def check_answer(
     answer: Answer,
     store: Store | None,
     context: Context,
     question: str,
-    options: CheckOptions | None = None,
+    options: VerifierOptions | None = None,
     *,
     cache: VerifierCache | None = None,
     **fields: Any,
 ) -> list[ClaimCheck]:
     """One ClaimCheck per claim of `answer` (see the module docstring for every flag).
 
-    `options` is a `CheckOptions`; its fields may be given as keywords instead (or on top of
+    `options` is a `VerifierOptions`; its fields may be given as keywords instead (or on top of
     it): `check_answer(answer, store, context, question, audience="public", language="en")`.
     `store` (the `Store` protocol: `get_many`, `chunks`, `vector`) finds cited chunks that are
     not in the context, a cited document's other chunks and the chunk vectors; None: only
     the context is known. `cache` keeps prepared passages between calls (a fresh one per call
     when None: correct, but slower). Nothing is loaded here: without an embedder (the option,
     else the judge's), a claim whose cited passages are all in another language is judged by
-    word share only (see `CheckOptions`)."""
+    word share only (see `VerifierOptions`)."""
     o = _options(options, fields)
     call = _Call(
         answer, store, context, question, o, cache if cache is not None else VerifierCache()
@@ -328,11 +298,11 @@ def check_answer(
     return [call.check(claim) for claim in answer.claims]
 
 
-def _options(options: CheckOptions | None, fields: dict[str, Any]) -> CheckOptions:
+def _options(options: VerifierOptions | None, fields: dict[str, Any]) -> VerifierOptions:
     """`options` with `fields` on top (a TypeError for an unknown field, or a missing
     audience or language)."""
     if options is None:
-        return CheckOptions(**fields)
+        return VerifierOptions(**fields)
     return replace(options, **fields) if fields else options
 
 
@@ -367,7 +337,7 @@ class _Call:
         store: Store | None,
         context: Context,
         question: str,
-        o: CheckOptions,
+        o: VerifierOptions,
         cache: VerifierCache,
     ) -> None:
         self.o, self.store, self.question, self.cache = o, store, question, cache

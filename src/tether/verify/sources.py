@@ -29,10 +29,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tether.config import DEFAULT_PROFILE
 from tether.protocols import Store
 from tether.standing import source_rank
 from tether.types import Chunk, Flag
+from tether.verify.options import SAME_POINT_COSINE
 from tether.verify.passages import Prepared, VerifierCache, best_sentence_score
 from tether.verify.reading import ClaimInfo
 from tether.verify.stems import stem_set
@@ -46,7 +46,6 @@ __all__ = [
     "source_flags",
 ]
 
-SAME_POINT_COSINE = DEFAULT_PROFILE.same_point_cosine  # chunk vectors on the same point
 SAME_POINT_SHARE = 0.5  # lower_precedence: a higher-ranked sentence covering this share...
 SAME_POINT_MIN = 2  # ...and at least this many of the claim's words and numbers
 WEAKER_MIN = 0.7  # weaker_citation: an uncited sentence covering this share...
