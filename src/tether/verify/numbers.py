@@ -86,7 +86,8 @@ class Known:
 
 
 def _computed(key: str, claim: ClaimInfo, known: Known) -> bool:
-    """True when a claim value not found as written is a computed conclusion (see docstring)."""
+    """True when a claim value not found as written is a computed conclusion (a date plus or
+    minus a known period, days between two known dates, an amount with a known percentage)."""
     periods = set(known.periods) | set(claim.periods)
     bases = set(known.dates)
     for k, _ in claim.quantities.items:

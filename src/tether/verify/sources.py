@@ -10,8 +10,8 @@ better passage it did not cite.
   cosine of at least `SAME_POINT_COSINE`) and `weaker_citation:ID→ID` (an uncited passage
   of the context, not ranked below, covers clearly more of the claim).
 
-The full rules are in `tether.verify.check`'s docstring. Internal to `tether.verify` except
-the constants that `tether.verify.check` re-exports.
+The full rules are in docs/verification.md. Internal to `tether.verify` except the constants
+that `tether.verify.check` re-exports.
 
 What it cannot do: `weaker_citation` uses word overlap only, and so does `lower_precedence`
 on an index without vectors, so they miss paraphrases and may fire on passages that share
@@ -125,7 +125,7 @@ def source_flags(
     best: dict[str, float] | None = None,
     same_point: float = SAME_POINT_COSINE,
 ) -> list[Flag]:
-    """lower_precedence and weaker_citation (`tether.verify.check`'s docstring); `vectors`
+    """lower_precedence and weaker_citation (docs/verification.md has the rules); `vectors`
     gives a chunk's stored vector (the store's `vector`), `best` may hold each cited
     passage's best sentence share, already computed by the caller."""
     if not info.tokens:
