@@ -305,8 +305,8 @@ def test_ne_que_and_only_restrict(claim, passage, language) -> None:
 def test_a_number_bound_to_another_subject_is_named(claim, passages, language) -> None:
     """Conflation: the claim's number belongs to another subject of its evidence. The detail
     is named by the alignment (a feature of the judge, and a flag when the judge rejects)."""
-    from tether.verify.claims import claim_info
     from tether.verify.passages import VerifierCache
+    from tether.verify.reading import claim_info
 
     cache = VerifierCache()
     preps = [cache.prepare(chunk(t, language, i)) for i, t in enumerate(passages)]

@@ -39,12 +39,12 @@ from tether.verify.check import (
     SOURCE_FLAGS,
     apply_strict,
     check_answer,
-    check_inline,
     describe,
     find_instructions,
     flag_kind,
     numbers_in,
 )
+from tether.verify.inline import InlineReport, check_inline
 from tether.verify.judges import EMBEDDING_THRESHOLD, EmbeddingJudge, LLMJudge, NLIJudge, p_yes
 
 # ----------------------------------------------------------------------------- the collection
@@ -899,7 +899,7 @@ def test_cross_language_uses_the_embedder(store: SqliteStore) -> None:
 # ----------------------------------------------------------------------------- inline
 
 
-def inline(store: SqliteStore, text: str, cited: Sequence[Chunk]) -> verify.InlineReport:
+def inline(store: SqliteStore, text: str, cited: Sequence[Chunk]) -> InlineReport:
     return check_inline(
         text, [c.chunk_id for c in cited], store, context_of(*cited), "", audience="public",
         language="en",

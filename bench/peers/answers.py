@@ -391,9 +391,9 @@ def ask_llamaindex(ws: Any, ref: Any, qs: Sequence[Any], endpoint: Endpoint) -> 
 def llamaindex_rows(ws: Any, qs: Sequence[Any], asked: Sequence[dict], carry: bool) -> list[dict]:
     """LlamaIndex's answers read as claims (`citation_claims`), checked by tether's verifier
     against the sources it was given, and scored like tether's."""
-    from tether.answering.claim_check import CheckRequest
     from tether.evaluation.answer_eval import score
     from tether.types import Answer, AskResult
+    from tether.verify.options import CheckOptions
 
     by_id = {q.id: q for q in qs}
     out = []
@@ -401,7 +401,7 @@ def llamaindex_rows(ws: Any, qs: Sequence[Any], asked: Sequence[dict], carry: bo
         q, text, sources, problem = by_id[a["id"]], a["raw"], a["sources"], a["problem"]
         refused = is_refusal_text(text) and not problem
         claims = [] if refused else citation_claims(text, sources, carry)
-        checks = ws.check(claims, list(dict.fromkeys(sources)), CheckRequest(
+        checks = ws.check(claims, list(dict.fromkeys(sources)), CheckOptions(
             audience=q.audience, as_of=q.as_of, language=q.language, question=q.question,
         )) if claims else []  # fmt: skip
         said = " ".join(c.text for c in claims) or text.strip()  # the text without markers

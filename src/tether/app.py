@@ -29,7 +29,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.answering.claim_check import CheckRequest
 from tether.config import Profile, Settings, load_settings, profile_for
 from tether.errors import TetherError
 from tether.places import DEFAULT_INDEX, DEMO_INDEX
@@ -43,6 +42,7 @@ from tether.types import (
     Progress,
     SyncReport,
 )
+from tether.verify.options import CheckOptions
 
 if TYPE_CHECKING:
     from tether.answering.agent import AgentCaps
@@ -74,6 +74,9 @@ if TYPE_CHECKING:
         Question,
     )
 
+# `Workspace.check`'s options under their former name (the HTTP body of `POST /v1/check` is
+# `tether.server.requests.CheckRequest`, a model of its own)
+CheckRequest = CheckOptions
 
 
 class Models:
@@ -583,7 +586,7 @@ class Workspace:
         self._provider = provider
 
     def judge_named(self, name: str) -> Judge | None:
-        """The judge called `name` (`tether.answering.pipeline.JUDGES`); the LLM judges use
+        """The judge called `name` (`tether.verify.options.JUDGES`); the LLM judges use
         the local model."""
         from tether.answering.pipeline import make_judge
 
@@ -1133,7 +1136,7 @@ class Workspace:
         self,
         claims: Sequence[Claim],
         passage_ids: Sequence[str],
-        options: CheckRequest | None = None,
+        options: CheckOptions | None = None,
     ) -> list[ClaimCheck]:
         """Check `claims` (each with the chunk IDs it cites) against the passages
         `passage_ids`, as `ask` checks a model's answer. A passage the audience may not see,
@@ -1141,7 +1144,7 @@ class Workspace:
         ID, so a claim citing it reads `missing_id`."""
         from tether.answering.claim_check import check_claims
 
-        o = options or CheckRequest()
+        o = options or CheckOptions()
         check_audience(o.audience)
         return check_claims(
             self.store, claims, passage_ids, o, tokens=self.tokens(),

@@ -1,6 +1,6 @@
 """`check_claims`: check given claims (each with the chunk IDs it cites) against given
-passages, as `ask` checks a model's answer (`Workspace.check`, `POST /v1/check`), and
-`CheckRequest`, how.
+passages, as `ask` checks a model's answer (`Workspace.check`, `POST /v1/check`), with the
+choices of a `tether.verify.options.CheckOptions`.
 
 A passage the audience may not see, or one not in force on `as_of`, is left out of the
 context exactly like an unknown ID, so a claim citing it reads `missing_id`.
@@ -12,35 +12,20 @@ judge (`tether.verify.learned`), never the language model.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import date
 from typing import Any
 
 from tether.answering.context import TokenCounter, header
 from tether.config import Profile
 from tether.protocols import Embedder, Store
-from tether.types import Answer, Audience, Claim, ClaimCheck, Context, Filters, Passage
-
-
-@dataclass(frozen=True)
-class CheckRequest:
-    """How `Workspace.check` checks claims: the `audience` (public by default), the date
-    the claims speak of (`as_of`), their `language` (detected when None), the `question`
-    they answer (its numbers count as found) and whether the learned alignment `judge`
-    scores each claim."""
-
-    audience: Audience = "public"
-    as_of: date | None = None
-    language: str | None = None
-    question: str = ""
-    judge: bool = True
+from tether.types import Answer, Claim, ClaimCheck, Context, Filters, Passage
+from tether.verify.options import CheckOptions
 
 
 def check_claims(
     store: Store,
     claims: Sequence[Claim],
     passage_ids: Sequence[str],
-    options: CheckRequest,
+    options: CheckOptions,
     *,
     tokens: TokenCounter,
     embedder: Embedder | None,
@@ -65,7 +50,7 @@ def check_claims(
     text = " ".join(c.text for c in claims)
     language = o.language or answer_language(o.question or text)
     judge = AlignmentJudge() if o.judge else None
-    check_options = verify.CheckOptions(
+    check_options = verify.VerifierOptions(
         audience=filters.audience, language=language, as_of=o.as_of, judge=judge,
         embedder=embedder, same_point_cosine=profile.same_point_cosine,
         cross_language_cut=profile.cross_language_cut,

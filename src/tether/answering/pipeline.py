@@ -72,6 +72,7 @@ from tether.types import (
 )
 from tether.verify import check as verify
 from tether.verify.judges import EmbeddingJudge, LLMJudge
+from tether.verify.options import JUDGES
 
 
 @dataclass(frozen=True)
@@ -119,9 +120,6 @@ def answer_mode(mode: str, provider: Provider) -> str:
     if mode != "auto":
         return mode
     return "select" if getattr(provider, "name", "") == "local" else "json"
-
-
-JUDGES = ("align", "align+llm", "embedding", "llm", "none")
 
 
 def make_judge(
@@ -367,7 +365,7 @@ def checked(
         and any(p.chunk.meta.language != language for p in context.passages)
     ):
         embedder = parts.embedder()
-    check_options = verify.CheckOptions(
+    check_options = verify.VerifierOptions(
         audience=o.audience, language=language, as_of=o.as_of, embedder=embedder,
         # a chosen sentence is its passage's own text: no entailment to judge
         judge=None if result.answer.mode == "select" else judge,

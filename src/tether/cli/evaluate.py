@@ -65,8 +65,8 @@ def eval_verifier(
     """`eval --verifier`: the citation checker on labelled claims: the bundled set on the
     demo index, or `claims` (files of the user's own) on `collection` (ingested first) or
     on the index (or --store) given or found here."""
-    from tether.answering.pipeline import JUDGES
     from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
+    from tether.verify.options import JUDGES
 
     if judge_name not in JUDGES:
         raise typer.BadParameter(

@@ -64,11 +64,11 @@ from tether.protocols import Embedder, Judge, SearchableStore, Store
 from tether.text import fold_fast, sentence_spans, sentence_text, words_of
 from tether.types import Chunk, Contradiction, Quote
 from tether.verify.align import align
-from tether.verify.claims import claim_info
 from tether.verify.cues import GENERIC, condition, main_clause, periods, polarity
 from tether.verify.negation import CUE_STEMS, negation_mismatch, negation_scope
 from tether.verify.passages import Prepared, VerifierCache
 from tether.verify.quantities import UNIT_AFTER, qualify, read_quantities
+from tether.verify.reading import claim_info
 from tether.verify.stems import WORD_RE, content_stem, stem_set
 
 if TYPE_CHECKING:

@@ -44,7 +44,6 @@ from fastapi.staticfiles import StaticFiles
 
 from tether import schemas
 from tether._version import __version__
-from tether.app import CheckRequest as CheckOptions
 from tether.app import Models, SearchOptions, Workspace, as_of_value
 from tether.config import Settings, load_settings
 from tether.server.http import (
@@ -71,6 +70,7 @@ from tether.server.requests import (
 )
 from tether.server.workers import Lane, Warmup, wait
 from tether.types import Audience, Claim
+from tether.verify.options import CheckOptions
 
 T = TypeVar("T")
 STATIC = files("tether.server") / "static"

@@ -2,37 +2,13 @@
 without a match named with the evidence text it conflicts with, and the features the learned
 judge (`tether.verify.learned`) reads.
 
-`align(info, claim, preps)` returns an `Alignment`:
-- `sentences`: the claim's evidence, at most two sentences of the cited passages: the one
-  holding most of the claim's words and numbers, then the one adding most of what the first
-  lacks (a table row is read with its header row, as `verify.passages` prepares it);
-- `details`: each claim detail the evidence does not match, as a `tether.types.Detail`
-  (kind, the claim's words, the evidence text it conflicts with, the chunk ID):
-  - `not_a_statement` — a question, or a heading or title of a cited passage quoted as it is;
-  - `cell` — a number of the claim that a cited table holds, but not in the row the claim
-    names (all of the row label's words) or not in the column it names best;
-  - `number` — a number of the claim that the aligned sentences do not hold while another
-    sentence of the cited passages does (another item of a list), or whose neighbouring words
-    in the claim are not beside it in the sentence, or stand clearly nearer another number of
-    it (bound to another subject: "colour: $0.50" read for "black and white: $0.15");
-  - `quantifier` — a scope word of the claim (only, all, every, always, never, at least, at
-    most, more/less than; seulement, uniquement, ne ... que, tous, toujours, jamais, au moins,
-    au plus...) whose class the evidence does not use, or one of the evidence's limiting words
-    (only, at least, at most...) the claim drops;
-  - `condition` — the evidence sentence states a condition or exception (if, unless, except,
-    provided, as long as; si, sauf, à condition, à moins...) that neither the claim nor the
-    question speaks of (they hold under a third of the condition's words);
-  - `negation` — the claim's polarity differs from its evidence's (not, cannot, no longer,
-    never; ne ... pas / plus / jamais, aucun, sans) on the same content;
-  - `period` — a rate's period or base (per day, per ride, per item, a month; par jour,
-    par trajet...) that the evidence gives with another one, or not at all;
-  - `word` — a content word of the claim that no cited passage holds (an invented detail,
-    a swapped place or item), or that only another sentence than its evidence holds.
-- `features`: numbers describing the match (shares of words found in the evidence and in the
-  passages, counts of each kind of detail, the length of the claim...), named in `FEATURES`.
-
-Everything here is word, number and position matching over EN and FR text: nothing is
-loaded and nothing is learned (the judge learns how much each feature counts).
+`align(info, claim, preps)` returns an `Alignment`: its `sentences` (the claim's evidence, at
+most two sentences of the cited passages), its `details` (each detail of the claim the
+evidence does not match, a `tether.types.Detail`: `cell`, `number`, `opposite`,
+`quantifier`, `condition`, `period`, `word` or `not_a_statement`; docs/verification.md says
+what each means) and its `features` (named in `FEATURES`). Everything here is word, number
+and position matching over EN and FR text: nothing is loaded and nothing is learned (the
+judge learns how much each feature counts).
 
 What it cannot do: it does not parse sentences, so a detail's binding is judged by position
 (words within a few tokens of a number), a condition by its cue word and the words after it,
@@ -49,7 +25,6 @@ from dataclasses import dataclass
 
 from tether.text import fold_fast, is_statement, words_of
 from tether.types import Detail
-from tether.verify.claims import ClaimInfo, claim_info
 from tether.verify.cues import (
     BENIGN_ADDED,
     GENERIC,
@@ -66,6 +41,7 @@ from tether.verify.cues import (
     related,
 )
 from tether.verify.passages import Prepared, Sentence
+from tether.verify.reading import ClaimInfo, claim_info
 from tether.verify.stems import content_stem
 
 __all__ = ["FEATURES", "Alignment", "align", "is_statement"]
@@ -166,9 +142,9 @@ def align(
     question: str = "",
     other_stems: frozenset[str] = frozenset(),
 ) -> Alignment:
-    """The claim aligned to its cited passages (see the module docstring). `other_stems`: the
-    words of the passages around them (the context's other passages, the cited documents'
-    other sections), where a swapped item or place is usually found."""
+    """The claim aligned to its cited passages (the module docstring says what it returns).
+    `other_stems`: the words of the passages around them (the context's other passages, the
+    cited documents' other sections), where a swapped item or place is usually found."""
     heads = [h for p in preps for h in (p.chunk.meta.title, *p.chunk.heading_path)]
     cwords = words_of(claim)
     statement = is_statement(claim, heads)

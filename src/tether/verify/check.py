@@ -1,187 +1,43 @@
 """Citation verification: check every claim of an answer in code, and find its evidence.
 
 `check_answer(answer, store, context, question, options, cache=...)` returns one `ClaimCheck`
-per claim, with flags (`tether.types.Flag`; empty means ok), the evidence sentences
-(character offsets into the parsed document's text) and, when a judge is given, an
-entailment score. The options (`CheckOptions`: audience, language, as_of, judge, precedence,
-threshold, embedder) may also be given as keywords. Pass a `VerifierCache` that lives as long
-as the index (without one every passage is prepared again on every call). This module
-composes the check families: `verify.quantities` (numbers, dates, units, periods,
-arithmetic), `verify.claims` (names, word share, negation, cross-language), `verify.passages`
-(passage preparation, evidence, table columns), `verify.sources` (instructions, standing,
-better citations), `verify.instructions`, `verify.inline`, `verify.flags` (flag kinds,
-descriptions, the strict policy).
-
-Exact checks (code is always right about these):
-- `no_citation` — the claim cites nothing;
-- `missing_id:ID` — ID is not in the index (made up, mistyped, or an inline marker outside
-  1..n that the answer parser kept as `marker:[n]`);
-- `not_in_context:ID` — a real chunk that was not among the passages given to the model;
-- `not_allowed:ID` — the audience is public and the cited chunk is not public.
-A chunk flagged `not_in_context` or `not_allowed` is never read by the other checks: no
-evidence, entailment score or clue uses its text (a claim citing nothing else gets only its
-exact flags), and the context's passages the audience may not see are not read either.
-
-Clues (code can be wrong; `describe()` says so):
-- `number_not_found:N` — a number, code, date or time of the claim (30, 12.95, 1,000 → 1000,
-  French 9,95 → 9.95, "45 jours", TR-2200-07, 2026-03-14, "March 14, 2026", "14 mars 2026",
-  "9 a.m.", "17 h") is in none of the cited passages (text, title, section, version,
-  effective dates), the question, or the as_of date (its year and month always; the full
-  date only when the claim speaks of the present: today, now, as of, aujourd'hui..., or opens
-  with that date; a deadline that happens to fall on the as_of date must be computed). Both sides are normalised the same way;
-  a full date counts as found when its day and month are in the passages and its year is
-  known (24 December + 2026). Number words (thirty, trente...) count on the passage side only.
-  Computed conclusions count as found when they are (a) a date equal to a known date plus or
-  minus a period named in the passages, the question or the claim ("N days/weeks/months/
-  years", "N jours/semaines/mois/ans", business days without holidays), (b) a number of days
-  (or weeks) between two known dates, (c) an amount equal to a known amount times, less or
-  plus a known percentage, (d) when the claim shows its work, one step of arithmetic on the
-  claim's other numbers (found or derived) and the question's numbers: a ± b, a - b + 1,
-  a × b, a ÷ b, a ± b × c, a percentage of/off/on ("$71: $35 for the first day plus 2 extra
-  days at $18"), repeated until nothing changes.
-  A number is compared with its unit: a currency sign or word ("$10", "9,95 $", "dollars"),
-  "%", or the word after it (days/jours, weeks, months, years, hours, points, km, kg...,
-  "45-day", "6 business days"); it counts as found only where a passage or the question has
-  it with the same unit or with none ("4 points" is not the passage's "4 years"). A range
-  ("3 to 7", "3-7", "between 3 and 7", "de 3 à 7") is compared as a whole: one not found as a
-  range is flagged as `number_not_found:6 to 7` when an end is not found, and its ends are
-  never derived by arithmetic. The document's version counts only for a number written after
-  "version" (so "4 points" is not found in version 4's header). "N extra days" may be a known
-  number less one (the first day plus 2 extra days).
-- `number_in_other_column:N` — a number of the claim that the cited passages state only in
-  table cells, under column headings none of the claim's words name, while the claim names
-  another column of that table: "$150 to rent the tent for 3 days" read from the Deposit
-  column when "First day" and "Extra day" are columns (a small model's usual table slip).
-- `name_not_found:NAME` — a model name of the claim (a capitalised word, not opening a
-  sentence, followed by a number or code: "Ridgeline 2", "Kestrel TR-2200") that no cited
-  passage names (text, title, section), when the question does not name it either or when a
-  cited passage names the same word with another number or code (a claim about one product
-  citing a near-duplicate guide for another).
-- `unsupported:SHARE` — under half of the claim's content words (EN/FR stop words, month
-  names, number words and yes/no removed; accents and plurals folded; -ed/-ing stripped; cut
-  to 6 letters) appear in the cited passages, their title or section. When no cited passage
-  is in the claim's language, the cosine similarity (multilingual embedder) between the claim
-  and the best passage sentence is used instead, and the flag reads `unsupported:cos=0.74`
-  under `CROSS_LANGUAGE_CUT`. That needs an embedder (the `embedder` option, else the
-  judge's `embedder`): without one, such a claim gets the word share, which undercounts
-  across languages (a true French claim citing an English passage shares few words and is
-  flagged `unsupported:SHARE`); nothing is loaded here.
-- `negation_mismatch` — one of the claim's two best evidence sentences (each sharing at least
-  half of the claim's words and numbers) negates content words that the claim states without
-  negation, or the other way round: at least two such words (or all of them when the
-  negation governs fewer), and the two sides negate no word in common. The words a negation
-  governs are those after the cue up to the end of the clause, at most `_SCOPE_WORDS` content
-  words (EN not/no/never/cannot/n't/without/none/nothing/exclude..., FR ne...pas/jamais/
-  aucun/sans/rien/ni/ne...plus/exclut; for French also the verb between "ne" and the cue).
-  A claim of several clauses (split at ";", ": " and sentence ends) is also checked clause by
-  clause against each clause's own best sentences (`CLAUSE_MIN` words). When both sides
-  negate a word in common, each of the claim's negations is taken on its own: one whose words
-  the passage states plainly, and negates none of, is a mismatch ("has no bicycle workshop
-  but no e-bike service" against "Workshop for bicycles; no e-bike service").
-  Not checked across languages (left to the judge).
-- `not_a_statement` — the claim is a question, or a heading or title of a cited passage
-  quoted as it is (`verify.align.is_statement`): it states nothing to check.
-- Alignment (`verify.align`): the claim is aligned to its best evidence sentences and every
-  detail its evidence does not match is named, with the evidence text, in the check's
-  `details`. Flagged whatever the judge says (claims in the language of a cited passage):
-  `quantifier_mismatch:WORD` (only, all, always, never, at least... that the evidence does not
-  use), `condition_dropped:(no 'CUE …')` (the evidence's condition or exception, which neither
-  the claim nor the question states), `period_mismatch:per UNIT` (a rate's period or base the
-  evidence gives otherwise), `opposite_word:WORD` (after where the evidence says before, south
-  for north), `number_in_other_row:N` (a table cell of another row or column than the one the
-  claim names). Flagged only when the learned judge rejects the claim, to say why:
-  `number_elsewhere:N` (a number bound to another subject of the evidence) and
-  `word_not_found:WORD` (a content word no cited passage holds).
-- `not_entailed:SCORE` — the judge scored the claim below the threshold (the `threshold`
-  argument, else the judge's own). The learned judge (`verify.learned.AlignmentJudge`, the
-  default) reads the alignment's features and says `not_entailed` only when no detail
-  explains its verdict; when it accepts a claim, the word-share clue `unsupported:SHARE` is
-  dropped (it weighed that share). The other judges (`verify.judges`) score passage texts.
-
-Sources:
-- `instruction_in_source:ID` — a cited passage contains text addressed to AI assistants, chat
-  bots, language models or the reader of the prompt, or says to ignore previous instructions
-  (`find_instructions`). The passage stays searchable and is shown; it is never obeyed. Also
-  when the instruction is in another chunk of a cited document (same version) and the claim's
-  words missing from its cited passages are mostly the instruction's (ID is then the
-  instruction's chunk): a claim copied from a supplier sheet's note, citing its overview.
-- `lower_precedence:ID` — every cited passage's type ranks below another passage of the
-  context that covers the same point (at least half of the claim's words and numbers, and at
-  least two of them, in one of its sentences; a table row is read with its header row; or,
-  when the index has chunk vectors and a cited passage ranks at help level or below, a chunk
-  cosine of at least `SAME_POINT_COSINE` (a value of the embedder's Profile) between the two passages: a help answer
-  that paraphrases the policy section it contradicts); ID is the best-ranked cited passage.
-  The order
-  is `precedence` (default `DEFAULT_PRECEDENCE`, policy > procedure > help > supplier, as the
-  bundled governance document says). Types outside the order are mapped by `TYPE_ALIASES`:
-  governance and notice rank with policy (a notice in force may give more than a policy for
-  its dates; governance is the policy about sources), guide and faq with help (the governance
-  document puts "a help article or product guide" together). Other types are unranked: never
-  flagged and never used against another passage. An explicit entry in `precedence` wins
-  over the alias.
-- `weaker_citation:ID→ID` — an uncited passage of the context (not ranked below the cited one)
-  has a sentence that covers clearly more of the claim (≥ `WEAKER_MIN` of its words and
-  numbers, and `WEAKER_MARGIN` more than the best cited sentence), e.g. a "Related policies"
-  section cited for a fact it only names.
-
-`check_inline(text, citations, ...)` checks an answer written with `[n]` markers: sentences,
-markers that close or open a sentence, sentences without a valid marker (the refusal sentence
-excepted), markers outside 1..n, then the claim checks on each sentence.
-`apply_strict(answer, checks)` fails closed: a claim failing an exact check is removed.
+per claim: its flags (`tether.types.Flag`; none means ok), its evidence sentences (character
+offsets into the parsed document's text), the judge's entailment score when a judge is given,
+and the alignment's details. The options are a `VerifierOptions` (`tether.verify.options`) or
+its fields as keywords; pass a `VerifierCache` that lives as long as the index (without one
+every passage is prepared again on every call). This module composes the check families:
+`verify.claims` (names, word share, negation, cross-language), `verify.numbers` (numbers,
+dates, units, computed values), `verify.passages` (evidence, table columns), `verify.sources`
+(instructions, standing, better citations) and `verify.align` (the details the evidence does
+not match, the learned judge's features), and re-exports the flag families and policies of
+`verify.flags`. docs/verification.md describes every flag and its rule.
 
 What it cannot do: the clues are word and number matching, so a true claim worded very
-differently from its passage can be flagged `unsupported`, and a false claim that reuses the
-passage's words and numbers passes every clue (e.g. "The label costs $9.95 for Pine Club
-members" against "The label costs $9.95 ... The label is free for Pine Club members");
-negation is a word test: it misses a negation said with other words ("is kept" for "is not
-refunded") and a flipped clause whose sentence is not among the two best, and it can fire on
-"nothing in the sheet changes it" against "does not change it"; the arithmetic allowance can
-let a wrong number pass when it happens to be a sum or product of the claim's other numbers;
-computed values of more than one step, averages and unit conversions are flagged, and so is a
-computed range; a unit said in other words ("1,000 Pine Points") is read as no unit and
-passes; a model name written otherwise in the passage ("TR2200") is flagged; dates such as
-14/03/2026 are compared as written; the stemmer is crude; `weaker_citation` uses word overlap
-only, and so does `lower_precedence` on an index without vectors, so they miss paraphrases and
-may fire on passages that share words without covering the same point (the vector test finds
-the paraphrase only above a high cosine: a French FAQ against the English policy scored 0.914
-and is not flagged); instruction detection is a list of patterns (EN
-and FR) and misses an instruction worded otherwise.
-
-Measured on the bundled collection (bench/bench_verify.py, no judge): of 195 true claims (the
-bundled questions' reference answers, one claim per sentence, cited to their relevant
-passages) 8 get a flag (number_not_found 4, unsupported 3, negation_mismatch 2,
-lower_precedence 1); of changed copies, 125 of 130 with a changed number and 40 of 70 with a
-flipped negation are flagged. On the whole labelled set (178 claims, 66 of them recorded
-answers of the local model; bench/bench_verifier_eval.py, results in
-bench/results/verifier-eval.md) with the default embedding judge: 1 of 85 unsupported claims
-passes (a French claim that an English guide section does not make: the cross-language cosine
-is a rough signal) and 1 of 93 supported claims is flagged (its citation lacks the 45-day
-window it states).
+differently from its passage can be flagged `unsupported` and a false claim that reuses its
+passage's words and numbers passes every clue; negation, arithmetic, units, names and the
+source checks have the limits docs/verification.md lists. It loads nothing: without an
+embedder, a claim whose cited passages are all in another language is judged by word share.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from datetime import date
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from tether.protocols import AlignedJudge, Embedder, Judge, Store
+from tether.protocols import AlignedJudge, Store
 from tether.standing import DEFAULT_PRECEDENCE, TYPE_ALIASES, source_rank
 from tether.text import fold_fast
 from tether.types import Answer, Chunk, Claim, ClaimCheck, Context, Evidence, Flag
 from tether.verify.align import Alignment, align
 from tether.verify.claims import (
     CLAUSE_MIN,
-    CROSS_LANGUAGE_CUT,
     EVIDENCE_MIN,
     NEGATION_SENTENCES,
     UNSUPPORTED_SHARE,
-    ClaimInfo,
-    claim_info,
     cross_language_clues,
     name_flags,
     word_clues,
@@ -198,22 +54,19 @@ from tether.verify.flags import (
     flag_kind,
     withhold,
 )
-from tether.verify.inline import InlineReport, check_inline, split_inline
 from tether.verify.instructions import find_instructions
+from tether.verify.numbers import TODAY, Keys, Known, number_flags
+from tether.verify.options import CROSS_LANGUAGE_CUT, DEFAULT_JUDGE_THRESHOLD, VerifierOptions
 from tether.verify.passages import Prepared, VerifierCache, column_flags
 from tether.verify.quantities import (
-    TODAY,
-    Keys,
-    Known,
     found_keys,
-    number_flags,
     numbers_in,
     read_periods,
     read_quantities,
     unit_keys,
 )
+from tether.verify.reading import ClaimInfo, claim_info
 from tether.verify.sources import (
-    SAME_POINT_COSINE,
     SAME_POINT_MIN,
     SAME_POINT_SHARE,
     WEAKER_MARGIN,
@@ -242,21 +95,17 @@ __all__ = [
     "UNSUPPORTED_SHARE",
     "WEAKER_MARGIN",
     "WEAKER_MIN",
-    "CheckOptions",
-    "InlineReport",
     "VerifierCache",
+    "VerifierOptions",
     "apply_strict",
     "check_answer",
-    "check_inline",
     "describe",
     "find_instructions",
     "flag_kind",
     "numbers_in",
-    "split_inline",
     "withhold",
 ]
 
-DEFAULT_JUDGE_THRESHOLD = 0.5
 _NO_CITATION = Flag("no_citation")
 _NOT_A_STATEMENT = Flag("not_a_statement")
 # a detail of the claim that its evidence does not match → the flag that names it. The hard
@@ -282,49 +131,26 @@ def detail_flags(aligned: Alignment, kinds: dict[str, str]) -> list[Flag]:
     return [Flag(kinds[d.kind], d.claim) for d in aligned.details if d.kind in kinds]
 
 
-@dataclass(frozen=True)
-class CheckOptions:
-    """How `check_answer` checks an answer.
-
-    `audience` ("public" or "staff") decides `not_allowed`; `language` is the answer's;
-    `as_of` is the question's date (its year and month count as found; the full date when a
-    claim speaks of the present); `judge` scores entailment (`not_entailed` under
-    `threshold`, else the judge's own `threshold`, else `DEFAULT_JUDGE_THRESHOLD`);
-    `precedence` orders source types for `lower_precedence`; `embedder` judges claims whose
-    cited passages are all in another language (None: the judge's `embedder` when it has
-    one, else word matching only, which undercounts across languages)."""
-
-    audience: str
-    language: str
-    as_of: date | None = None
-    judge: Judge | None = None
-    precedence: Sequence[str] = DEFAULT_PRECEDENCE
-    threshold: float | None = None
-    embedder: Embedder | None = None
-    same_point_cosine: float = SAME_POINT_COSINE  # the embedder's Profile values
-    cross_language_cut: float = CROSS_LANGUAGE_CUT
-
-
 def check_answer(
     answer: Answer,
     store: Store | None,
     context: Context,
     question: str,
-    options: CheckOptions | None = None,
+    options: VerifierOptions | None = None,
     *,
     cache: VerifierCache | None = None,
     **fields: Any,
 ) -> list[ClaimCheck]:
-    """One ClaimCheck per claim of `answer` (see the module docstring for every flag).
+    """One ClaimCheck per claim of `answer` (docs/verification.md describes every flag).
 
-    `options` is a `CheckOptions`; its fields may be given as keywords instead (or on top of
+    `options` is a `VerifierOptions`; its fields may be given as keywords instead (or on top of
     it): `check_answer(answer, store, context, question, audience="public", language="en")`.
     `store` (the `Store` protocol: `get_many`, `chunks`, `vector`) finds cited chunks that are
     not in the context, a cited document's other chunks and the chunk vectors; None: only
     the context is known. `cache` keeps prepared passages between calls (a fresh one per call
     when None: correct, but slower). Nothing is loaded here: without an embedder (the option,
     else the judge's), a claim whose cited passages are all in another language is judged by
-    word share only (see `CheckOptions`)."""
+    word share only (see `VerifierOptions`)."""
     o = _options(options, fields)
     call = _Call(
         answer, store, context, question, o, cache if cache is not None else VerifierCache()
@@ -332,11 +158,11 @@ def check_answer(
     return [call.check(claim) for claim in answer.claims]
 
 
-def _options(options: CheckOptions | None, fields: dict[str, Any]) -> CheckOptions:
+def _options(options: VerifierOptions | None, fields: dict[str, Any]) -> VerifierOptions:
     """`options` with `fields` on top (a TypeError for an unknown field, or a missing
     audience or language)."""
     if options is None:
-        return CheckOptions(**fields)
+        return VerifierOptions(**fields)
     return replace(options, **fields) if fields else options
 
 
@@ -371,7 +197,7 @@ class _Call:
         store: Store | None,
         context: Context,
         question: str,
-        o: CheckOptions,
+        o: VerifierOptions,
         cache: VerifierCache,
     ) -> None:
         self.o, self.store, self.question, self.cache = o, store, question, cache

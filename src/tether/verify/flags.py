@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from tether.text import REFUSAL_SENTENCES
 from tether.types import Answer, Claim, ClaimCheck, Flag
-from tether.verify.claims import CROSS_LANGUAGE_CUT
+from tether.verify.options import CROSS_LANGUAGE_CUT
 
 __all__ = [
     "CLUE_FLAGS",

@@ -17,15 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tether.protocols import Store
 from tether.text import is_refusal, sentences
 from tether.types import Answer, Claim, ClaimCheck, Context
-
-if TYPE_CHECKING:
-    from tether.verify.check import CheckOptions
-    from tether.verify.passages import VerifierCache
+from tether.verify.check import check_answer
+from tether.verify.options import VerifierOptions
+from tether.verify.passages import VerifierCache
 
 __all__ = ["InlineReport", "check_inline", "is_refusal", "split_inline"]
 
@@ -131,15 +130,13 @@ def check_inline(
     store: Store | None,
     context: Context,
     question: str,
-    options: CheckOptions | None = None,
+    options: VerifierOptions | None = None,
     *,
     cache: VerifierCache | None = None,
     **fields: Any,
 ) -> InlineReport:
     """Check an answer written with `[n]` markers; marker n cites `citations[n-1]`. The
-    options are `check_answer`'s (a `CheckOptions`, or its fields as keywords)."""
-    from tether.verify.check import check_answer
-
+    options are `check_answer`'s (a `VerifierOptions`, or its fields as keywords)."""
     sentences_out: list[str] = []
     spans: list[tuple[int, int]] = []
     claims: list[Claim] = []

@@ -15,11 +15,7 @@ no rule has flagged the claim and the probability falls in the uncertain band (`
 default `SECOND_BAND`): its score, against `second_threshold`, then decides. It costs one
 model call for each such claim, and nothing for the others.
 
-Why a linear model and not a cross-encoder: on 2 CPU cores fine-tuning e5-small's top layers
-on the pairs made here was not possible within the time this judge was built in, while the
-logistic regression trains in seconds, runs in microseconds a claim, and every weight reads as
-how much one named detail counts; its errors are the alignment's (what a word or position
-match cannot see), which the alignment's docstring lists.
+Why a linear model and not a cross-encoder: docs/verification.md ("The judge").
 
 What it cannot do: it judges what the alignment features describe, no more: a paraphrase
 with many words its passage does not use scores low, and a wrong claim whose every word and

@@ -3,7 +3,7 @@ passage sentence disagree about that.
 
 `negation_scope(folded)` gives (stems under a negation cue, stems stated outside any
 negation) of a folded text; `negation_mismatch(...)` compares a claim's with a sentence's
-(the rule is in its docstring and in `tether.verify.check`'s). The cues are EN not/no/never/
+(the rule is in its docstring and in docs/verification.md). The cues are EN not/no/never/
 cannot/n't/without/none/nothing/exclude... and FR ne...pas/jamais/aucun/sans/rien/ni/
 ne...plus/exclut; a cue governs the words after it up to the end of its clause, at most
 `_SCOPE_WORDS` content words (for French also the verb between "ne" and the cue). Internal to

@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -39,10 +39,8 @@ from tether.verify.quantities import (
     read_quantities,
     unit_keys,
 )
+from tether.verify.reading import ClaimInfo
 from tether.verify.stems import DIGIT, stem_set
-
-if TYPE_CHECKING:
-    from tether.verify.claims import ClaimInfo
 
 __all__ = [
     "Prepared",

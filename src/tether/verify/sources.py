@@ -10,8 +10,8 @@ better passage it did not cite.
   cosine of at least `SAME_POINT_COSINE`) and `weaker_citation:ID→ID` (an uncited passage
   of the context, not ranked below, covers clearly more of the claim).
 
-The full rules are in `tether.verify.check`'s docstring. Internal to `tether.verify` except
-the constants that `tether.verify.check` re-exports.
+The full rules are in docs/verification.md. Internal to `tether.verify` except the constants
+that `tether.verify.check` re-exports.
 
 What it cannot do: `weaker_citation` uses word overlap only, and so does `lower_precedence`
 on an index without vectors, so they miss paraphrases and may fire on passages that share
@@ -26,19 +26,16 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tether.config import DEFAULT_PROFILE
 from tether.protocols import Store
 from tether.standing import source_rank
 from tether.types import Chunk, Flag
+from tether.verify.options import SAME_POINT_COSINE
 from tether.verify.passages import Prepared, VerifierCache, best_sentence_score
+from tether.verify.reading import ClaimInfo
 from tether.verify.stems import stem_set
-
-if TYPE_CHECKING:
-    from tether.verify.claims import ClaimInfo
 
 __all__ = [
     "SAME_POINT_MIN",
@@ -49,7 +46,6 @@ __all__ = [
     "source_flags",
 ]
 
-SAME_POINT_COSINE = DEFAULT_PROFILE.same_point_cosine  # chunk vectors on the same point
 SAME_POINT_SHARE = 0.5  # lower_precedence: a higher-ranked sentence covering this share...
 SAME_POINT_MIN = 2  # ...and at least this many of the claim's words and numbers
 WEAKER_MIN = 0.7  # weaker_citation: an uncited sentence covering this share...
@@ -129,7 +125,7 @@ def source_flags(
     best: dict[str, float] | None = None,
     same_point: float = SAME_POINT_COSINE,
 ) -> list[Flag]:
-    """lower_precedence and weaker_citation (`tether.verify.check`'s docstring); `vectors`
+    """lower_precedence and weaker_citation (docs/verification.md has the rules); `vectors`
     gives a chunk's stored vector (the store's `vector`), `best` may hold each cited
     passage's best sentence share, already computed by the caller."""
     if not info.tokens:
