@@ -48,7 +48,7 @@ from tether.cli.app import (
     verbosity,
     working,
 )
-from tether.errors import TetherError
+from tether.errors import NotFoundError, TetherError
 
 if TYPE_CHECKING:
     from tether.app import Workspace
@@ -106,7 +106,7 @@ def ask_options(
         found = {q.id: q for q in load_questions()}
         bundled = found.get(question.strip())
         if bundled is None:
-            raise TetherError(
+            raise NotFoundError(
                 f"no question {question!r} in the bundled set (see `tether questions`)"
             )
     when = bundled.as_of if bundled else date.today()
