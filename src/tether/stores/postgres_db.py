@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg import errors as pg_errors
 
-from tether.errors import TetherError
+from tether.errors import ConflictError, OlderIndexError, TetherError
 
 DEFAULT_COLLECTION = "default"
 SCHEMES = ("postgresql", "postgres")
@@ -153,7 +153,7 @@ def ensure_schema(conn: psycopg.Connection, location: str, *, writable: bool) ->
 
 def _refuse(current: int, latest: int, location: str, writable: bool) -> None:
     if current > latest:
-        raise TetherError(
+        raise ConflictError(
             f"the database at {location} has tether schema {current}, newer than this tether"
             f" reads ({latest}): upgrade tether"
         )
@@ -163,7 +163,7 @@ def _refuse(current: int, latest: int, location: str, writable: bool) -> None:
                 f"no tether index in the database at {location}: run"
                 f" `tether ingest FOLDER --store {location}` first"
             )
-        raise TetherError(
+        raise OlderIndexError(
             f"the database at {location} has an older tether schema ({current}; this tether"
             f" reads {latest}): run `tether ingest FOLDER --store {location}` once to upgrade it"
         )
@@ -177,7 +177,7 @@ def clear_errors(location: str, *, writing: bool = False) -> Iterator[None]:
     except TetherError:
         raise
     except pg_errors.LockNotAvailable:
-        raise TetherError(
+        raise ConflictError(
             f"another ingest is writing this collection ({location}) and it waited too long:"
             " try again when it has finished (TETHER_LOCK_TIMEOUT sets the wait)"
         ) from None
