@@ -6,7 +6,7 @@ else is a bug and keeps its traceback.
     ├── NotFoundError    an ID that names nothing (or nothing the asker may see)  1  404
     ├── ConflictError    the index's state: a concurrent writer, a version clash  1  409
     │   └── OlderIndexError   an index of an older tether, opened to be read      1  409
-    ├── LimitError       over one of tether's own limits (size, count)            1  413
+    ├── LimitError       over one of tether's own limits (a text's length)        1  413
     │   └── DeadlineError     a request past its deadline                         1  504
     └── UpstreamError    something tether relies on failed (a database, Ray)      1  502
         └── ProviderError     a model provider that failed after its retries      1  502
@@ -77,8 +77,8 @@ class OlderIndexError(ConflictError):
 
 
 class LimitError(TetherError):
-    """Over one of tether's own limits: a question, query or note too long, too many of
-    something (the server answers 413). The message names the limit."""
+    """Over one of tether's own limits: a question, search query or feedback note longer
+    than its limit (the server answers 413). The message names the limit."""
 
     http_status = 413
     problem = "over-limit"
