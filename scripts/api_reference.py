@@ -31,7 +31,13 @@ PUBLIC: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("tether.config", ("Settings", "load_settings")),
-    ("tether.errors", ("TetherError", "ProviderError")),
+    (
+        "tether.errors",
+        (
+            "TetherError", "ParseError", "NotFoundError", "ConflictError", "OlderIndexError",
+            "LimitError", "DeadlineError", "UpstreamError", "ProviderError",
+        ),
+    ),
 )
 
 HEADER = """# Python API reference

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.config import Profile, Settings, load_settings, profile_for
-from tether.errors import TetherError
+from tether.errors import NotFoundError, TetherError
 from tether.places import DEFAULT_INDEX, DEMO_INDEX
 from tether.types import (
     Audience,
@@ -499,8 +499,8 @@ class Workspace:
             return found
         known = [m for m in self.store.versions(doc_id) if allows(m)]
         if not known:
-            raise TetherError(f"no document with doc_id {doc_id!r} (see `tether documents`)")
-        raise TetherError(
+            raise NotFoundError(f"no document with doc_id {doc_id!r} (see `tether documents`)")
+        raise NotFoundError(
             f"{doc_id!r} has no version {version!r}; it has {', '.join(m.version for m in known)}"
         )
 
@@ -867,7 +867,7 @@ class Workspace:
             raise TetherError("`tether audit show` is for staff readers (--audience staff)")
         found = self._audit_reader().entry(entry_id, check_audience(reader))
         if found is None:
-            raise TetherError(f"no audit entry {entry_id} (see `tether audit`)")
+            raise NotFoundError(f"no audit entry {entry_id} (see `tether audit`)")
         return found
 
     def feedback(

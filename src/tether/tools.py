@@ -21,7 +21,7 @@ from typing import Any
 
 from tether import schemas
 from tether.app import AsOf, SearchOptions, Workspace, as_of_value, check_audience
-from tether.errors import TetherError
+from tether.errors import NotFoundError, TetherError
 from tether.types import Audience
 
 MAX_K = 50
@@ -53,7 +53,7 @@ class Tools:
         audience may not see)."""
         chunk = self.workspace.read(chunk_id, self.audience)
         if chunk is None:
-            raise TetherError(f"no passage has the ID {chunk_id.strip()!r}")
+            raise NotFoundError(f"no passage has the ID {chunk_id.strip()!r}")
         return schemas.Chunk.from_chunk(chunk)
 
     def ask(self, question: str, as_of: AsOf = "today") -> schemas.AskResult:

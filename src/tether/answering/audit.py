@@ -18,7 +18,7 @@ import time
 import unicodedata
 from typing import cast
 
-from tether.errors import TetherError
+from tether.errors import LimitError, TetherError
 from tether.providers.replay import request_key
 from tether.types import AskResult, AuditEntry, FeedbackVerdict
 
@@ -93,7 +93,7 @@ def feedback_note(note: str | None) -> str | None:
     if not text:
         return None
     if len(text) > MAX_NOTE_CHARS:
-        raise TetherError(
+        raise LimitError(
             f"the note is {len(text):,} characters long; the limit is {MAX_NOTE_CHARS:,}"
         )
     bad = next((ch for ch in text if _control(ch)), None)

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from tether.config import DEFAULT_PROFILE
-from tether.errors import TetherError
+from tether.errors import LimitError, TetherError
 from tether.protocols import SearchableStore, StoreReader
 from tether.types import Filters, Gate, Hit
 
@@ -125,7 +125,7 @@ def check_question(text: str, what: str = "question", *, empty_ok: bool = False)
     if not empty_ok and not text.strip():
         raise TetherError(f"the {what} is empty")
     if len(text) > MAX_QUESTION_CHARS:
-        raise TetherError(
+        raise LimitError(
             f"the {what} is {len(text):,} characters long; the limit is {MAX_QUESTION_CHARS:,}"
             f" (shorten it)"
         )

@@ -229,7 +229,7 @@ def shown(value: object, *, one_line: bool = False) -> str:
 # EXIT_TABLE). `ask`'s status (AskResult.status, the `status` of --json) decides among
 # 0, 3, 4 and 5; the other commands exit 0, 1, 2 or 130.
 EXIT_ANSWERED = 0  # an answer whose claims all passed their checks (other commands: done)
-EXIT_USER_ERROR = 1  # a TetherError: a mistake the user can fix, said in one `error:` line
+EXIT_USER_ERROR = 1  # a TetherError (every class's `exit_code`), said in one `error:` line
 EXIT_USAGE = 2  # a bad option or argument: one `error:` line naming the flag (tether.cli.usage)
 EXIT_NO_ANSWER = 3  # `ask`: no answer could be produced (the provider failed, or its output
 #                     was unusable: cut at the token limit, not JSON, not the answer schema,
@@ -385,12 +385,13 @@ def error_line(message: str) -> None:
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """A TetherError becomes one `error:` line and exit 1; Ctrl-C exits 130 quietly."""
+    """A TetherError becomes one `error:` line and its class's exit status (`exit_code`: 1,
+    a user error, for every branch of `tether.errors`); Ctrl-C exits 130 quietly."""
     try:
         yield
     except TetherError as exc:
         error_line(str(exc))
-        raise typer.Exit(EXIT_USER_ERROR) from None
+        raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err.print("interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None

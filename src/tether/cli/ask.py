@@ -44,7 +44,7 @@ from tether.cli.app import (
     verbosity,
     working,
 )
-from tether.errors import TetherError
+from tether.errors import NotFoundError, TetherError
 from tether.places import DEMO_INDEX
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def ask_options(
         found = {q.id: q for q in load_questions()}
         bundled = found.get(question.strip())
         if bundled is None:
-            raise TetherError(
+            raise NotFoundError(
                 f"no question {question!r} in the bundled set (see `tether questions`)"
             )
     when = bundled.as_of if bundled else today()

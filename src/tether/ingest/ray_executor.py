@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tether.errors import TetherError
+from tether.errors import TetherError, UpstreamError
 from tether.ingest.executor import (
     SHARD_TEXTS,
     EmbedderFactory,
@@ -87,7 +87,7 @@ class RayExecutor:
                     ray.init(include_dashboard=False, log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = self.address or "a local Ray"
-                raise TetherError(f"cannot start or reach Ray at {where}: {exc}") from exc
+                raise UpstreamError(f"cannot start or reach Ray at {where}: {exc}") from exc
             self._owns_ray = True
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         count = max(1, self.workers or cpus)

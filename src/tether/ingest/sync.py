@@ -59,7 +59,7 @@ from typing import Literal
 
 import numpy as np
 
-from tether.errors import TetherError
+from tether.errors import ConflictError, TetherError
 from tether.ingest.discover import INVENTORY_FILE, leads_inside, read_regular, scan
 from tether.ingest.executor import Executor, SerialExecutor
 from tether.ingest.metadata import inventory_warnings, load_inventory
@@ -231,7 +231,7 @@ def check_build(
         return
     built = store.meta_value("chunker")
     if built is not None and built != chunker.describe():
-        raise TetherError(
+        raise ConflictError(
             f"this index was built with the {built} chunker; ingesting with"
             f" {chunker.describe()} needs --rebuild"
         )
@@ -239,7 +239,7 @@ def check_build(
         had = store.meta_value("embedder")
         want = embedder_label(embedder)
         if had is not None and had != want:
-            raise TetherError(
+            raise ConflictError(
                 f"this index was embedded with {had}; embedding with {want} needs --rebuild"
             )
 

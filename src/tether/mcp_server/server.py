@@ -15,8 +15,10 @@ public server a staff chunk or document is answered exactly as an unknown one, i
 tool and resource.
 
 Every call runs on one worker thread that owns the Workspace (its SQLite connection and
-caches belong to one thread), so calls are served one after another; a user error is a tool
-error with one line (`error: ...`), anything else a tool error without a traceback.
+caches belong to one thread), so calls are served one after another; a TetherError is a tool
+error with one line (`error: ...`), anything else a tool error without a traceback. A resource
+that fails says the same line as a JSON-RPC error: -32602 for a NotFoundError (as the SDK
+answers an unknown URI), -32603 for any other.
 
 What it cannot do: it does not authenticate clients (whoever can reach it gets its
 audience: run a staff server only where only staff can reach it, on stdio or loopback);
@@ -34,12 +36,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import (
+    MCPServerError,
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+)
 from mcp.types import Resource as MCPResource
 
 from tether import schemas
 from tether._version import __version__
-from tether.errors import TetherError
+from tether.errors import NotFoundError, TetherError
 from tether.tools import Tools
 
 T = TypeVar("T")
@@ -58,11 +65,20 @@ class _Worker:
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tether-mcp")
 
-    async def call(self, fn: Callable[..., T], *args: Any, error: type[Exception]) -> T:
+    async def call(self, fn: Callable[..., T], *args: Any, error: type[MCPServerError]) -> T:
         try:
             return await asyncio.wrap_future(self._pool.submit(fn, *args))
         except TetherError as exc:
-            raise error(f"error: {exc}") from None
+            raise reported(exc, error) from None
+
+
+def reported(exc: TetherError, error: type[MCPServerError]) -> MCPServerError:
+    """`exc` in its one line as the SDK's `error` (ToolError: the call's `is_error` result;
+    ResourceError: a JSON-RPC error), a NotFoundError read as a resource as
+    ResourceNotFoundError (-32602, not -32603)."""
+    if issubclass(error, ResourceError) and isinstance(exc, NotFoundError):
+        return ResourceNotFoundError(f"error: {exc}")
+    return error(f"error: {exc}")
 
 
 class _LiveServer(MCPServer):

@@ -77,7 +77,7 @@ from typing import Any
 import numpy as np
 
 from tether.config import DEFAULT_PROFILE, Profile
-from tether.errors import TetherError
+from tether.errors import ConflictError, TetherError
 from tether.linear import LinearModel
 from tether.protocols import Embedder, Provider, Reranker, SearchableStore, Store
 from tether.retrieval.query import QueryShape, query_shape
@@ -590,7 +590,7 @@ def _check_embedder(store: SearchableStore, embedder: Embedder) -> None:
     built = store.meta_value("embedder")
     want = f"{embedder.name} ({embedder.version})"
     if built is not None and store.has_vectors() and built != want:
-        raise TetherError(
+        raise ConflictError(
             f"this index was embedded with {built}; queries would be embedded with {want}:"
             " re-ingest with --rebuild, or use the same embedder"
         )

@@ -46,6 +46,7 @@ from tether import schemas
 from tether._version import __version__
 from tether.app import Models, SearchOptions, Workspace, as_of_value
 from tether.config import Settings, load_settings
+from tether.errors import NotFoundError
 from tether.server.http import (
     Guard,
     Metrics,
@@ -53,6 +54,7 @@ from tether.server.http import (
     docs_page,
     install_problems,
     problem,
+    problem_of,
     problem_responses,
     report_page,
 )
@@ -335,21 +337,11 @@ async def _stream(
     try:
         result = done.result()
     except Exception as exc:
-        status, detail = _failure(exc)
-        yield _event("error", {"type": "about:blank", "status": status, "detail": detail})
+        body, _ = problem_of(exc)
+        yield _event("error", body.model_dump())
         return
     s.observe(result)
     yield _event("result", result.model_dump(mode="json"))
-
-
-def _failure(exc: Exception) -> tuple[int, str]:
-    from tether.errors import DeadlineError, TetherError
-
-    if isinstance(exc, Refused):
-        return exc.status_code, str(exc.detail)
-    if isinstance(exc, TetherError):
-        return 504 if isinstance(exc, DeadlineError) else 400, str(exc)
-    return 500, "the server met an unexpected error (see its log)"
 
 
 async def search(body: SearchRequest, request: Request, key: Key) -> list[schemas.Hit]:
@@ -381,7 +373,7 @@ async def document(
     docs = await server_of(request).read(lambda ws: ws.documents(audience))
     found = [schemas.Document.from_info(d) for d in docs if d.meta.doc_id == doc_id]
     if not found:
-        raise Refused(404, NOT_FOUND.format(what="document", name="doc_id", value=doc_id))
+        raise NotFoundError(NOT_FOUND.format(what="document", name="doc_id", value=doc_id))
     return found
 
 
@@ -391,7 +383,7 @@ async def chunk(chunk_id: str, request: Request, key: Key, view: ViewQuery = Non
     audience = audience_for(request, key, view)
     found = await server_of(request).read(lambda ws: ws.read(chunk_id, audience))
     if found is None:
-        raise Refused(404, NOT_FOUND.format(what="chunk", name="chunk_id", value=chunk_id))
+        raise NotFoundError(NOT_FOUND.format(what="chunk", name="chunk_id", value=chunk_id))
     return schemas.Chunk.from_chunk(found)
 
 
@@ -530,7 +522,7 @@ def create_app(
     app = FastAPI(
         title="tether", version=__version__,
         description="Answers from a document collection with claims an agent can check.",
-        responses=problem_responses(400, 401, 408, 413, 422, 429, 500),
+        responses=problem_responses(400, 401, 408, 409, 413, 422, 429, 500, 502),
         docs_url=None, redoc_url=None,
     )  # fmt: skip
     app.state.tether = Server(make, ring, conf)

@@ -2,8 +2,11 @@
 request size limit, the response's audience and security headers, and the Prometheus metrics.
 
 - `ProblemDetails`: the JSON body of every 4xx/5xx (`application/problem+json`): type, title,
-  status, detail. A TetherError is a 400 (a NotFoundError a 404, a DeadlineError a 504); an
-  unexpected exception is a 500 with a fixed sentence, never a traceback.
+  status, detail. `problem_of` makes it for any exception: a TetherError by its class's
+  `http_status`, `problem_type()` and `title` (`tether.errors`: 400, a NotFoundError 404, a
+  ConflictError 409, a LimitError 413, a DeadlineError 504, an UpstreamError 502); the server's
+  own refusals (`Refused`: keys, rate, lanes, body size) `about:blank` with the HTTP reason; an
+  unexpected exception a 500 with a fixed sentence, never a traceback.
 - `Guard`: one ASGI middleware that refuses a body over the size limit (413, whether or not
   the client sent a Content-Length) or one that has not all arrived `body_timeout_s` seconds
   after the request's headers (408, and the connection is closed), adds `Tether-Audience` to every response computed for an
@@ -37,7 +40,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from tether.errors import DeadlineError, NotFoundError, TetherError
+from tether.errors import TetherError
 
 AUDIENCE_HEADER = "Tether-Audience"
 PROBLEM_TYPE = "application/problem+json"
@@ -73,18 +76,42 @@ class ProblemDetails(BaseModel):
 
 TITLES = {
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large", 415: "Unsupported Media Type",
-    422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error",
-    503: "Service Unavailable", 504: "Gateway Timeout",
+    405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 413: "Content Too Large",
+    415: "Unsupported Media Type", 422: "Unprocessable Content", 429: "Too Many Requests",
+    500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
+    504: "Gateway Timeout",
 }  # fmt: skip
 
 
+UNEXPECTED = "the server met an unexpected error (see its log)"
+
+
 def problem(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    """A problem response with this status and detail."""
+    """A problem response (`about:blank`) with this status and detail."""
     body = ProblemDetails(title=TITLES.get(status, "Error"), status=status, detail=detail)
+    return problem_response(body, headers)
+
+
+def problem_response(body: ProblemDetails, headers: dict[str, str] | None = None) -> JSONResponse:
+    """`body` as an `application/problem+json` response of its status."""
     return JSONResponse(
-        body.model_dump(), status_code=status, headers=headers, media_type=PROBLEM_TYPE
+        body.model_dump(), status_code=body.status, headers=headers, media_type=PROBLEM_TYPE
     )
+
+
+def problem_of(exc: BaseException) -> tuple[ProblemDetails, dict[str, str]]:
+    """The problem body (and headers) that answer `exc`: an HTTP error (`Refused`) as it says,
+    a TetherError by its class (`tether.errors`), anything else a 500 that says nothing of it."""
+    if isinstance(exc, StarletteHTTPException):
+        status = exc.status_code
+        title = TITLES.get(status, "Error")
+        body = ProblemDetails(title=title, status=status, detail=str(exc.detail))
+        return body, dict(exc.headers or {})
+    if isinstance(exc, TetherError):
+        return ProblemDetails(
+            type=exc.problem_type(), title=exc.title, status=exc.http_status, detail=str(exc)
+        ), {}
+    return ProblemDetails(title=TITLES[500], status=500, detail=UNEXPECTED), {}
 
 
 class Refused(HTTPException):
@@ -108,26 +135,17 @@ def _validation_detail(exc: RequestValidationError) -> str:
 def install_problems(app: FastAPI) -> None:
     """Every error the app can meet answered as a problem body."""
 
-    async def http_error(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, StarletteHTTPException)
-        return problem(exc.status_code, str(exc.detail), dict(exc.headers or {}))
+    async def answer(request: Request, exc: Exception) -> JSONResponse:
+        return problem_response(*problem_of(exc))
 
     async def invalid(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         return problem(422, _validation_detail(exc))
 
-    async def user_error(request: Request, exc: Exception) -> JSONResponse:
-        if isinstance(exc, NotFoundError):
-            return problem(404, str(exc))
-        return problem(504 if isinstance(exc, DeadlineError) else 400, str(exc))
-
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        return problem(500, "the server met an unexpected error (see its log)")
-
-    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(StarletteHTTPException, answer)
     app.add_exception_handler(RequestValidationError, invalid)
-    app.add_exception_handler(TetherError, user_error)
-    app.add_exception_handler(Exception, unexpected)
+    app.add_exception_handler(TetherError, answer)
+    app.add_exception_handler(Exception, answer)
 
 
 class Metrics:

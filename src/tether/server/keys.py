@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tether.errors import TetherError
+from tether.errors import ConflictError, TetherError
 from tether.types import Audience
 
 KEY_PREFIX = "tk_"
@@ -152,7 +152,7 @@ def add_key(path: Path, name: str, audience: str) -> str:
     if path.exists():
         ring = load_keys(path)
         if name in {k.name for k in ring.keys.values()}:
-            raise TetherError(f"{path} already has a key named {name!r}")
+            raise ConflictError(f"{path} already has a key named {name!r}")
     key = new_key()
     entry = {"name": name, "audience": audience, "sha256": digest(key)}
     if path.suffix == ".json":

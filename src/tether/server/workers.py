@@ -35,6 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 from tether.app import Workspace
+from tether.errors import DeadlineError
 from tether.server.http import Refused
 
 T = TypeVar("T")
@@ -154,11 +155,11 @@ class Warmup:
 
 
 async def wait(future: Future[T], deadline: float) -> T:
-    """The result of `future`; `Refused` 504 past `deadline` s (work still in line is
-    dropped; work already running finishes in the background)."""
+    """The result of `future`; a `DeadlineError` (504) past `deadline` s (work still in line
+    is dropped; work already running finishes in the background)."""
     try:
         return await asyncio.wait_for(asyncio.wrap_future(future), deadline)
     except TimeoutError:
         future.cancel()
         message = f"the request took longer than its deadline ({deadline:g} s)"
-        raise Refused(504, message) from None
+        raise DeadlineError(message) from None

@@ -41,7 +41,7 @@ import psycopg
 
 from tether._version import __version__
 from tether.config import DEFAULT_LOCK_TIMEOUT
-from tether.errors import TetherError
+from tether.errors import ConflictError, NotFoundError, TetherError
 from tether.stores.dense import ANN_THRESHOLD, HNSW_EF_SEARCH
 from tether.stores.lexical import query_parts, tokenize
 from tether.stores.postgres_db import (
@@ -140,7 +140,7 @@ class PostgresStore:
             "SELECT generation FROM tether_collections WHERE id = %s", (self.cid,)
         ).fetchone()
         if row is None:
-            raise TetherError(
+            raise ConflictError(
                 f"the collection {self.collection!r} was removed from {self.location}"
             )
         return int(row[0])
@@ -392,7 +392,7 @@ class PostgresStore:
                 (self.cid, doc_id, version),
             ).fetchone()
         if row is None:
-            raise TetherError(f"no document {doc_id!r} version {version!r} in the index")
+            raise NotFoundError(f"no document {doc_id!r} version {version!r} in the index")
         return str(row[0])
 
     def _chunk(self, row: Sequence[Any]) -> Chunk:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tether.errors import TetherError
+from tether.errors import NotFoundError, TetherError
 from tether.stores.audit_rows import (
     COLUMNS,
     FEEDBACK_COLUMNS,
@@ -111,7 +111,7 @@ class PostgresAuditLog:
             ).fetchone()
             stored = self._feedback_by_id(int(row[0])) if row else None
         if stored is None:
-            raise TetherError(f"no audit entry {feedback.entry_id} (see `tether audit`)")
+            raise NotFoundError(f"no audit entry {feedback.entry_id} (see `tether audit`)")
         return stored
 
     def feedback(self, query: AuditQuery) -> list[Feedback]:

@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg import errors as pg_errors
 
-from tether.errors import TetherError
+from tether.errors import ConflictError, OlderIndexError, TetherError, UpstreamError
 
 DEFAULT_COLLECTION = "default"
 SCHEMES = ("postgresql", "postgres")
@@ -65,7 +65,7 @@ def connect(conninfo: str, location: str, *, writable: bool) -> psycopg.Connecti
     try:
         conn = psycopg.connect(conninfo, autocommit=True, options=options, connect_timeout=10)
     except psycopg.Error as exc:
-        raise TetherError(
+        raise UpstreamError(
             f"cannot connect to PostgreSQL at {location}: {_first_line(exc)}"
         ) from None
     try:
@@ -153,7 +153,7 @@ def ensure_schema(conn: psycopg.Connection, location: str, *, writable: bool) ->
 
 def _refuse(current: int, latest: int, location: str, writable: bool) -> None:
     if current > latest:
-        raise TetherError(
+        raise ConflictError(
             f"the database at {location} has tether schema {current}, newer than this tether"
             f" reads ({latest}): upgrade tether"
         )
@@ -163,7 +163,7 @@ def _refuse(current: int, latest: int, location: str, writable: bool) -> None:
                 f"no tether index in the database at {location}: run"
                 f" `tether ingest FOLDER --store {location}` first"
             )
-        raise TetherError(
+        raise OlderIndexError(
             f"the database at {location} has an older tether schema ({current}; this tether"
             f" reads {latest}): run `tether ingest FOLDER --store {location}` once to upgrade it"
         )
@@ -177,7 +177,7 @@ def clear_errors(location: str, *, writing: bool = False) -> Iterator[None]:
     except TetherError:
         raise
     except pg_errors.LockNotAvailable:
-        raise TetherError(
+        raise ConflictError(
             f"another ingest is writing this collection ({location}) and it waited too long:"
             " try again when it has finished (TETHER_LOCK_TIMEOUT sets the wait)"
         ) from None
@@ -194,9 +194,11 @@ def clear_errors(location: str, *, writing: bool = False) -> Iterator[None]:
             " an administrator must install it and run CREATE EXTENSION vector"
         ) from None
     except psycopg.OperationalError as exc:
-        raise TetherError(f"PostgreSQL at {location} failed: {_first_line(exc)}") from None
+        raise UpstreamError(f"PostgreSQL at {location} failed: {_first_line(exc)}") from None
     except psycopg.Error as exc:
-        raise TetherError(f"the store at {location} could not be used: {_first_line(exc)}") from exc
+        raise UpstreamError(
+            f"the store at {location} could not be used: {_first_line(exc)}"
+        ) from exc
 
 
 def _first_line(exc: BaseException) -> str:

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from tether._version import __version__
-from tether.errors import TetherError
+from tether.errors import NotFoundError, TetherError
 from tether.stores.dense import ANN_THRESHOLD, DenseIndex, hnsw_cache_path, remove_hnsw_caches
 from tether.stores.rows import bm25_hits, document_infos, spans_by_document
 from tether.stores.sqlite_open import LOCK_TIMEOUT, clear_errors, connect, meta_int
@@ -402,7 +402,7 @@ class SqliteStore:
                 "SELECT text FROM documents WHERE doc_id = ? AND version = ?", (doc_id, version)
             ).fetchone()
         if row is None:
-            raise TetherError(f"no document {doc_id!r} version {version!r} in the index")
+            raise NotFoundError(f"no document {doc_id!r} version {version!r} in the index")
         return row[0]
 
     def _chunk(self, row: Sequence) -> Chunk:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tether.errors import TetherError
+from tether.errors import NotFoundError, TetherError
 from tether.stores.audit_rows import (
     COLUMNS,
     FEEDBACK_COLUMNS,
@@ -118,7 +118,7 @@ class SqliteAuditLog:
                     self.db.execute("ROLLBACK")
                 raise
             if row is None:
-                raise TetherError(f"no audit entry {feedback.entry_id} (see `tether audit`)")
+                raise NotFoundError(f"no audit entry {feedback.entry_id} (see `tether audit`)")
             stored = self._feedback_by_id(int(row[0]))
         assert stored is not None  # just written, in this connection
         return stored

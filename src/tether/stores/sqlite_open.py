@@ -30,7 +30,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from tether.config import DEFAULT_LOCK_TIMEOUT as LOCK_TIMEOUT
-from tether.errors import TetherError
+from tether.errors import ConflictError, TetherError
 
 _BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
@@ -205,11 +205,18 @@ def meta_int(value: object, key: str, path: Path) -> int:
 
 @contextmanager
 def clear_errors(path: Path, *, writing: bool) -> Iterator[None]:
-    """A `sqlite3.Error` inside becomes a `TetherError` with one line saying what to do."""
+    """A `sqlite3.Error` inside becomes a `TetherError` with one line saying what to do (a
+    `ConflictError` when another process held the index's lock too long)."""
     try:
         yield
     except sqlite3.Error as exc:
-        raise TetherError(explain(exc, path, writing=writing)) from exc
+        raise error_class(exc)(explain(exc, path, writing=writing)) from exc
+
+
+def error_class(exc: sqlite3.Error) -> type[TetherError]:
+    """ConflictError for a lock another process held too long (busy, locked), else TetherError."""
+    busy = (getattr(exc, "sqlite_errorcode", -1) & 0xFF) in _BUSY
+    return ConflictError if busy else TetherError
 
 
 def explain(exc: sqlite3.Error, path: Path, *, writing: bool) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tether.errors import OlderIndexError, TetherError
+from tether.errors import ConflictError, OlderIndexError
 from tether.stores.lexical import lexical_columns
 from tether.types import ChangeSet, FileChange, Progress
 
@@ -164,7 +164,7 @@ def _insert_instructions(db: sqlite3.Connection, rows: list[tuple[str, int, int]
 def check_upgrade(path: Path, version: int, current: int, *, writer: bool) -> None:
     """Refuse an index of another schema unless it is older and opened to be written."""
     if version > current:
-        raise TetherError(
+        raise ConflictError(
             f"{path} was written by a newer tether (index schema {version}; this one reads"
             f" {current}): upgrade tether, or ingest into a new index"
         )
