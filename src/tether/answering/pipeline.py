@@ -51,7 +51,7 @@ from tether.answering.gate import (
 from tether.asks import asks, gives
 from tether.config import DEFAULT_PROFILE, Profile
 from tether.errors import DeadlineError, ProviderError
-from tether.protocols import Embedder, Judge, Provider, Store, StreamingProvider
+from tether.protocols import Embedder, Judge, Provider, Store, StreamingProvider, capabilities_of
 from tether.text import detect_language
 from tether.types import (
     Answer,
@@ -106,12 +106,12 @@ def answer_language(text: str) -> str:
 
 
 def answer_mode(mode: str, provider: Provider) -> str:
-    """The answer mode to use: `mode`, or for "auto" select with the local model (which
-    chooses evidence sentences better than it writes cited answers:
-    bench/results/local_answers.md) and json with any other provider."""
+    """The answer mode to use: `mode`, or for "auto" the one the provider's capabilities
+    name (select for the local model, which chooses evidence sentences better than it writes
+    cited answers: bench/results/local_answers.md; json for the others)."""
     if mode != "auto":
         return mode
-    return "select" if getattr(provider, "name", "") == "local" else "json"
+    return capabilities_of(provider).answer_mode
 
 
 JUDGES = ("align", "align+llm", "embedding", "llm", "none")
@@ -148,17 +148,14 @@ def make_judge(
 
 
 def choose_judge(
-    provider_name: str,
     embedder: Embedder | None,
     provider: Provider,
     profile: Profile = DEFAULT_PROFILE,
 ) -> Judge | None:
-    """The judge that suits the parts: the learned alignment judge, with the local model as
-    its second opinion on uncertain claims when the local model is the provider (already
-    loaded; any other provider would cost a paid call per claim)."""
-    return make_judge(
-        "align+llm" if provider_name == "local" else "align", embedder, lambda: provider, profile
-    )
+    """The judge the provider's capabilities name: the learned alignment judge, with the
+    provider as its second opinion on uncertain claims when that costs no paid call (`align+llm`:
+    the local model, already loaded), else alone (`align`)."""
+    return make_judge(capabilities_of(provider).judge, embedder, lambda: provider, profile)
 
 
 def ask(
