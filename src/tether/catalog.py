@@ -6,7 +6,7 @@ This is the one list those names are written in. The settings (`tether.config`) 
 TETHER_PROVIDER and TETHER_EXECUTOR against it, the CLI's help and messages print it, and the
 registries (`tether.providers.registry`, `tether.ingest.executor`) give each name its code and
 check, when they load, that they cover exactly these names. It sits below all of them and
-imports nothing of tether, so reading it loads neither pydantic nor a provider.
+imports only `tether.errors`, so reading it loads neither pydantic nor a provider.
 
 A third-party package declares a provider in its own metadata, e.g. in its pyproject.toml:
 
@@ -15,6 +15,8 @@ A third-party package declares a provider in its own metadata, e.g. in its pypro
 
 `plugin_names(group)` reads the names declared under a group from the installed packages'
 metadata; no plugin code runs, so a broken plugin cannot break reading the settings.
+`load_plugin(group, name)` imports one plugin when a registry needs it, and turns any failure
+into one line naming the plugin and its entry point.
 
 What it cannot do: it knows names, not code. That a plugin's name is listed says only that an
 installed package declares it; whether it loads is found out by the registry when the name is
@@ -24,8 +26,12 @@ built-in cannot be replaced.
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
+
+from tether.errors import TetherError
 
 PROVIDER_PLUGINS = "tether.providers"
 EXECUTOR_PLUGINS = "tether.executors"
@@ -58,9 +64,35 @@ EXECUTORS: Mapping[str, str] = MappingProxyType(
 def plugin_names(group: str, builtin: Iterable[str] = ()) -> list[str]:
     """The names the installed packages declare under the entry-point group `group`, in
     lower case and sorted, less `builtin` (read from the packages' metadata only)."""
-    from importlib.metadata import entry_points
+    declared = importlib.metadata.entry_points(group=group)
+    return sorted({ep.name.strip().lower() for ep in declared} - set(builtin))
 
-    return sorted({ep.name.strip().lower() for ep in entry_points(group=group)} - set(builtin))
+
+def load_plugin(group: str, name: str) -> tuple[Any, str] | None:
+    """The object the entry point `name` (any case) of `group` names, loaded, and where it
+    comes from ("entry point NAME = MODULE:OBJECT from PACKAGE VERSION"); None when no
+    installed package declares `name`. A plugin that fails to load (any exception of its
+    code) is a `TetherError` of one line naming it, its entry point and the failure."""
+    wanted = name.strip().lower()
+    found = [
+        ep
+        for ep in importlib.metadata.entry_points(group=group)
+        if ep.name.strip().lower() == wanted
+    ]
+    if not found:
+        return None
+    ep = found[0]
+    dist = getattr(ep, "dist", None)
+    origin = f"entry point {ep.name} = {ep.value}" + (
+        f" from {dist.name} {dist.version}" if dist is not None else ""
+    )
+    try:
+        return ep.load(), origin
+    except Exception as exc:  # third-party code: whatever it raises is reported as one line
+        raise TetherError(
+            f"{group} plugin {wanted!r} ({origin}) could not be loaded:"
+            f" {type(exc).__name__}: {' '.join(str(exc).split())}"
+        ) from None
 
 
 def provider_names(plugins: bool = True) -> tuple[str, ...]:

@@ -26,14 +26,13 @@ be taken by a plugin. Whether a provider answers is found out by its first reque
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import cast
 
-from tether.catalog import PROVIDER_PLUGINS, PROVIDERS, one_of, provider_names
+from tether.catalog import PROVIDER_PLUGINS, PROVIDERS, load_plugin, one_of, provider_names
 from tether.config import Settings
 from tether.errors import TetherError
 from tether.protocols import Provider
@@ -149,33 +148,16 @@ BUILT_IN: Mapping[str, ProviderSpec] = MappingProxyType(
 """The built-in providers, in the order the docs list them."""
 
 
-def _origin(ep: importlib.metadata.EntryPoint) -> str:
-    dist = getattr(ep, "dist", None)
-    package = f" from {dist.name} {dist.version}" if dist is not None else ""
-    return f"entry point {ep.name} = {ep.value}{package}"
-
-
 def _plugin(name: str) -> ProviderSpec | None:
     """The plugin's spec for `name` (None when no installed package declares it); a
     `TetherError` naming the plugin when it cannot be loaded or is not a `ProviderSpec`."""
-    found = [
-        ep
-        for ep in importlib.metadata.entry_points(group=PROVIDER_PLUGINS)
-        if ep.name.strip().lower() == name
-    ]
-    if not found:
+    found = load_plugin(PROVIDER_PLUGINS, name)
+    if found is None:
         return None
-    ep = found[0]
-    origin = _origin(ep)
-    try:
-        loaded = ep.load()
-    except Exception as exc:  # any failure of third-party code, reported as one line
-        raise TetherError(
-            f"provider plugin {name!r} ({origin}) could not be loaded: {type(exc).__name__}: {exc}"
-        ) from None
+    loaded, origin = found
     if not isinstance(loaded, ProviderSpec):
         raise TetherError(
-            f"provider plugin {name!r} ({origin}) is a {type(loaded).__name__},"
+            f"{PROVIDER_PLUGINS} plugin {name!r} ({origin}) is a {type(loaded).__name__},"
             " not a tether.providers.registry.ProviderSpec"
         )
     return dataclasses.replace(loaded, name=name, origin=origin)
