@@ -17,8 +17,8 @@ from typing import Any
 from tether.config import Settings, check_provider
 from tether.protocols import Provider
 from tether.providers.extractive import ExtractiveProvider
-from tether.providers.local import LocalModels, LocalProvider
-from tether.providers.registry import BUILT_IN, Build, spec
+from tether.providers.local import LocalModels, LocalProvider, local_model_status
+from tether.providers.registry import Build, spec
 
 # The process's registry of loaded local models, used only by `make_provider` when its caller
 # passes none (a caller that holds its own `LocalModels` controls their lifetime instead).
@@ -45,7 +45,7 @@ def make_provider(
     models = local_models if local_models is not None else PROCESS_LOCAL_MODELS
     provider: Any
     if chosen == "auto":
-        ok, why = BUILT_IN["local"].available(settings)
+        ok, why = local_model_status(settings.model_cache)
         if ok:
             provider = LocalProvider(
                 threads=settings.local_threads, cache_dir=settings.model_cache, models=models

@@ -1,7 +1,6 @@
 """The providers tether can build, by name: one `ProviderSpec` each (what it is, how it is
-built, its capabilities, whether it can run here), the built-in ones in the order of
-`tether.catalog.PROVIDERS` and then the third-party ones installed under the entry-point group
-`tether.providers`.
+built, its capabilities), the built-in ones in the order of `tether.catalog.PROVIDERS`, then
+the third-party ones installed under the entry-point group `tether.providers`.
 
 `make_provider` (`tether.providers.factory`) builds through `spec(name).factory`; the replay
 provider reads `capabilities_for(name)` for the provider its recordings name; the agent's
@@ -20,7 +19,8 @@ A plugin's entry point names a `ProviderSpec` (its `name` is the entry point's):
 What it cannot do: a plugin is loaded (its module imported) only when its name is used or a
 listing needs its capabilities; one that cannot be loaded is a `TetherError` naming the plugin
 and its entry point when its name is used, and is left out of listings. A built-in name cannot
-be taken by a plugin. Whether a provider answers is found out by its first request.
+be taken by a plugin. Whether a provider can run here (a key, the local model installed) is
+found out when it is built, and whether it answers by its first request.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from tether.errors import TetherError
 from tether.protocols import Provider
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.extractive import ExtractiveProvider
-from tether.providers.local import LocalModels, LocalProvider, local_model_status
+from tether.providers.local import LocalModels, LocalProvider
 from tether.providers.openai import OpenAICompatibleProvider
 from tether.providers.replay import ReplayMode, ReplayProvider
 from tether.types import Capabilities
@@ -64,25 +64,17 @@ class Build:
         return TetherError(f"{self.said} needs {self.model_from} (e.g. {example})")
 
 
-Available = Callable[[Settings], tuple[bool, str]]
-
-
-def _always(settings: Settings) -> tuple[bool, str]:
-    return True, ""
-
-
 @dataclass(frozen=True)
 class ProviderSpec:
     """One provider: its `name`, what it is (`description`, one line), its `factory` (a
-    `Build` → the provider), its `capabilities` (the class's), and `available(settings)`:
-    whether it can run here, and why not (the local model: xllamacpp and the model parts
-    installed). `origin` says where a plugin's came from ("" for a built-in)."""
+    `Build` → the provider; it raises `TetherError` for a missing setting: a model, a key, a
+    file) and its `capabilities` (the class's). `origin` says where a plugin's came from
+    ("" for a built-in)."""
 
     name: str
     description: str
     factory: Callable[[Build], Provider]
     capabilities: Capabilities
-    available: Available = _always
     origin: str = ""
 
 
@@ -124,26 +116,19 @@ def _replay(build: Build) -> Provider:
     return ReplayProvider(s.recordings, mode=cast(ReplayMode, s.replay_mode), inner=inner)
 
 
-def _local_available(settings: Settings) -> tuple[bool, str]:
-    return local_model_status(settings.model_cache)
-
-
-# name → (factory, capabilities, available): the code of each name of `tether.catalog.PROVIDERS`
-_CODE: dict[str, tuple[Callable[[Build], Provider], Capabilities, Available | None]] = {
-    "openai": (_openai, OpenAICompatibleProvider.capabilities, None),
-    "anthropic": (_anthropic, AnthropicProvider.capabilities, None),
-    "local": (_local, LocalProvider.capabilities, _local_available),
-    "extractive": (lambda build: ExtractiveProvider(), ExtractiveProvider.capabilities, None),
-    "replay": (_replay, ReplayProvider.UNKNOWN, None),
+# name → (factory, capabilities): the code of each name of `tether.catalog.PROVIDERS`
+_CODE: dict[str, tuple[Callable[[Build], Provider], Capabilities]] = {
+    "openai": (_openai, OpenAICompatibleProvider.capabilities),
+    "anthropic": (_anthropic, AnthropicProvider.capabilities),
+    "local": (_local, LocalProvider.capabilities),
+    "extractive": (lambda build: ExtractiveProvider(), ExtractiveProvider.capabilities),
+    "replay": (_replay, ReplayProvider.UNKNOWN),
 }
 if list(_CODE) != list(PROVIDERS):  # the catalog is the one list of names: no more, no fewer
     raise ImportError(f"the providers built here ({list(_CODE)}) are not tether.catalog's")
 
 BUILT_IN: Mapping[str, ProviderSpec] = MappingProxyType(
-    {
-        name: ProviderSpec(name, PROVIDERS[name], factory, caps, available or _always)
-        for name, (factory, caps, available) in _CODE.items()
-    }
+    {name: ProviderSpec(name, PROVIDERS[name], *code) for name, code in _CODE.items()}
 )
 """The built-in providers, in the order the docs list them."""
 
