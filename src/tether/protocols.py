@@ -19,6 +19,7 @@ from tether.types import (
     Audience,
     AuditEntry,
     AuditQuery,
+    Capabilities,
     ChangeSet,
     Chunk,
     Completion,
@@ -231,16 +232,35 @@ class AlignedJudge(Judge, Protocol):
 
 @runtime_checkable
 class Provider(Protocol):
-    """Sends one request to a language model (or a non-model answerer) and returns what came back."""
+    """Sends one request to a language model (or a non-model answerer) and returns what came
+    back. `capabilities` (a class attribute) says what it is and what "auto" chooses with it
+    (answer mode, judge, agent, rewrite); code reads them through `capabilities_of`, never
+    from `name`, so a wrapper that forwards them behaves like what it wraps."""
 
     name: str
+
+    @property
+    def capabilities(self) -> Capabilities: ...
 
     def complete(self, request: ModelRequest) -> Completion: ...
 
 
+def capabilities_of(provider: object) -> Capabilities:
+    """The provider's declared capabilities; a provider that declares none (a test double, a
+    plugin written before they existed) reads as a remote language model's (`Capabilities()`)."""
+    declared = getattr(provider, "capabilities", None)
+    return declared if isinstance(declared, Capabilities) else Capabilities()
+
+
 @runtime_checkable
-class StreamingProvider(Provider, Protocol):
+class StreamingProvider(Protocol):
     """A provider that can hand over its reply's text as it is written (the capability is
-    the method: a provider without `stream` answers whole)."""
+    the method: a provider without `stream` answers whole). It repeats `Provider`'s members
+    but `capabilities`, so a provider that declares none still streams (an isinstance check
+    looks for every member)."""
+
+    name: str
+
+    def complete(self, request: ModelRequest) -> Completion: ...
 
     def stream(self, request: ModelRequest, on_text: Callable[[str], None]) -> Completion: ...

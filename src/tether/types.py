@@ -363,6 +363,32 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What a provider is and can do, so behaviour follows the provider's class, never its
+    name: each provider class declares `capabilities = Capabilities(...)`, and a wrapper (the
+    replay provider) reports those of what it wraps. The defaults are a remote language model's.
+
+    `answer_mode`: what answer mode "auto" resolves to (select: the model picks numbered
+    sentences; json: it writes the answer and its claims). `judge`: the judge "auto" picks:
+    `align+llm` when the model is already loaded in this process, so its second opinion on an
+    uncertain claim (and on an uncertain question's answerability) costs no paid call, else
+    `align`. `model`: it is a language model (the extractive answerer is not: it cannot
+    rewrite a query). `tool_use`: it can choose the agent loop's actions. `recorded`: it answers
+    only the requests it holds recordings of (a replay), so an evaluation asks only those."""
+
+    answer_mode: Literal["select", "json"] = "json"
+    judge: Literal["align", "align+llm"] = "align"
+    model: bool = True
+    tool_use: bool = True
+    recorded: bool = False
+
+    @property
+    def second_opinion(self) -> bool:
+        """A model's second opinion on uncertain cases is free (the judge `align+llm`)."""
+        return self.judge == "align+llm"
+
+
+@dataclass(frozen=True)
 class Relevant:
     """A passage that answers a question, by location (so any chunker can be scored)."""
 

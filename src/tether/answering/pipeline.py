@@ -58,6 +58,7 @@ from tether.protocols import (
     Searcher,
     Store,
     StreamingProvider,
+    capabilities_of,
 )
 from tether.text import detect_language
 from tether.types import (
@@ -114,12 +115,12 @@ def answer_language(text: str) -> str:
 
 
 def answer_mode(mode: str, provider: Provider) -> str:
-    """The answer mode to use: `mode`, or for "auto" select with the local model (which
-    chooses evidence sentences better than it writes cited answers:
-    bench/results/local_answers.md) and json with any other provider."""
+    """The answer mode to use: `mode`, or for "auto" the one the provider's capabilities
+    name (select for the local model, which chooses evidence sentences better than it writes
+    cited answers: bench/results/local_answers.md; json for the others)."""
     if mode != "auto":
         return mode
-    return "select" if getattr(provider, "name", "") == "local" else "json"
+    return capabilities_of(provider).answer_mode
 
 
 def make_judge(
@@ -153,17 +154,14 @@ def make_judge(
 
 
 def choose_judge(
-    provider_name: str,
     embedder: Embedder | None,
     provider: Provider,
     profile: Profile = DEFAULT_PROFILE,
 ) -> Judge | None:
-    """The judge that suits the parts: the learned alignment judge, with the local model as
-    its second opinion on uncertain claims when the local model is the provider (already
-    loaded; any other provider would cost a paid call per claim)."""
-    return make_judge(
-        "align+llm" if provider_name == "local" else "align", embedder, lambda: provider, profile
-    )
+    """The judge the provider's capabilities name: the learned alignment judge, with the
+    provider as its second opinion on uncertain claims when that costs no paid call (`align+llm`:
+    the local model, already loaded), else alone (`align`)."""
+    return make_judge(capabilities_of(provider).judge, embedder, lambda: provider, profile)
 
 
 def ask(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.cli.app import err, out, print_json, progress, shown, table
+from tether.protocols import capabilities_of
 
 if TYPE_CHECKING:
     from tether.app import Workspace
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 def answers_provider(ws: Workspace, provider: str | None, model: str | None) -> tuple[Any, str]:
     """The provider to evaluate, and its label (a replay names what was recorded, when)."""
     chosen = ws.make_provider(provider, model)
-    if getattr(chosen, "name", "") == "replay":
+    if capabilities_of(chosen).recorded:
         return chosen, f"replay of recordings: {chosen.recorded()}"  # type: ignore[attr-defined]
     return chosen, f"{chosen.name} ({getattr(chosen, 'model', '') or 'no model'})"
 
@@ -55,7 +56,7 @@ def run_answers(
     options: dict[str, Any] = {"method": method, "k": k}
     if provider == "recorded":
         options = dict(RECORDED_OPTIONS)
-    if getattr(chosen, "name", "") == "replay":  # only the questions that were recorded
+    if capabilities_of(chosen).recorded:  # only the questions that were recorded
         asked = with_recordings(qs, chosen.recorded_questions())
         label += f" ({len(asked)} of {len(qs)} questions recorded)"
         qs = asked

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from tether.catalog import PROVIDERS, one_of
 from tether.cli.app import (
     EXIT_HELP,
     DemoOpt,
@@ -66,8 +67,8 @@ BudgetOpt = Annotated[
 AgentOpt = Annotated[
     bool,
     typer.Option(
-        help="Let the model search and read in steps before it answers (needs a model"
-        " provider: local, openai, anthropic or replay); claims may cite only passages"
+        help="Let the model search and read in steps before it answers (needs a language"
+        " model as provider, not the extractive answerer); claims may cite only passages"
         " it read."
     ),
 ]
@@ -319,7 +320,8 @@ def ask(
     provider: Annotated[
         str | None,
         typer.Option(
-            help="openai, anthropic, local, extractive or replay (default: TETHER_PROVIDER, else local if installed, else extractive).",
+            help=f"{one_of(list(PROVIDERS))}, or an installed plugin's name (default:"
+            " TETHER_PROVIDER, else local if installed, else extractive).",
             callback=provider_option,
         ),
     ] = None,

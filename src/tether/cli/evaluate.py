@@ -392,6 +392,7 @@ def eval_retriever(
     ws: Workspace, chosen: list[str], rewrite: bool, provider: str | None, model: str | None
 ) -> Any:
     """The Retriever for the chosen methods (an embedder only when one needs vectors)."""
+    from tether.protocols import capabilities_of
     from tether.retrieval.retriever import LLMRewriter
 
     dense = [m for m in chosen if m != "bm25"]
@@ -401,9 +402,10 @@ def eval_retriever(
             " embeddings, or pass --methods bm25"
         )
     rewriter = LLMRewriter(ws.make_provider(provider, model)) if rewrite else None
-    if rewriter is not None and getattr(rewriter.provider, "name", "") == "extractive":
+    if rewriter is not None and not capabilities_of(rewriter.provider).model:
         raise TetherError(
-            "--rewrite needs a language model; only the extractive answerer is available"
+            f"--rewrite needs a language model; the {rewriter.provider.name} provider is none"
+            " (choose one with --provider)"
         )
     return ws.retriever(rewrite=rewriter, dense=bool(dense))
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from tether.catalog import EXECUTORS, executor_names, one_of
 from tether.cli.app import (
     IndexOpt,
     JsonOpt,
@@ -243,9 +244,9 @@ def ingest(
         str | None,
         typer.Option(
             "--executor",
-            help="Where parsing and embedding run: process (a pool over the cores; small"
-            " ingests stay in this process), serial, or ray (needs tether[ray]). Default:"
-            " TETHER_EXECUTOR, else process.",
+            help="Where parsing and embedding run: "
+            + "; ".join(f"{name}, {what}" for name, what in EXECUTORS.items())
+            + "; or an installed plugin's name. Default: TETHER_EXECUTOR, else process.",
         ),
     ] = None,
     workers: Annotated[
@@ -284,9 +285,9 @@ def ingest(
         )
     if executor is not None:
         executor = executor.strip().lower()
-        if executor not in ("process", "serial", "ray"):
+        if executor not in executor_names(plugins=False) and executor not in executor_names():
             raise typer.BadParameter(
-                f"{executor!r} is not process, serial or ray", param_hint="--executor"
+                f"{executor!r} is not {one_of(executor_names())}", param_hint="--executor"
             )
     with user_errors():
         if not folder.is_dir():

@@ -6,7 +6,7 @@ folders and `inventory.csv` skipped), the other files counted by suffix (`unsupp
 -> 2, "(no suffix)" for a name without one), the entries it skipped with the reason (`skipped`: a link that leads
 out of the folder, a link to a folder, a name that is not UTF-8) and the sub-folders it could
 not list (`unreadable`: their documents keep their previous version). `discover(folder)` is
-its list of files. `SUFFIXES` maps a suffix to its format.
+its list of files. `SUFFIXES` maps a suffix to its format (`tether.ingest.parse.formats`).
 
 Links: a link to a file inside the folder is read at the link's path; a link that leads out of
 the folder (file or folder) is not followed unless `follow_links=True`; a link to a folder
@@ -32,18 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tether.errors import ParseError, TetherError
-from tether.types import FileFormat
+from tether.ingest.parse.formats import SUFFIXES  # suffix → format, derived from FORMATS
 
-SUFFIXES: dict[str, FileFormat] = {
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".html": "html",
-    ".htm": "html",
-    ".pdf": "pdf",
-    ".txt": "text",
-    ".docx": "docx",
-    ".rst": "rst",
-}
 NO_SUFFIX = "(no suffix)"
 INVENTORY_FILE = "inventory.csv"
 MAX_BYTES = 20_000_000  # the largest file read by default

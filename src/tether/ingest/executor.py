@@ -22,6 +22,12 @@ transaction: executors never write.
   process, else starts a local one. tether (the same version) must be importable on every
   node, and the pages' bytes travel to the workers (no shared file system is needed).
 
+`build_executor(name, ...)` makes one by name: the built-in names are `tether.catalog.EXECUTORS`
+(which the settings check TETHER_EXECUTOR against), each built by its factory in `FACTORIES`;
+another name is looked up among the installed packages' entry points of the group
+`tether.executors`, whose object is a factory `(make_embedder, workers, ray_address) ->
+Executor` (a plugin that cannot be loaded is a one-line `TetherError` naming it).
+
 A worker that fails (an exception in an embedder, a process that dies, a model that cannot be
 built) raises a `TetherError` naming the cause; the sync then writes nothing. A file that
 cannot be parsed is a problem in the report, as in this process (`tether.ingest.tasks`).
@@ -57,11 +63,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from tether.catalog import EXECUTOR_PLUGINS, EXECUTORS, executor_names, load_plugin
 from tether.errors import TetherError
 from tether.ingest.tasks import ParseOutcome, ParseTask, embed_shard, parse_task, shards
 from tether.protocols import Embedder
 
-EXECUTORS = ("serial", "process", "ray")
 SHARD_TEXTS = 64  # texts per unit of embedding work sent to a worker
 # Below these the pool's start-up costs more than it saves (bench/ingest_throughput.py).
 POOL_MIN_TEXTS = 200
@@ -305,6 +311,28 @@ def _stop(processes: list[Any], grace: float) -> None:
             process.join(1.0)
 
 
+ExecutorFactory = Callable[[EmbedderFactory | None, int | None, str | None], Executor]
+"""(make_embedder, workers, ray_address) -> an executor: how each name is built."""
+
+
+def _ray(
+    make_embedder: EmbedderFactory | None, workers: int | None, address: str | None
+) -> Executor:
+    from tether.ingest.ray_executor import RayExecutor  # the tether[ray] extra, on first use
+
+    return RayExecutor(make_embedder, workers, address=address)
+
+
+FACTORIES: dict[str, ExecutorFactory] = {
+    "process": lambda make_embedder, workers, address: ProcessExecutor(make_embedder, workers),
+    "serial": lambda make_embedder, workers, address: SerialExecutor(),
+    "ray": _ray,
+}
+"""The built-in executors' factories, one for each name of `tether.catalog.EXECUTORS`."""
+if list(FACTORIES) != list(EXECUTORS):  # the catalog is the one list of names
+    raise ImportError(f"the executors built here ({list(FACTORIES)}) are not tether.catalog's")
+
+
 def build_executor(
     name: str,
     make_embedder: EmbedderFactory | None,
@@ -312,14 +340,18 @@ def build_executor(
     workers: int | None = None,
     ray_address: str | None = None,
 ) -> Executor:
-    """The executor called `name` (serial, process or ray); a `TetherError` for another."""
+    """The executor called `name` (a built-in one, else an installed plugin's); a
+    `TetherError` for another name (listing them) or a plugin that cannot be loaded."""
     name = (name or "process").strip().lower()
-    if name == "serial":
-        return SerialExecutor()
-    if name == "process":
-        return ProcessExecutor(make_embedder, workers)
-    if name == "ray":
-        from tether.ingest.ray_executor import RayExecutor
-
-        return RayExecutor(make_embedder, workers, address=ray_address)
-    raise TetherError(f"executor {name!r}: expected one of {', '.join(EXECUTORS)}")
+    factory = FACTORIES.get(name)
+    if factory is None:
+        found = load_plugin(EXECUTOR_PLUGINS, name)
+        if found is None:
+            raise TetherError(f"executor {name!r}: expected one of {', '.join(executor_names())}")
+        factory, origin = found
+        if not callable(factory):
+            raise TetherError(
+                f"{EXECUTOR_PLUGINS} plugin {name!r} ({origin}) is a {type(factory).__name__},"
+                " not a factory (make_embedder, workers, ray_address) -> executor"
+            )
+    return factory(make_embedder, workers, ray_address)

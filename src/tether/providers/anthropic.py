@@ -25,7 +25,7 @@ from tether.providers.base import (
     tool_action,
     with_selection,
 )
-from tether.types import Completion, ModelRequest
+from tether.types import Capabilities, Completion, ModelRequest
 
 
 class _Block(Reply):
@@ -51,6 +51,9 @@ class MessageReply(Reply):
 
 class AnthropicProvider(RemoteProvider):
     """Messages through the `anthropic` SDK; JSON schema through one forced tool."""
+
+    # a remote model: it writes cited answers (json); a second opinion would be a paid call
+    capabilities = Capabilities(answer_mode="json", judge="align", model=True, tool_use=True)
 
     def __init__(
         self,

@@ -52,7 +52,7 @@ from tether.text import (
     sentences,
     stem,
 )
-from tether.types import Completion, ModelRequest
+from tether.types import Capabilities, Completion, ModelRequest
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*[A-Za-z0-9]|\d")
@@ -90,6 +90,9 @@ def split_sentences(text: str) -> list[str]:
 
 class ExtractiveProvider:
     """Answers by quoting the passage sentences that best match the question (no model)."""
+
+    # no language model: it answers `answer` requests only (no query rewrite, no agent step)
+    capabilities = Capabilities(answer_mode="json", judge="align", model=False, tool_use=False)
 
     MODEL = "extractive-v2"
     _MIN_WORDS = 3

@@ -38,7 +38,7 @@ from tether.providers.base import (
     one_line,
     with_selection,
 )
-from tether.types import Completion, ModelRequest
+from tether.types import Capabilities, Completion, ModelRequest
 
 LOCAL_MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 LOCAL_MODEL_FILENAME = f"{LOCAL_MODEL_NAME}.gguf"
@@ -312,6 +312,11 @@ class LocalProvider:
     127.0.0.1 (a random port, no setting to turn it off); tether calls it in-process only.
     Requests are serialised; there is no timeout (a call runs until the model stops).
     """
+
+    # it chooses evidence sentences better than it writes cited answers (select:
+    # bench/results/local_answers.md), and it is loaded in this process, so its second
+    # opinion on an uncertain claim or question costs no paid call (align+llm)
+    capabilities = Capabilities(answer_mode="select", judge="align+llm", model=True, tool_use=True)
 
     def __init__(
         self,

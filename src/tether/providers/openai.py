@@ -31,7 +31,7 @@ from tether.providers.base import (
     tool_action,
     with_selection,
 )
-from tether.types import Completion, ModelRequest
+from tether.types import Capabilities, Completion, ModelRequest
 
 
 class _TopLogprob(Reply):
@@ -83,6 +83,9 @@ class ChatReply(Reply):
 
 class OpenAICompatibleProvider(RemoteProvider):
     """Chat completions through the `openai` SDK, for any OpenAI-compatible server."""
+
+    # a remote model: it writes cited answers (json); a second opinion would be a paid call
+    capabilities = Capabilities(answer_mode="json", judge="align", model=True, tool_use=True)
 
     def __init__(
         self,

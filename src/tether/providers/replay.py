@@ -5,8 +5,17 @@ in replay mode only, by its loose key (purpose, question, schema: the same quest
 passages; the note says the passages differed). Record and auto modes append what `inner`
 returns, one line per completion, under a file lock.
 
+Its `capabilities` are those of the provider it replays, so a replay behaves like that provider
+(a replay of the local model's recordings answers in select mode with the align+llm judge):
+the recording provider's (`inner`) in record and auto modes; in replay mode, those the registry
+(`tether.providers.registry`) gives the provider the recordings name, with `recorded` set (it
+answers only what it holds), and the judge `align` when the file holds no second opinion
+(no `judge` request): a second opinion it cannot replay is not free, it is missing.
+
 What it cannot do: a replay is only as current as its recording (a changed prompt changes the
-exact key); on Windows appends are not locked across processes.
+exact key, and so does another answer mode: recordings made in json mode do not replay a select
+request); a second opinion (the align+llm judge, the answerability judge) replays only when it
+was recorded too; on Windows appends are not locked across processes.
 """
 
 from __future__ import annotations
@@ -22,9 +31,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tether.errors import ProviderError, TetherError
-from tether.protocols import Provider, StreamingProvider
+from tether.protocols import Provider, StreamingProvider, capabilities_of
 from tether.providers.base import join_notes, one_line, with_selection
-from tether.types import Completion, ModelRequest
+from tether.types import Capabilities, Completion, ModelRequest
 
 ReplayMode = Literal["replay", "record", "auto"]
 
@@ -72,6 +81,11 @@ _COMPLETION_FIELDS = {f.name for f in dataclasses.fields(Completion)}
 class ReplayProvider:
     """Replays recorded completions from a JSONL file, or records new ones through `inner`."""
 
+    # A replay of recordings that name no registered provider (or several that differ): a
+    # remote model's capabilities, answering only what was recorded. `capabilities` (per
+    # instance) reads the recordings for the provider they name.
+    UNKNOWN = Capabilities(recorded=True)
+
     def __init__(
         self, path: Path, mode: ReplayMode = "replay", inner: Provider | None = None
     ) -> None:
@@ -88,6 +102,39 @@ class ReplayProvider:
         self._lock = threading.Lock()
         self._exact: dict[str, dict] | None = None
         self._loose: dict[str, dict] = {}
+        self._capabilities: Capabilities | None = None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Those of the provider it replays (see the module docstring): the recording
+        provider's in record and auto modes; in replay mode, those of the one provider the
+        recordings name (their `provider`, else their completion's), `recorded` set and the
+        judge `align` unless the file holds second opinions; `UNKNOWN` for recordings that
+        name none, an unregistered one or several that differ."""
+        if self.mode != "replay" and self.inner is not None:
+            return capabilities_of(self.inner)
+        if self._capabilities is None:
+            # here, not at the top: the registry imports this module for its factory
+            from tether.providers.registry import capabilities_for
+
+            found = {capabilities_for(name) for name in self.recorded_providers()}
+            if not found and self.inner is not None:
+                found = {capabilities_of(self.inner)}
+            one = found.pop() if len(found) == 1 else None
+            if one is None:
+                self._capabilities = self.UNKNOWN
+            else:
+                judged = any(r.get("purpose") == "judge" for r in self._load().values())
+                judge = one.judge if judged else "align"
+                self._capabilities = dataclasses.replace(one, judge=judge, recorded=True)
+        return self._capabilities
+
+    def recorded_providers(self) -> set[str]:
+        """The names of the providers whose completions the file holds."""
+        return {
+            str(r.get("provider") or r["completion"].get("provider") or "")
+            for r in self._load().values()
+        } - {""}
 
     def describe(self) -> str:
         inner = (

@@ -7,7 +7,8 @@ dates, bad access value, unreadable PDF, a PDF without a text layer, no text at 
 only navigation) is refused: "no text found (...)". Only regular files are read, and files over
 `max_bytes` (default 20 MB) are refused before being read (`discover.read_regular`).
 
-What it cannot do: it reads the formats of `SUFFIXES` only, and a whole file at once.
+What it cannot do: it reads the formats of `tether.ingest.parse.formats.FORMATS` only, and a
+whole file at once.
 """
 
 from __future__ import annotations
@@ -23,25 +24,17 @@ from tether.errors import ParseError
 from tether.ingest.discover import MAX_BYTES, SUFFIXES, read_regular
 from tether.ingest.metadata import build_meta, has_access_label
 from tether.ingest.parse.blocks import Parsed
+from tether.ingest.parse.formats import FORMATS
 from tether.types import DocMeta, Document, FileFormat
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-_PARSERS: dict[str, str] = {
-    "markdown": "tether.ingest.parse.markdown",
-    "html": "tether.ingest.parse.html",
-    "pdf": "tether.ingest.parse.pdf",
-    "text": "tether.ingest.parse.text",
-    "docx": "tether.ingest.parse.docx",
-    "rst": "tether.ingest.parse.rst",
-}
 
-
-def _parser(fmt: str) -> Callable[[bytes], Parsed]:
-    module = _PARSERS.get(fmt)
-    if module is None:
-        raise ValueError(f"unknown format {fmt!r}; expected one of {sorted(_PARSERS)}")
-    return importlib.import_module(module).parse
+def _parser(fmt: FileFormat) -> Callable[[bytes], Parsed]:
+    found = FORMATS.get(fmt)
+    if found is None:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {sorted(FORMATS)}")
+    return importlib.import_module(found.module).parse
 
 
 def parse_file(
