@@ -93,9 +93,12 @@ class FakeLocal:
         return Completion(text=text, provider="local", model=self.model)
 
 
-def _request(purpose: str, question: str = "How long does delivery take?") -> ModelRequest:
+def _request(
+    purpose: str, question: str = "How long does delivery take?", schema: str = "answer"
+) -> ModelRequest:
     return ModelRequest(messages=(Message("user", f"{purpose}: {question}"),), purpose=purpose,
-                        question=question if purpose == "answer" else "")  # fmt: skip
+                        question=question if purpose == "answer" else "",
+                        schema_name=schema)  # fmt: skip
 
 
 def test_a_replay_of_local_model_recordings_picks_select_mode_and_the_llm_judge(
@@ -106,7 +109,7 @@ def test_a_replay_of_local_model_recordings_picks_select_mode_and_the_llm_judge(
     recorder = ReplayProvider(path, mode="record", inner=FakeLocal())
     assert capabilities_of(recorder) == LocalProvider.capabilities  # forwards the recorder's
     assert answer_mode("auto", recorder) == "select"
-    recorder.complete(_request("answer"))
+    recorder.complete(_request("answer", schema="evidence"))  # a select-mode answer
     recorder.complete(_request("judge"))  # a second opinion, recorded like any request
     assert {json.loads(line)["provider"] for line in path.read_text().splitlines()} == {"local"}
 
@@ -122,12 +125,13 @@ def test_a_replay_of_local_model_recordings_picks_select_mode_and_the_llm_judge(
 
 
 def test_a_replay_gives_no_second_opinion_it_did_not_record() -> None:
-    """The bundled recordings of the local model hold answers only (recorded with the verifier
-    off): the replay answers in the local model's select mode but with the align judge, since
-    a second opinion would be a request it cannot replay."""
+    """The bundled recordings of the local model hold json-mode answers only (recorded with
+    the verifier off): the replay answers in the mode it can replay, with the align judge,
+    since a second opinion would be a request it cannot replay."""
     replay = ReplayProvider(RECORDINGS)
     assert replay.recorded_providers() == {"local"}
-    assert capabilities_of(replay) == Capabilities(answer_mode="select", recorded=True)
+    assert replay.recorded_modes() == {"json"}
+    assert capabilities_of(replay) == Capabilities(answer_mode="json", recorded=True)
     judge = choose_judge(None, replay)
     assert isinstance(judge, AlignmentJudge) and judge.second is None
 

@@ -362,6 +362,9 @@ class Completion:
     top_logprobs: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
 
 
+AnswerMode = Literal["select", "json"]  # what "auto" resolves to (`Capabilities`)
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a provider is and can do, so behaviour follows the provider's class, never its
@@ -376,7 +379,7 @@ class Capabilities:
     rewrite a query). `tool_use`: it can choose the agent loop's actions. `recorded`: it answers
     only the requests it holds recordings of (a replay), so an evaluation asks only those."""
 
-    answer_mode: Literal["select", "json"] = "json"
+    answer_mode: AnswerMode = "json"
     judge: Literal["align", "align+llm"] = "align"
     model: bool = True
     tool_use: bool = True

@@ -9,8 +9,10 @@ Its `capabilities` are those of the provider it replays, so a replay behaves lik
 (a replay of the local model's recordings answers in select mode with the align+llm judge):
 the recording provider's (`inner`) in record and auto modes; in replay mode, those the registry
 (`tether.providers.registry`) gives the provider the recordings name, with `recorded` set (it
-answers only what it holds), and the judge `align` when the file holds no second opinion
-(no `judge` request): a second opinion it cannot replay is not free, it is missing.
+answers only what it holds), the answer mode its answers were recorded in (the bundled local
+recordings were made in json mode, so they replay in json mode), and the judge `align` when the
+file holds no second opinion (no `judge` request): a second opinion it cannot replay is not
+free, it is missing.
 
 What it cannot do: a replay is only as current as its recording (a changed prompt changes the
 exact key, and so does another answer mode: recordings made in json mode do not replay a select
@@ -33,7 +35,7 @@ from typing import Any, Literal
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Provider, StreamingProvider, capabilities_of
 from tether.providers.base import join_notes, one_line, with_selection
-from tether.types import Capabilities, Completion, ModelRequest
+from tether.types import AnswerMode, Capabilities, Completion, ModelRequest
 
 ReplayMode = Literal["replay", "record", "auto"]
 
@@ -75,6 +77,7 @@ def request_loose_key(request: ModelRequest) -> str | None:
     )
 
 
+RECORDED_MODES: dict[str, AnswerMode] = {"answer": "json", "evidence": "select"}  # by schema
 _COMPLETION_FIELDS = {f.name for f in dataclasses.fields(Completion)}
 
 
@@ -126,8 +129,36 @@ class ReplayProvider:
             else:
                 judged = any(r.get("purpose") == "judge" for r in self._load().values())
                 judge = one.judge if judged else "align"
-                self._capabilities = dataclasses.replace(one, judge=judge, recorded=True)
+                modes = self.recorded_modes()
+                mode: AnswerMode = modes.pop() if len(modes) == 1 else one.answer_mode
+                self._capabilities = dataclasses.replace(
+                    one, judge=judge, answer_mode=mode, recorded=True
+                )
         return self._capabilities
+
+    def recorded_modes(self) -> set[AnswerMode]:
+        """The answer modes (json, select) the file's answers were recorded in: a replay
+        answers in the mode it can replay. Each answer's `schema` says it; an answer recorded
+        before the schema was kept is read by its shape (json mode's reply has an `answer`,
+        select mode's `sentences`)."""
+        modes: set[AnswerMode] = set()
+        for record in self._load().values():
+            if record.get("purpose", "answer") != "answer":
+                continue
+            schema = record.get("schema")
+            if schema is None:
+                try:
+                    reply = json.loads(str(record["completion"].get("text") or ""))
+                except ValueError:
+                    continue
+                shape = reply if isinstance(reply, dict) else {}
+                schema = (
+                    "answer" if "answer" in shape else "evidence" if "sentences" in shape else None
+                )
+            mode = RECORDED_MODES.get(str(schema))
+            if mode is not None:
+                modes.add(mode)
+        return modes
 
     def recorded_providers(self) -> set[str]:
         """The names of the providers whose completions the file holds."""
@@ -149,10 +180,13 @@ class ReplayProvider:
         for record in self._load().values():
             model = str(record.get("model") or record["completion"].get("model") or "?")
             days.setdefault(model, set()).add(str(record.get("recorded_at") or "?"))
-        return "; ".join(
-            f"{m} recorded {min(d)}" + (f" to {max(d)}" if len(d) > 1 else "")
-            for m, d in sorted(days.items())
-        ) or "no recordings"
+        return (
+            "; ".join(
+                f"{m} recorded {min(d)}" + (f" to {max(d)}" if len(d) > 1 else "")
+                for m, d in sorted(days.items())
+            )
+            or "no recordings"
+        )
 
     def recorded_questions(self) -> set[str]:
         """The questions (whitespace folded) that have a recorded answer."""
@@ -197,9 +231,7 @@ class ReplayProvider:
         timing), a recorded provider's as that provider streams it when it can."""
         return self._complete(request, on_text)
 
-    def _complete(
-        self, request: ModelRequest, on_text: Callable[[str], None] | None
-    ) -> Completion:
+    def _complete(self, request: ModelRequest, on_text: Callable[[str], None] | None) -> Completion:
         completion = self._found(request)
         if completion is not None:
             if on_text is not None and completion.text:
@@ -267,6 +299,7 @@ class ReplayProvider:
             "model": completion.model,
             "provider": completion.provider,
             "purpose": request.purpose,
+            "schema": request.schema_name,
             "question": request.question,
             "chunk_ids": list(request.chunk_ids or [p[0] for p in request.passages]),
             "completion": dataclasses.asdict(completion),
