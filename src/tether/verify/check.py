@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from tether.protocols import AlignedJudge, Store
+from tether.protocols import AlignedJudge, SearchableStore
 from tether.standing import DEFAULT_PRECEDENCE, TYPE_ALIASES, source_rank
 from tether.text import fold_fast
 from tether.types import Answer, Chunk, Claim, ClaimCheck, Context, Evidence, Flag
@@ -133,7 +133,7 @@ def detail_flags(aligned: Alignment, kinds: dict[str, str]) -> list[Flag]:
 
 def check_answer(
     answer: Answer,
-    store: Store | None,
+    store: SearchableStore | None,
     context: Context,
     question: str,
     options: VerifierOptions | None = None,
@@ -194,7 +194,7 @@ class _Call:
     def __init__(
         self,
         answer: Answer,
-        store: Store | None,
+        store: SearchableStore | None,
         context: Context,
         question: str,
         o: VerifierOptions,
@@ -391,7 +391,7 @@ class _Call:
         return self._vectors
 
 
-def _lookup(store: Store | None, ids: Iterable[str]) -> dict[str, Chunk]:
+def _lookup(store: SearchableStore | None, ids: Iterable[str]) -> dict[str, Chunk]:
     ids = list(ids)
     if not ids or store is None:
         return {}

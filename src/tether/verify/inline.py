@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tether.protocols import Store
+from tether.protocols import SearchableStore
 from tether.text import is_refusal, sentences
 from tether.types import Answer, Claim, ClaimCheck, Context
 from tether.verify.check import check_answer
@@ -127,7 +127,7 @@ def _clean_sentence(text: str) -> str:
 def check_inline(
     text: str,
     citations: Sequence[str],
-    store: Store | None,
+    store: SearchableStore | None,
     context: Context,
     question: str,
     options: VerifierOptions | None = None,

@@ -22,10 +22,10 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
 
 import numpy as np
 
+from tether.protocols import StoreReader
 from tether.text import collapse_code, fold, fold_fast, sentences
 from tether.types import Chunk, Evidence, Flag
 from tether.verify.instructions import find_instructions
@@ -136,7 +136,7 @@ class VerifierCache:
         return self._siblings.setdefault(store, {})
 
     def document_stems(
-        self, store: Any, doc_id: str, version: str, public: bool
+        self, store: StoreReader, doc_id: str, version: str, public: bool
     ) -> frozenset[str]:
         """The stems of every section of one document version that the audience may see (a
         public reader: its public sections only), read once per store and version."""

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tether.protocols import Store
+from tether.protocols import StoreReader
 from tether.standing import source_rank
 from tether.types import Chunk, Flag
 from tether.verify.options import SAME_POINT_COSINE
@@ -59,7 +59,7 @@ Siblings = dict[tuple[str, str], tuple[frozenset[str], list[tuple[str, frozenset
 def instruction_flags(
     info: ClaimInfo,
     preps: Sequence[Prepared],
-    store: Store | None,
+    store: StoreReader | None,
     in_context: dict[str, Chunk],
     kept: Callable[[], Siblings],
     cache: VerifierCache,
@@ -100,7 +100,7 @@ def instruction_flags(
 
 
 def _read_siblings(
-    key: tuple[str, str], store: Store | None, in_context: dict[str, Chunk], cache: VerifierCache
+    key: tuple[str, str], store: StoreReader | None, in_context: dict[str, Chunk], cache: VerifierCache
 ) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:
     """(the chunk IDs of a document version, [(chunk ID, stems of its instruction spans)])."""
     siblings = [c for c in in_context.values() if (c.doc_id, c.version) == key]
