@@ -17,7 +17,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $(VENV)/.demo-installed $@
 
-.PHONY: install install-dev demo test lint bench bench-judge judge answerability bench-answerability bench-peers bench-peers-answers rerank-model bench-manuals
+.PHONY: install install-dev demo test test-fast lint bench bench-judge judge answerability bench-answerability bench-peers bench-peers-answers rerank-model bench-manuals
 install: $(VENV)/.demo-installed
 install-dev: $(VENV)/.dev-installed
 
@@ -29,6 +29,12 @@ test: install-dev
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The inner loop: tests/unit only (fakes, no model, no index server; seconds). `make test` runs
+# every folder: unit, contract (each store role on every backend), integration (real models
+# and indexes) and faces (CLI, HTTP, MCP, the page in Chromium).
+test-fast: install-dev
+	$(BIN)/pytest tests/unit
 
 lint: install-dev
 	$(BIN)/ruff check .

@@ -3,7 +3,7 @@
 
 Two collections, side by side:
 - **tuned on**: the bundled demo with the contradictions of `bench/bench_health.py` planted,
-  plus the faults of tests/test_health.py (a document ended with no successor, one without
+  plus the faults of tests/integration/test_health.py (a document ended with no successor, one without
   an access label linking to a missing file) and ten refused questions in three subjects
   the demo never mentions;
 - **held out**: `bench/health/heldout2/` (Calder University IT; `bench/health/heldout/`, Northwind Fibre, was held out until its one run and is tuned on since; each written before the report existed, frozen by its
@@ -150,7 +150,7 @@ def _strip(scored: dict[str, Any]) -> dict[str, Any]:
 
 def tuned_on(folder: Path) -> tuple[Path, dict[str, Any], dict[str, str | None]]:
     """The demo with the planted faults (see the module docstring)."""
-    from test_health import REFUSED, STALE, UNLABELLED
+    from health_parts import REFUSED, STALE, UNLABELLED
 
     labels = planted_collection(folder)
     (folder / "policies" / "bike-storage-offer.md").write_text(STALE)

@@ -8,7 +8,7 @@ Measures, on this machine, over the bundled demo collection:
 - the embedding judge (`judges.EmbeddingJudge` over the real multilingual-e5-small): median time
   per claim with the passages' sentences new (cold) and already embedded (warm);
 - the calibration numbers of the embedding judge and the cross-language cut (cosines of the
-  constructed set in tests/test_verify.py).
+  constructed set in tests/integration/test_verify.py).
 Writes bench/results/verify.md. Goal (issue): ≥ 5,000 claims/s without a judge.
 """
 
@@ -186,7 +186,7 @@ def time_judge(store: SqliteStore, n: int = 40, seed: int = 5) -> tuple[str, flo
 
 def calibration(embedder) -> dict[str, tuple[float, float, int]]:
     spec = importlib.util.spec_from_file_location(
-        "test_verify", Path(__file__).parent.parent / "tests" / "test_verify.py"
+        "test_verify", Path(__file__).parent.parent / "tests" / "integration" / "test_verify.py"
     )
     if spec is None or spec.loader is None:
         return {}

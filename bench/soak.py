@@ -11,8 +11,8 @@ the hits and in the whole JSON of an answer. The main process runs `PRAGMA integ
 every 20 s; at the end it ingests once more and checks that the index matches the folder
 (same files, each at its last revision and access label).
 
-What it cannot do: it does not kill processes mid-write (tests/test_store.py does), nor fill
-the disk (tests/test_store_errors.py does); it measures one machine's scheduling, so the
+What it cannot do: it does not kill processes mid-write (tests/integration/test_store.py does), nor fill
+the disk (tests/integration/test_store_errors.py does); it measures one machine's scheduling, so the
 counts differ from run to run.
 """
 

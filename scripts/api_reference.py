@@ -1,7 +1,7 @@
 """Write docs/api.md, the Python API reference, from the docstrings of the public names.
 
 `python scripts/api_reference.py` rewrites docs/api.md; `--check` exits 1 when the file
-differs from what the docstrings make (tests/test_api.py runs the same comparison). A public
+differs from what the docstrings make (tests/faces/test_api.py runs the same comparison). A public
 name (the names below, their public methods and properties) without a docstring is an error:
 the reference would have a hole.
 

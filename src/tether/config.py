@@ -321,7 +321,7 @@ def _variable(name: str) -> str:
 
 
 # Every variable tether reads, and the Settings field it sets (the README's table lists the
-# same names: tests/test_config.py checks both ways).
+# same names: tests/unit/test_config.py checks both ways).
 _RENAMED = {"api_key": "tether_api_key"}
 VARIABLES: Mapping[str, str] = MappingProxyType(
     {_variable(name): _RENAMED.get(name, name) for name in TetherEnv.model_fields}

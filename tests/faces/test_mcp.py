@@ -177,7 +177,7 @@ def test_a_user_error_is_one_line_tool_error(index: Path) -> None:
 
 
 def test_tether_mcp_over_stdio(index: Path) -> None:
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": src, "TETHER_MCP_AUDIENCE": "public"}
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "tether", "mcp", "--index", str(index)], env=env
@@ -214,7 +214,7 @@ def test_tether_mcp_over_streamable_http(index: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": src}
     command = [sys.executable, "-m", "tether", "mcp", "--index", str(index), "--transport", "http", "--port", str(port)]  # fmt: skip
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -131,7 +131,7 @@ def test_help_and_version_import_no_engine_numpy_or_pydantic():
         "         'tether.evaluation', 'tether.answering', 'tether.schemas', 'matplotlib')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

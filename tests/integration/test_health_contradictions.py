@@ -14,7 +14,7 @@ import pytest
 from tether.health.contradictions import find_contradictions
 from tether.types import Contradiction
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench_health import (  # noqa: E402

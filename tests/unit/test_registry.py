@@ -35,7 +35,7 @@ from tether.types import Capabilities, Completion, Message, ModelRequest
 from tether.verify.judges import LLMJudge
 from tether.verify.learned import AlignmentJudge
 
-RECORDINGS = Path(__file__).resolve().parents[1] / "src/tether/demo/recordings/local-qwen.jsonl"
+RECORDINGS = Path(__file__).resolve().parents[2] / "src/tether/demo/recordings/local-qwen.jsonl"
 CLASSES = {
     "openai": OpenAICompatibleProvider,
     "anthropic": AnthropicProvider,

@@ -17,7 +17,7 @@ from tether.evaluation.questions import QUESTION_TEMPLATE, load_questions
 from tether.schemas import QuestionLine
 
 runner = CliRunner()
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "questions.md"
 
 

@@ -28,7 +28,7 @@ from tether.cli.main import app
 from tether.config import VARIABLES
 from tether.server.keys import add_key
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 QUERY = {"query": "lighthouse tours", "method": "bm25"}
 
 

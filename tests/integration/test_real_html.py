@@ -24,7 +24,7 @@ from tether.stores.sqlite import SCHEMA_VERSION, SqliteStore
 from tether.text import embed_text
 from tether.types import Chunk, ChunkerConfig, Document, Relevant, SyncReport, TokenWindow
 
-PAGES = Path(__file__).parent / "fixtures" / "real_html"
+PAGES = Path(__file__).parents[1] / "fixtures" / "real_html"
 
 # page -> XPath of the locations the page offers (computed from the raw page, not the parser)
 EXPECTED = {

@@ -257,7 +257,7 @@ def test_a_recorded_local_model_run_replays_step_by_step(demo_store) -> None:
     from tether.providers.replay import ReplayProvider
 
     (q,) = [q for q in load_questions() if q.id == "Q021"]
-    data = Path(__file__).parent / "data" / "agent_local_recorded.jsonl"
+    data = Path(__file__).parents[1] / "data" / "agent_local_recorded.jsonl"
     ws = Workspace(settings_from_mapping({}), index=demo_store.path)
     ws.use_provider(ReplayProvider(data, mode="replay"))
     opts = AskOptions(as_of=q.as_of, audience=q.audience, language=q.language)
@@ -283,7 +283,7 @@ def test_ask_agent_on_the_command_line(demo_store, monkeypatch: pytest.MonkeyPat
 
     from tether.cli.main import app
 
-    data = Path(__file__).parent / "data" / "agent_local_recorded.jsonl"
+    data = Path(__file__).parents[1] / "data" / "agent_local_recorded.jsonl"
     monkeypatch.setenv("TETHER_RECORDINGS", str(data))
     question = "How should I store my e-bike battery over the winter?"
     args = ["ask", question, "--index", str(demo_store.path), "--as-of", "2026-11-30", "--agent"]

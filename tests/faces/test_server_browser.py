@@ -172,7 +172,7 @@ def _post(server: str, path: str, body: dict, key: str = "") -> dict:
 def _result_with_a_withheld_claim(server: str, audience: str) -> dict:
     """The wire AskResult the API returns when a claim is withheld from a public reader: a
     real answer from the demo collection (its claim, check and passages), plus a claim
-    repeating the Kestrel sheet's note to AI assistants (tests/test_shown_claims.py), marked
+    repeating the Kestrel sheet's note to AI assistants (tests/integration/test_shown_claims.py), marked
     by `tether.verify.flags.withhold` itself. For the public, `answer.claims` holds only the
     kept claim while `checks` holds both (the case the page once paired by position); staff
     get both claims and no notice."""
@@ -591,9 +591,9 @@ def test_the_health_report_renders_for_staff_only(browser, artifacts, tmp_path) 
     """The health report as its HTML page (what `tether health --report` writes) renders in
     Chromium with its sections; on the served page, a staff key gets a Health report button
     whose report lists the findings, and a public view has no button."""
+    from health_parts import AS_OF, planted_index
     from selenium.webdriver.common.by import By
     from serving import live_server, serve_app
-    from test_health import AS_OF, planted_index
 
     from tether.app import Workspace
     from tether.config import Settings

@@ -17,7 +17,7 @@ fullest) must read the same as in the index without it.
 
 What it cannot do: it runs over SQLite only (the PostgreSQL store shares the retriever, the
 reranker and the calibrations; its public BM25 statistics are tested in
-`tests/test_access.py`); staff content that shows only in how long a response takes (a larger
+`tests/integration/test_access.py`); staff content that shows only in how long a response takes (a larger
 index is slower) is out of its reach, and so are the HNSW graphs of indexes over 50,000
 vectors.
 """

@@ -117,7 +117,7 @@ def test_styles_too_costly_to_apply_are_one_line_refusal(monkeypatch: pytest.Mon
     with pytest.raises(ParseError) as caught:
         _text(body, f"<style>{rules}</style>")
     assert str(caught.value) == "HTML cannot be read: its style rules are too many to apply"
-    page = Path(__file__).parent / "fixtures" / "real_html" / "asciidoc-git-commit.html"
+    page = Path(__file__).parents[1] / "fixtures" / "real_html" / "asciidoc-git-commit.html"
     assert "git-commit" in _page_text(page.read_bytes())  # a real page needs a few thousand
 
 

@@ -19,7 +19,7 @@ from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
 from tether.providers.replay import ReplayProvider
 from tether.types import Capabilities, Completion, ModelRequest
 
-RECORDINGS = Path(__file__).resolve().parents[1] / "src/tether/demo/recordings/local-qwen.jsonl"
+RECORDINGS = Path(__file__).resolve().parents[2] / "src/tether/demo/recordings/local-qwen.jsonl"
 # the options scripts/record_answers.py recorded with (json mode: see RECORDED_OPTIONS)
 RECORD_OPTIONS = {"k": 4, "budget": 1000, "method": "hybrid", "mode": "json"}
 QUESTIONS = {q.id: q for q in load_questions()}

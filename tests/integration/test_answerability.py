@@ -23,7 +23,7 @@ from tether.schemas import AskResult as WireResult
 from tether.types import Answer, Answerability, AskResult, Claim, Completion
 from tether.verify.learned import JudgeModel, load_model
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _model(threshold: float = 0.5) -> JudgeModel:

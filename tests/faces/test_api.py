@@ -21,7 +21,7 @@ from tether.config import settings_from_mapping
 from tether.errors import TetherError
 from tether.providers.extractive import ExtractiveProvider
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _versions(tmp_path: Path) -> Path:

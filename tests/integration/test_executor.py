@@ -307,7 +307,7 @@ def test_a_killed_ingest_takes_its_workers_with_it(
 
     from tether.config import VARIABLES
 
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
     env.update(PYTHONPATH=src, XDG_CONFIG_HOME=str(tmp_path / "config"))
     command = [

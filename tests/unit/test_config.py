@@ -19,7 +19,7 @@ from tether.config import VARIABLES, Settings, TetherEnv, describe_settings, loa
 from tether.errors import TetherError
 
 runner = CliRunner()
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 SAMPLES: dict[str, tuple[str, object]] = {
     "TETHER_PROVIDER": ("anthropic", "anthropic"),

@@ -172,7 +172,7 @@ def test_retention_deletes_an_entrys_feedback_with_it(location: Path | str):
 def test_an_index_written_before_feedback_gains_its_table_in_place(docs: Path):
     """An index file whose audit has no feedback table (as the previous tether wrote it) lists
     no feedback, still records answers, and gets the table on its first feedback (a
-    PostgreSQL schema is migrated by its writer: tests/test_postgres.py)."""
+    PostgreSQL schema is migrated by its writer: tests/integration/test_postgres.py)."""
     location = docs / ".tether" / "index.sqlite"
     Workspace(index=location).ingest(docs, embed=False)
     ws = _ws(location)

@@ -26,7 +26,7 @@ from lxml import html as lxml_html
 from tether.ingest import load_inventory, parse_file
 from tether.types import Document
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "src" / "tether" / "demo"
 COLLECTION = DEMO / "collection"
 QUESTIONS = DEMO / "questions.jsonl"

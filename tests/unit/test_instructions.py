@@ -20,7 +20,7 @@ from tether.stores.sqlite import SCHEMA_VERSION, SqliteStore
 from tether.types import Answer, Claim, Context, Passage
 from tether.verify.check import check_answer
 
-DATA = Path(__file__).parent / "data" / "instructions.jsonl"
+DATA = Path(__file__).parents[1] / "data" / "instructions.jsonl"
 LEAD = "The stove weighs 1.2 kg. "
 
 

@@ -15,7 +15,7 @@ from tether.cli.main import app
 from tether.errors import TetherError
 from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
 
-HELDOUT = Path(__file__).resolve().parents[1] / "bench" / "data" / "verifier_heldout"
+HELDOUT = Path(__file__).resolve().parents[2] / "bench" / "data" / "verifier_heldout"
 OWN = HELDOUT / "claims-own.jsonl"
 LARK = HELDOUT / "claims-larkfield.jsonl"
 ATTACKS = ("modal", "quantifier", "each_all", "unit", "date_period", "other_version",

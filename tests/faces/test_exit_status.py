@@ -34,7 +34,7 @@ from tether.types import (
 
 runner = CliRunner()
 cli_app = importlib.import_module("tether.cli.app")  # the module (tether.cli.app is the Typer)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 FILES = {
     "public.md": "---\ndoc_id: returns\naccess: public\n---\n# Returns\n\n"

@@ -13,7 +13,7 @@ from tether.config import Settings
 from tether.errors import TetherError
 from tether.places import DEFAULT_INDEX, DEMO_INDEX
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "tether"
+SRC = Path(__file__).resolve().parents[2] / "src" / "tether"
 
 
 def test_no_face_constructs_a_workspace_of_its_own():

@@ -379,7 +379,7 @@ def test_rst_fields_after_the_title_are_its_metadata_as_docutils_reads_them() ->
     assert doc.blocks[0].text == "Leave policy" and doc.blocks[0].kind == "heading"
 
 
-FIXTURE_PDF = Path(__file__).parent / "fixtures" / "pdf" / "dblatex-maint-guide-p9.pdf"
+FIXTURE_PDF = Path(__file__).parents[1] / "fixtures" / "pdf" / "dblatex-maint-guide-p9.pdf"
 
 
 def test_a_dblatex_pdf_keeps_the_spaces_between_its_words() -> None:

@@ -1,0 +1,76 @@
+"""The demo collection with faults planted, shared by the health report's tests
+(tests/integration/test_health.py), its page in Chromium (tests/faces/test_server_browser.py)
+and `bench/bench_health_report.py`: a stale document, an unlabelled one with a link to a
+missing file, ten refused questions in three subjects and a wrong verdict in the audit."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tether.app import Workspace
+from tether.config import Settings
+from tether.evaluation.questions import demo_collection
+from tether.types import AskResult, Gate
+
+AS_OF = "2026-11-30"
+REFUSED = {  # subjects the demo's documents never mention
+    "gift wrapping": ["Do you offer gift wrapping?", "Can you gift wrap my order?",
+                      "How much does gift wrapping cost?", "Is gift wrap available online?"],
+    "scuba": ["Do you sell scuba diving gear?", "Can I buy a scuba regulator from you?",
+              "Do you service scuba tanks?"],
+    "drones": ["Do you repair drones?", "Can I bring my camera drone in for a repair?",
+               "How much is a drone propeller repair?"],
+}  # fmt: skip
+ANSWERED = "How many days do I have to return a bicycle?"
+STALE = """---
+doc_id: bike-storage-offer
+version: "1"
+title: Summer bike storage offer
+doc_type: policy
+access: public
+effective_from: 2025-05-01
+effective_to: 2026-09-30
+owner: Service Workshop
+---
+
+# Summer bike storage offer
+
+We store your bicycle in our Halifax workshop from May to September for $15 a month.
+"""
+UNLABELLED = """---
+doc_id: workshop-checklist
+version: "1"
+title: Workshop opening checklist
+owner: Service Workshop
+---
+
+# Workshop opening checklist
+
+Turn on the compressor, check the stand clamps and read the [safety sheet](safety-sheet.md)
+before the first repair of the day. The [tune-up guide](../policies/bike-assembly-and-tune-ups.md)
+lists the prices.
+"""
+
+
+def planted_index(root: Path) -> Path:
+    """A copy of the demo collection in `root` with the faults planted, ingested with vectors,
+    and ten refused questions plus a wrong verdict recorded in its audit."""
+    docs = root / "docs"
+    shutil.copytree(demo_collection(), docs)
+    (docs / "policies" / "bike-storage-offer.md").write_text(STALE)
+    (docs / "guides" / "workshop-checklist.md").write_text(UNLABELLED)
+    index = root / "index.sqlite"
+    with Workspace(Settings(provider="extractive"), index=index) as ws:
+        report = ws.ingest(docs)
+        assert report.committed and not report.problems, report.problems
+        gate = Gate(False, 0.8, 1, 0, 0.41, "retrieval too weak")
+        for questions in REFUSED.values():
+            for q in questions:
+                ws.record(AskResult(q, None, "public", "en", "rerank", gate=gate), "desk")
+        # refused then, answered by the documents now: no gap
+        ws.record(AskResult(ANSWERED, None, "public", "en", "rerank", gate=gate), "desk")
+        answered = ws.ask("How long does standard delivery take?", who="desk")
+        assert answered.audit_id is not None
+        ws.feedback(answered.audit_id, "wrong", "it should say express too", who="desk")
+    return index
