@@ -25,7 +25,7 @@ DEMO = ROOT / "src" / "tether" / "demo"
 AS_OF = "2026-11-30"
 VOLATILE = re.compile(
     r"(seconds|_ms$|^ms$|elapsed|timings?|took|^at$|_at$|^when$|^time$|^created|^updated|"
-    r"latency|per_second|rate$|^mtime|built|^date$|generation|^path$|location|^index$)"
+    r"latency|per_second|_ms_|per_claim|^mtime|built|^date$|generation|^path$|location|^index$)"
 )
 
 
