@@ -35,8 +35,8 @@ def _scrub(value: Any, tmp: str) -> Any:
                 for k, v in value.items()}
     if isinstance(value, list):
         return [_scrub(v, tmp) for v in value]
-    if isinstance(value, str):
-        return value.replace(tmp, "<tmp>")
+    if isinstance(value, str):  # the run's folder and the checkout's are not behaviour
+        return value.replace(tmp, "<tmp>").replace(str(ROOT), "<repo>")
     return value
 
 
@@ -92,7 +92,7 @@ def main(out: Path) -> None:
     for name, args in runs.items():
         chosen = replay_env if name.startswith("ask-replay") else env
         code, data = _run(args, chosen)
-        record = {"args": [a.replace(tmp, "<tmp>") for a in args], "exit": code,
+        record = {"args": [_scrub(a, tmp) for a in args], "exit": code,
                   "output": _scrub(data, tmp)}
         (out / f"{name}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         print(f"{name}: exit {code}", flush=True)
