@@ -51,7 +51,7 @@ def _workspace(index: Path) -> Any:
     from tether.app import Workspace
     from tether.config import Settings
 
-    return Workspace(Settings(provider="extractive", vector_cache="off"), index=index)
+    return Workspace(Settings(provider="extractive", vector_cache=None), index=index)
 
 
 def _record_refused(ws: Any, questions: list[str]) -> None:
