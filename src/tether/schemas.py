@@ -769,10 +769,11 @@ class HealthQuote(_Wire):
 
 
 class HealthFinding(_Wire):
-    """One finding of `tether health`: its kind (gap, contradiction, stale, superseded_cited,
-    missing_link, unlabelled, instructions, near_duplicate, over_window, unreadable), a
-    one-line title, the detail, the documents and their owners, the passages quoted, the
-    questions asked (gaps), and how many times it was seen."""
+    """One finding of `tether health`: its kind (gap, contradiction, stale (ended with no
+    successor, or in force past its review date), superseded_cited, missing_link, unlabelled,
+    instructions, near_duplicate, over_window, unreadable), a one-line title, the detail, the
+    documents and their owners, the passages quoted, the questions asked (gaps), and how many
+    times it was seen."""
 
     kind: str
     title: str
