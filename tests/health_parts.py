@@ -1,10 +1,14 @@
 """The demo collection with faults planted, shared by the health report's tests
 (tests/integration/test_health.py), its page in Chromium (tests/faces/test_server_browser.py)
-and `bench/bench_health_report.py`: a stale document, an unlabelled one with a link to a
-missing file, ten refused questions in three subjects and a wrong verdict in the audit."""
+and `bench/bench_health_report.py`: a stale document, a document in force past its review
+date (review dates given in inventory.csv, one of them a replaced version's, one still
+ahead), an unlabelled one with a link to a missing file, ten refused questions in three
+subjects and a wrong verdict in the audit."""
 
 from __future__ import annotations
 
+import csv
+import io
 import shutil
 from pathlib import Path
 
@@ -53,6 +57,27 @@ lists the prices.
 """
 
 
+REVIEW_DATES = {  # review_by given to demo documents through inventory.csv
+    "policies/warranty-policy.md": "2026-06-30",  # in force: overdue on AS_OF (stale)
+    "policies/returns-policy-v3.md": "2026-05-31",  # overdue, but replaced by v4: not reported
+    "policies/returns-policy-v4.md": "2027-02-28",  # in force, review still ahead
+}
+REVIEW_OVERDUE = "warranty-policy"  # its owner: Customer Care
+
+
+def plant_review_dates(docs: Path) -> None:
+    """Give the documents of `REVIEW_DATES` a review date: a review_by column in the copy's
+    inventory.csv (their files are left as they are)."""
+    path = docs / "inventory.csv"
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*rows[0], "review_by"])
+    for row in rows[1:]:
+        writer.writerow([*row, REVIEW_DATES.get(row[0], "")])
+    path.write_text(out.getvalue(), encoding="utf-8")
+
+
 def planted_index(root: Path) -> Path:
     """A copy of the demo collection in `root` with the faults planted, ingested with vectors,
     and ten refused questions plus a wrong verdict recorded in its audit."""
@@ -60,6 +85,7 @@ def planted_index(root: Path) -> Path:
     shutil.copytree(demo_collection(), docs)
     (docs / "policies" / "bike-storage-offer.md").write_text(STALE)
     (docs / "guides" / "workshop-checklist.md").write_text(UNLABELLED)
+    plant_review_dates(docs)
     index = root / "index.sqlite"
     with Workspace(Settings(provider="extractive"), index=index) as ws:
         report = ws.ingest(docs)

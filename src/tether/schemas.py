@@ -68,6 +68,9 @@ class Document(_Version):
     the text addressed to AI assistants found in it (never obeyed; see `Instruction`)."""
 
     owner: str | None
+    review_by: date | None = Field(
+        description="YYYY-MM-DD: when its owner is to review it next (null: not given)."
+    )
     format: str
     chunks: int
     instructions: list[Instruction] = []
@@ -78,6 +81,7 @@ class Document(_Version):
         return cls(
             **_version_fields(m),
             owner=m.owner,
+            review_by=m.review_by,
             format=m.format,
             chunks=info.chunks,
             instructions=[Instruction(**vars(i)) for i in info.instructions],
@@ -765,10 +769,11 @@ class HealthQuote(_Wire):
 
 
 class HealthFinding(_Wire):
-    """One finding of `tether health`: its kind (gap, contradiction, stale, superseded_cited,
-    missing_link, unlabelled, instructions, near_duplicate, over_window, unreadable), a
-    one-line title, the detail, the documents and their owners, the passages quoted, the
-    questions asked (gaps), and how many times it was seen."""
+    """One finding of `tether health`: its kind (gap, contradiction, stale (ended with no
+    successor, or in force past its review date), superseded_cited, missing_link, unlabelled,
+    instructions, near_duplicate, over_window, unreadable), a one-line title, the detail, the
+    documents and their owners, the passages quoted, the questions asked (gaps), and how many
+    times it was seen."""
 
     kind: str
     title: str

@@ -34,6 +34,7 @@ class DocMeta:
     effective_from: date | None = None
     effective_to: date | None = None
     owner: str | None = None
+    review_by: date | None = None  # when its owner is to review it next (the health report)
     source: str = ""  # path relative to the collection folder, with forward slashes
     format: FileFormat = "text"
 

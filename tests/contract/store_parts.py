@@ -147,7 +147,8 @@ def md(doc_id: str, body: str, version: str = "1", **meta: str) -> str:
 
 def write_collection(folder: Path) -> Path:
     """Staff documents that match "zebra stripes savanna" best, public ones that match a
-    little, an unlabelled one, two versions of a policy in force at different dates, filler."""
+    little, an unlabelled one, two versions of a policy in force at different dates (with an
+    owner and a review date each), filler."""
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(5):
         (folder / f"staff-{i}.md").write_text(
@@ -162,6 +163,7 @@ def write_collection(folder: Path) -> Path:
     )
     for version, start, end in (("1", "2025-01-01", "2025-12-31"), ("2", "2026-01-01", None)):
         dates = {"effective_from": start} | ({"effective_to": end} if end else {})
+        dates |= {"owner": "Refunds Desk", "review_by": "2025-06-30" if end else "2026-06-30"}
         days = 30 if version == "1" else 45
         (folder / f"policy-v{version}.md").write_text(
             md(

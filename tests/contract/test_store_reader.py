@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,22 @@ def test_a_chunk_keeps_every_anchor_it_covers(store: Store, collection: Path):
     assert chunk.anchor == "api" and chunk.anchors == ("api", "api.open", "api.close")
     assert store.get(chunk.chunk_id) == chunk
     assert store.get_many([chunk.chunk_id])[chunk.chunk_id].anchors == chunk.anchors
+
+
+def test_what_a_document_says_of_itself_is_read_back(store: Store, collection: Path):
+    """Every metadata field round-trips through `documents`, `versions`, `get` and `chunks`:
+    the effective dates, the owner and the review date (`review_by`) included."""
+    ingest(store, collection)
+    v1, v2 = store.versions("policy")
+    assert (v1.version, v1.effective_from, v1.effective_to, v1.owner, v1.review_by) == (
+        "1", date(2025, 1, 1), date(2025, 12, 31), "Refunds Desk", date(2025, 6, 30),
+    )  # fmt: skip
+    assert (v2.effective_to, v2.review_by) == (None, date(2026, 6, 30))
+    by_key = {(d.meta.doc_id, d.meta.version): d.meta for d in store.documents()}
+    assert by_key[("policy", "1")] == v1 and by_key[("policy", "2")] == v2
+    assert by_key[("staff-0", "1")].review_by is None
+    (chunk,) = store.chunks("policy", "2")
+    assert store.get(chunk.chunk_id).meta == v2  # type: ignore[union-attr]
 
 
 def test_the_generation_moves_and_another_store_object_sees_the_new_data(

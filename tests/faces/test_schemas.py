@@ -33,6 +33,9 @@ def conforms(name: str, data: Any) -> None:
 
 @pytest.fixture
 def index(folder: Path, tmp_path: Path) -> str:  # noqa: F811 (the fixture imported above)
+    delivery = folder / "delivery.md"  # a review date too (the text is unchanged)
+    text = delivery.read_text()
+    delivery.write_text(text.replace("effective_from:", "review_by: 2027-01-31\neffective_from:"))
     path = str(tmp_path / "i.sqlite")
     done = runner.invoke(app, ["ingest", str(folder), "--index", path, "--no-embed"])
     assert done.exit_code == 0, done.output
@@ -54,8 +57,13 @@ def test_search_and_index_json_fit_their_schemas(index: str):
     assert hits and hits[0]["section"] == "Fees" and hits[0]["method"] == "bm25"
     for hit in hits:
         conforms("hit", hit)
-    for doc in cli_json("documents", "--index", index):
+    docs = cli_json("documents", "--index", index, "--audience", "staff")
+    for doc in docs:
         conforms("document", doc)
+    assert {d["doc_id"]: d["review_by"] for d in docs} == {
+        "delivery-policy": "2027-01-31", "notes": None,
+    }  # fmt: skip
+    assert "review_by" in schemas.Document.model_json_schema()["required"]
     for chunk in cli_json("chunks", "delivery-policy", "--index", index):
         conforms("chunk", chunk)
     conforms("index-info", cli_json("info", "--index", index))

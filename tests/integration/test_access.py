@@ -685,6 +685,7 @@ def test_an_index_of_schema_4_gets_its_public_lexicon_at_the_next_write(tmp_path
     path = tmp_path / "i.sqlite"
     with sqlite3.connect(path) as db:  # the index as tether wrote it before the public lexicon
         db.execute("DROP TABLE chunks_fts_public")
+        db.execute("ALTER TABLE documents DROP COLUMN review_by")  # schema 6 came after
         db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     reader = SqliteStore(path, create=False, writable=False)
     assert reader.lexical_ranking("zirconium corrosion", 5, Filters())  # served, whole table

@@ -200,15 +200,16 @@ def _make_schema_2(path: Path) -> None:
     """An index as the previous tether wrote it: no audit table, schema 2."""
     db = sqlite3.connect(path)
     db.execute("DROP TABLE audit")
+    db.execute("ALTER TABLE documents DROP COLUMN review_by")  # schema 6 came after
     db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     db.commit()
     db.close()
 
 
 def test_a_schema_2_index_is_refused_to_readers_and_upgraded_by_a_writer(index: Path, docs: Path):
-    """Schema 4 (every anchor of a chunk) is needed to read; a writer upgrades 2 → 5, the
+    """Schema 4 (every anchor of a chunk) is needed to read; a writer upgrades 2 → 6, the
     audit table included, and the audit then records."""
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
     _make_schema_2(index)
     with pytest.raises(TetherError, match="older tether"):
         open_store(index)  # read-only: refused with what to run

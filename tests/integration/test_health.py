@@ -1,8 +1,9 @@
-"""`tether health` on a copy of the demo collection with faults planted: a stale document, an
-unlabelled one with a link to a missing file, a contradiction, and ten refused questions in
-three subjects in the audit (plus a wrong verdict): each is found, with its owner; the
-report as JSON (the `health` schema), as text, as HTML; `GET /v1/health` for staff keys
-only (a public key gets 404)."""
+"""`tether health` on a copy of the demo collection with faults planted: a stale document, a
+document in force past its review date (not a replaced version past its own, nor one whose
+review is ahead), an unlabelled one with a link to a missing file, a contradiction, and ten
+refused questions in three subjects in the audit (plus a wrong verdict): each is found, with
+its owner; the report as JSON (the `health` schema), as text, as HTML; `GET /v1/health` for
+staff keys only (a public key gets 404)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from health_parts import ANSWERED, AS_OF, REFUSED, UNLABELLED, planted_index
+from health_parts import ANSWERED, AS_OF, REFUSED, REVIEW_OVERDUE, UNLABELLED, planted_index
 
 from tether.app import Workspace
 from tether.config import Settings
@@ -43,6 +44,10 @@ def test_the_planted_faults_are_found_with_their_owners(planted: Path) -> None:
     storage = [f for f in stale if f.doc_ids == ("bike-storage-offer",)]
     assert storage and storage[0].owners == ("Service Workshop",)
     assert "renew it" in storage[0].detail  # a policy, not a notice
+    overdue = [f for f in stale if "review overdue" in f.title]
+    assert [(f.doc_ids, f.owners) for f in overdue] == [((REVIEW_OVERDUE,), ("Customer Care",))]
+    assert overdue[0].title == "Warranty policy: review overdue since 2026-06-30"
+    assert "returns-policy" not in {d for f in stale for d in f.doc_ids}  # v3 replaced, v4 ahead
     links = report.of("missing_link")
     assert len(links) == 1 and links[0].detail == "safety-sheet.md"
     assert links[0].doc_ids == ("workshop-checklist",)
@@ -98,6 +103,11 @@ def test_the_report_as_json_text_and_html(planted: Path, tmp_path: Path) -> None
     assert "not looked for (--no-contradictions)" in text.stdout
     html = page.read_text()
     assert "<script" not in html and "Summer bike storage offer ended" in html
+    assert "Warranty policy: review overdue since 2026-06-30" in html
+    documents = runner.invoke(app, ["documents", "--index", str(planted), "--json"])
+    reviews = {(d["doc_id"], d["version"]): d["review_by"] for d in json.loads(documents.stdout)}
+    assert reviews[("warranty-policy", "2")] == "2026-06-30"
+    assert reviews[("returns-policy", "3")] == "2026-05-31" and reviews[("gift-cards", "2")] is None
     # every text is escaped: a question with markup stays text
     with Workspace(Settings(provider="extractive"), index=planted) as ws:
         found = ws.health(AS_OF, contradictions=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from datetime import date
 from pathlib import Path
 
 import psycopg
@@ -252,6 +253,7 @@ def test_migration_4_fills_the_public_statistics_of_an_existing_collection(
             " DROP COLUMN lex_tokens_public"
         )
         conn.execute("DROP TABLE tether_audit_feedback")  # schema 5 came after
+        conn.execute("ALTER TABLE tether_documents DROP COLUMN review_by")  # and 6
         conn.execute("DELETE FROM tether_schema WHERE version >= 4")
     with pytest.raises(TetherError, match="older tether"):
         open_store(location)  # a reader does not migrate
@@ -278,6 +280,7 @@ def test_migration_5_adds_feedback_beside_an_existing_audit(pg_database: str):
     conninfo, _, _ = parse_url(location)
     with psycopg.connect(conninfo) as conn:  # as tether at schema 4 left it
         conn.execute("DROP TABLE tether_audit_feedback")
+        conn.execute("ALTER TABLE tether_documents DROP COLUMN review_by")  # schema 6 came after
         conn.execute("DELETE FROM tether_schema WHERE version >= 5")
     with pytest.raises(TetherError, match="older tether"):
         open_audit_log(location)  # a reader does not migrate
@@ -287,6 +290,45 @@ def test_migration_5_adds_feedback_beside_an_existing_audit(pg_database: str):
     (found,) = log.feedback(AuditQuery(reader="staff"))
     assert (found.entry_id, found.note, found.entry.question) == (entry_id, "no", "q?")
     log.close()
+
+
+def test_migration_6_adds_review_dates_that_the_next_ingest_reads(
+    tmp_path: Path, pg_database: str, monkeypatch: pytest.MonkeyPatch
+):
+    """A collection written at schema 5 (no review_by column; fingerprints that hash the
+    metadata fields of then) is refused to a reader and migrated by the next writer; the
+    ingest that migrates it parses every file again once and reads the review dates the files
+    already carried, keeping every chunk ID."""
+    from tether.ingest import sync as sync_module
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _write_docs(docs, {**AUDIENCE_DOCS, "supplier.md": STAFF_DOC})
+    first = sorted(docs.iterdir())[0]
+    first.write_text(first.read_text().replace("---\n", "---\nreview_by: 2026-06-30\n", 1))
+    location = f"{pg_database}?collection=old"
+    then = tuple(f for f in sync_module.META_FIELDS if f != "review_by")
+    monkeypatch.setattr(sync_module, "META_FIELDS", then)  # the fingerprints of then
+    pg = open_store(location, must_exist=False)
+    assert sync(pg, docs).committed
+    chunk_ids = sorted(c.chunk_id for c in pg.chunks())
+    pg.close()
+    monkeypatch.undo()
+    conninfo, _, _ = parse_url(location)
+    with psycopg.connect(conninfo) as conn:  # as tether at schema 5 left it
+        conn.execute("ALTER TABLE tether_documents DROP COLUMN review_by")
+        conn.execute("DELETE FROM tether_schema WHERE version >= 6")
+    with pytest.raises(TetherError, match="older tether"):
+        open_store(location)  # a reader does not migrate
+    pg = open_store(location, must_exist=False, writable=True)  # as ingest opens it
+    assert all(d.meta.review_by is None for d in pg.documents())  # not read yet
+    report = sync(pg, docs)
+    assert sorted(report.updated) == sorted(p.name for p in docs.iterdir())
+    dated = {d.meta.source: d.meta.review_by for d in pg.documents() if d.meta.review_by}
+    assert dated == {first.name: date(2026, 6, 30)}
+    assert sorted(c.chunk_id for c in pg.chunks()) == chunk_ids
+    assert not sync(pg, docs).updated  # once only
+    pg.close()
 
 
 @pytest.mark.slow

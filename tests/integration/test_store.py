@@ -369,3 +369,45 @@ def test_an_apply_that_changes_vectors_removes_the_cached_hnsw_graph(
     (collection / "fraud.md").unlink()
     sync(store, collection, embedder=CountingEmbedder())
     assert not list(tmp_path.glob("index.sqlite.hnsw-*"))
+
+
+def test_an_index_of_schema_5_reads_without_review_dates_until_the_ingest_that_upgrades_it(
+    tmp_path: Path, collection: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """An index written before `review_by` (schema 5: no column; fingerprints that hash the
+    metadata fields of then) is served as it is, with no review dates; the ingest that
+    migrates it (schema 6) parses every file again once and reads the review dates the files
+    already carried, keeping every chunk ID and vector; the next ingest reads nothing."""
+    from tether.ingest import sync as sync_module
+    from tether.stores.sqlite import SCHEMA_VERSION
+
+    v4 = collection / "returns-v4.md"
+    v4.write_text(v4.read_text().replace("access:", "review_by: 2026-06-30\naccess:"))
+    index = tmp_path / "index.sqlite"
+    emb = CountingEmbedder()
+    then = tuple(f for f in sync_module.META_FIELDS if f != "review_by")
+    monkeypatch.setattr(sync_module, "META_FIELDS", then)  # the fingerprints of then
+    store = SqliteStore(index)
+    sync(store, collection, embedder=emb)
+    chunk_ids = sorted(c.chunk_id for c in store.chunks())
+    store.close()
+    monkeypatch.undo()
+    with sqlite3.connect(index) as db:  # the documents table as schema 5 had it
+        db.execute("ALTER TABLE documents DROP COLUMN review_by")
+        db.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    db.close()
+
+    reader = SqliteStore(index, create=False, writable=False)  # served as it is
+    assert [m.review_by for m in reader.versions("returns-policy")] == [None, None]
+    reader.close()
+    assert SCHEMA_VERSION == 6
+    writer = SqliteStore(index)  # as ingest opens it: migrated
+    assert writer.meta_value("schema_version") == "6"
+    embedded = len(emb.seen)
+    report = sync(writer, collection, embedder=emb)
+    assert sorted(report.updated) == sorted(p.name for p in collection.iterdir())
+    assert [m.review_by for m in writer.versions("returns-policy")] == [None, date(2026, 6, 30)]
+    assert sorted(c.chunk_id for c in writer.chunks()) == chunk_ids
+    assert len(emb.seen) == embedded  # no chunk embedded again
+    assert not sync(writer, collection, embedder=emb).updated  # once only
+    writer.close()

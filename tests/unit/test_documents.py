@@ -686,6 +686,67 @@ def test_front_matter_without_body() -> None:
     assert parse_error(b"---\ndoc_id: x\n---\n\n").startswith("no text found")
 
 
+# --------------------------------------------------------------------------- review dates
+
+
+def test_review_by_in_front_matter_and_its_aliases() -> None:
+    """`review_by` (any case or separator) is a date; review_date, next_review and
+    next-review-date are aliases a canonical spelling beats."""
+    for key in ("review_by", "Review-By", "ReviewBy", "review_date", "next_review",
+                "Next Review Date", "review due"):  # fmt: skip
+        doc = parse_bytes(f"---\n{key}: 2027-01-31\n---\nText.\n".encode(), "a.md", "markdown")
+        assert doc.meta.review_by == date(2027, 1, 31), key
+    both = b"---\nnext_review: 2027-06-30\nreview_by: 2027-01-31\n---\nText.\n"
+    assert parse_bytes(both, "a.md", "markdown").meta.review_by == date(2027, 1, 31)
+    plain = parse_bytes(b"---\nowner: IT\n---\nText.\n", "a.md", "markdown")
+    assert plain.meta.review_by is None
+
+
+def test_review_by_that_is_not_a_date_is_refused_like_an_effective_date(tmp_path: Path) -> None:
+    message = parse_error(b"---\nreview_by: next spring\n---\nText.\n")
+    assert message == "review_by 'next spring' is not a date (use YYYY-MM-DD)"
+    message = parse_error(b"---\nreview_date: 2027-02-30\n---\nText.\n")
+    assert message == "review_by '2027-02-30' is not a date (use YYYY-MM-DD)"
+    path = write(tmp_path, "a.md", "# A\n\nText.\n")
+    with pytest.raises(ParseError, match=r"^inventory.csv: review_by '31/01/2027' is not a date"):
+        parse_file(path, tmp_path, {"a.md": {"review_by": "31/01/2027"}})
+
+
+def test_review_by_in_html_meta_rst_fields_and_inventory(tmp_path: Path) -> None:
+    page = (
+        b"<html><head><meta name='review-by' content='2027-03-01'></head>"
+        b"<body><h1>Guide</h1><p>Text of the guide.</p></body></html>"
+    )
+    assert parse_bytes(page, "g.html", "html").meta.review_by == date(2027, 3, 1)
+    pytest.importorskip("docutils")
+    rst = b"Leave policy\n============\n\n:review_by: 2027-04-01\n:owner: HR\n\nText.\n"
+    doc = parse_bytes(rst, "leave.rst", "rst")
+    assert (doc.meta.review_by, doc.meta.owner) == (date(2027, 4, 1), "HR")
+    assert "review_by" not in doc.text
+    write(tmp_path, "policies/returns.md", RETURNS_MD)
+    write(tmp_path, "inventory.csv", "path,Review By\npolicies/returns.md,2027-05-01\n")
+    inventory = load_inventory(tmp_path)
+    assert inventory == {"policies/returns.md": {"review_by": "2027-05-01"}}
+    (path,) = discover(tmp_path)
+    assert parse_file(path, tmp_path, inventory).meta.review_by == date(2027, 5, 1)
+
+
+def test_review_by_in_pdf_keywords_and_custom_info(tmp_path: Path) -> None:
+    from pypdf import PdfReader, PdfWriter
+
+    source = make_pdf(tmp_path / "src.pdf")
+    assert parse_file(source, tmp_path).meta.review_by is None
+    for name, info in (
+        ("keywords.pdf", {"/Keywords": "doc_id=travel-policy; review_by=2027-06-30"}),
+        ("custom.pdf", {"/ReviewBy": "2027-06-30"}),
+    ):
+        writer = PdfWriter(clone_from=PdfReader(source))
+        writer.add_metadata(info)
+        with open(tmp_path / name, "wb") as out:
+            writer.write(out)
+        assert parse_file(tmp_path / name, tmp_path).meta.review_by == date(2027, 6, 30), name
+
+
 # --------------------------------------------------------------------------- property
 
 _WORD = st.text(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,24 @@ def test_docx_custom_property_beats_keywords_and_access_conflict_fails_closed() 
     doc = parse_bytes(_with_custom_part(data, custom), "memo.docx", "docx")
     assert doc.meta.doc_id == "memo-7"
     assert doc.meta.access == "staff" and any("access" in w for w in doc.warnings)
+
+
+def test_docx_review_date_from_keywords_or_a_custom_property() -> None:
+    def build(d) -> None:  # type: ignore[no-untyped-def]
+        d.core_properties.keywords = "doc_id=memo; review_by=2027-01-31"
+        d.add_paragraph("Body text of the memo.")
+
+    data = _docx(build)
+    assert parse_bytes(data, "memo.docx", "docx").meta.review_by == date(2027, 1, 31)
+    custom = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/custom-properties"'
+        ' xmlns:vt="http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes">'
+        '<property fmtid="{D5CDD505-2E9C-101B-9397-08002B2CF9AE}" pid="2" name="Next Review">'
+        "<vt:lpwstr>2027-03-31</vt:lpwstr></property></Properties>"
+    )
+    doc = parse_bytes(_with_custom_part(data, custom), "memo.docx", "docx")
+    assert doc.meta.review_by == date(2027, 3, 31)  # the custom property beats the keywords
 
 
 def _with_custom_part(data: bytes, xml: str) -> bytes:

@@ -7,8 +7,9 @@ The findings, each with its evidence and the owners of the documents it is about
    marked wrong over the period, grouped by subject, with the passages nearest to them;
 2. contradictions (`tether.health.contradictions`): documents in force on the date that state
    different values or rules for one subject, both passages quoted;
-3. staleness (`tether.health.upkeep`): documents ended with no successor, replaced versions
-   still cited in recent answers, links to missing files;
+3. staleness (`tether.health.upkeep`): documents ended with no successor, documents in force
+   past their review date (`review_by`), replaced versions still cited in recent answers,
+   links to missing files;
 4. hygiene (`tether.health.upkeep`): unlabelled documents, text addressed to AI assistants,
    near-duplicate passages, chunks over the embedder's window, files that could not be read.
 
@@ -35,6 +36,7 @@ from tether.health.upkeep import (
     near_duplicates,
     quote_of,
     recorded_state,
+    review_overdue,
     superseded_cited,
 )
 from tether.protocols import Store
@@ -99,6 +101,7 @@ def build_report(
         findings += [contradiction_finding(c) for c in contradictions()]
     say("staleness")
     findings += ended(docs, as_of)
+    findings += review_overdue(docs, as_of)
     findings += superseded_cited(entries, store, as_of)
     state = recorded_state(store)
     owner_of = _owners(docs)

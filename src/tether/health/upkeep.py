@@ -1,8 +1,11 @@
 """Staleness and hygiene: what the owners of a collection should tidy.
 
 Staleness:
-- `ended`: a document none of whose versions is in force on the report's date and whose
-  latest version ended before it (`effective_to` passed, no successor);
+- `ended` (kind `stale`): a document none of whose versions is in force on the report's date
+  and whose latest version ended before it (`effective_to` passed, no successor);
+- `review_overdue` (kind `stale`): a document whose current version (in force on the report's
+  date; of several, the latest to take effect) was to be reviewed before that date
+  (`review_by`), with its owner; a superseded version's review date is not looked at;
 - `superseded_cited`: recorded answers (the audit, over the report's period) that cited a
   version no longer in force on the report's date while a later version of that document
   is, counted per version;
@@ -20,11 +23,12 @@ Hygiene:
 - `over_window`: chunks longer than the embedder's window, as ingest counted them;
 - `unreadable`: files the last ingest could not read, with its reason.
 
-What it cannot do: a document has no review date among its metadata fields, so a document
-whose review is overdue but still in force is not found; links are read from the source
-files as they are now (a folder moved since the ingest is reported as such, its links
-unread), only relative `[text](target)` and `href="target"` links, not links inside PDFs or
-DOCX files; near-duplicates need vectors (an index built without them is noted).
+What it cannot do: a review date is read from the document's metadata only (`review_by` or
+an alias, in the file or inventory.csv; see `tether.ingest.metadata`), so a document without
+one is never overdue; links are read from the source files as they are now (a folder moved
+since the ingest is reported as such, its links unread), only relative `[text](target)` and
+`href="target"` links, not links inside PDFs or DOCX files; near-duplicates need vectors (an
+index built without them is noted).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import numpy as np
 
 from tether.ingest.sync import INGEST_STATE_META
 from tether.protocols import SearchableStore, StoreReader
+from tether.stores.rows import version_key
 from tether.types import AuditEntry, Chunk, DocMeta, DocumentInfo, Finding, Quote
 
 NEAR_COSINE = 0.85  # candidates: passages of different documents at least this close...
@@ -87,6 +92,29 @@ def ended(docs: Sequence[DocumentInfo], as_of: date) -> list[Finding]:
             + ("a notice past its dates, to archive or remove" if notice
                else "renew it, give it a successor, or remove it"),
             doc_ids=(doc_id,), owners=(last.owner,) if last.owner else (),
+        ))  # fmt: skip
+    return found
+
+
+def review_overdue(docs: Sequence[DocumentInfo], as_of: date) -> list[Finding]:
+    """Documents whose current version on `as_of` (in force then; of several, the latest to
+    take effect) was to be reviewed before `as_of` (`review_by`)."""
+    by_doc: dict[str, list[DocMeta]] = {}
+    for d in docs:
+        if d.meta.in_force(as_of):
+            by_doc.setdefault(d.meta.doc_id, []).append(d.meta)
+    found = []
+    for doc_id, metas in sorted(by_doc.items()):
+        current = max(metas, key=lambda m: (m.effective_from or date.min, version_key(m.version)))
+        due = current.review_by
+        if due is None or due >= as_of:
+            continue
+        found.append(Finding(
+            "stale", f"{current.title}: review overdue since {due.isoformat()}",
+            f"{doc_id} version {current.version} was to be reviewed by {due.isoformat()} and"
+            f" is still in force on {as_of.isoformat()}, so it still answers questions: review"
+            " it and set its next review date, or give it an end date",
+            doc_ids=(doc_id,), owners=(current.owner,) if current.owner else (),
         ))  # fmt: skip
     return found
 

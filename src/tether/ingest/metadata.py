@@ -7,12 +7,14 @@
   "inventory.csv: ".
 - `collect_meta(pairs)` keeps the known fields of (key, value) pairs: keys are matched ignoring
   case and non-alphanumerics ("effective-from", "EffectiveFrom" and "effective_from" are the
-  same key); a few aliases are accepted with lower priority (id, type, lang, author).
+  same key); a few aliases are accepted with lower priority (id, type, lang, author,
+  review_date, next_review).
 - `build_meta(...)` merges and validates: inventory row (non-empty cells) > the file's own
   metadata > defaults (doc_id = the path relative to the collection root without its
   extension, `guides/setup/README`, see `path_doc_id`; version "1", title = first heading or
   the file stem, doc_type "document", access = `default_access` ("staff": fail-closed),
-  language detected with py3langid among en/fr/de/es/it/pt/nl). Dates must be YYYY-MM-DD;
+  language detected with py3langid among en/fr/de/es/it/pt/nl; no review date). Dates
+  (effective_from, effective_to, review_by) must be YYYY-MM-DD;
   language codes are reduced to their primary subtag ("en-GB" -> "en").
 
 Access labels fail closed: labels that disagree within one file (two `access` keys, `Access:`
@@ -52,6 +54,7 @@ META_FIELDS: tuple[str, ...] = (
     "effective_from",
     "effective_to",
     "owner",
+    "review_by",
 )
 ACCESS_VALUES: tuple[str, ...] = ("public", "staff")
 
@@ -70,6 +73,10 @@ _KEY_ALIASES: dict[str, tuple[str, int]] = {
     "effectiveuntil": ("effective_to", 1),
     "validuntil": ("effective_to", 1),
     "author": ("owner", 2),
+    "reviewdate": ("review_by", 1),
+    "nextreview": ("review_by", 1),
+    "nextreviewdate": ("review_by", 1),
+    "reviewdue": ("review_by", 1),
 }
 
 
@@ -77,10 +84,10 @@ def load_inventory(folder: Path) -> dict[str, dict[str, str]]:
     """Read `folder/inventory.csv`: {relative path: {field: value}}, empty cells dropped.
 
     Columns: `path` plus metadata fields (doc_id, version, title, doc_type, access, language,
-    effective_from, effective_to, owner; spelled with any case, dashes or spaces). A missing
-    file gives {}. Raises `ParseError` for a file without a `path` column, an unknown column,
-    an empty or repeated path, or a file that is not UTF-8 CSV. Values are validated when the
-    document is parsed.
+    effective_from, effective_to, owner, review_by; spelled with any case, dashes or spaces).
+    A missing file gives {}. Raises `ParseError` for a file without a `path` column, an
+    unknown column, an empty or repeated path, or a file that is not UTF-8 CSV. Values are
+    validated when the document is parsed.
     """
     path = Path(folder) / INVENTORY_FILE
     if not os.path.lexists(path):
@@ -293,6 +300,7 @@ def build_meta(
             f"effective_to {effective_to.isoformat()} is before effective_from "
             f"{effective_from.isoformat()}"
         )
+    review_by = _date_field("review_by", merged)
     return DocMeta(
         doc_id=doc_id,
         version=version,
@@ -303,6 +311,7 @@ def build_meta(
         effective_from=effective_from,
         effective_to=effective_to,
         owner=owner,
+        review_by=review_by,
         source=source,
         format=fmt,
     )

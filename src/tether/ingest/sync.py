@@ -62,7 +62,7 @@ import numpy as np
 from tether.errors import ConflictError, TetherError
 from tether.ingest.discover import INVENTORY_FILE, leads_inside, read_regular, scan
 from tether.ingest.executor import Executor, SerialExecutor
-from tether.ingest.metadata import inventory_warnings, load_inventory
+from tether.ingest.metadata import META_FIELDS, inventory_warnings, load_inventory
 from tether.ingest.parse.dispatch import format_of
 from tether.ingest.tasks import ParseTask, problem_of
 from tether.ingest.vector_cache import EmbedProgress, VectorCache, embed_cached
@@ -604,9 +604,12 @@ DOC_ID_SCHEME = "path"
 
 def _row_hash(row: dict[str, str] | None, default_access: str) -> str:
     """What besides a file's bytes decides its document: its inventory row, the default
-    access and the doc_id scheme."""
+    access, the doc_id scheme and the metadata fields read (`META_FIELDS`: a field added, as
+    review_by was, makes the next ingest parse every file again once, so an index built
+    before it gets the field from files that already carried it; vectors are kept)."""
     payload = json.dumps(
-        [sorted((row or {}).items()), default_access, DOC_ID_SCHEME], ensure_ascii=False
+        [sorted((row or {}).items()), default_access, DOC_ID_SCHEME, list(META_FIELDS)],
+        ensure_ascii=False,
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 

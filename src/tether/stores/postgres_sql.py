@@ -40,7 +40,7 @@ CHUNK_COLS = (
 )
 META_COLS = (
     "doc_id, version, title, doc_type, access, language, effective_from, effective_to, owner,"
-    " source, format"
+    " source, format, review_by"
 )
 
 
@@ -49,6 +49,7 @@ def row_meta(r: Sequence[Any]) -> DocMeta:
     return DocMeta(
         doc_id=r[0], version=r[1], title=r[2], doc_type=r[3], access=r[4], language=r[5],
         effective_from=r[6], effective_to=r[7], owner=r[8], source=r[9], format=r[10],
+        review_by=r[11],
     )  # fmt: skip
 
 

@@ -205,8 +205,8 @@ def insert(
         cur.executemany(
             "INSERT INTO tether_documents (collection_id, doc_id, version, source, title,"
             " doc_type, access, language, effective_from, effective_to, owner, format,"
-            " content_hash, text, chunker) VALUES"
-            " (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " content_hash, text, chunker, review_by) VALUES"
+            " (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [_document_row(cid, f, chunker) for f in files],
         )
     chunks = [(f.document.meta, c) for f in files for c in f.chunks]
@@ -240,6 +240,7 @@ def _document_row(cid: int, change: FileChange, chunker: str) -> tuple[Any, ...]
     return (
         cid, m.doc_id, m.version, m.source, m.title, m.doc_type, m.access, m.language,
         m.effective_from, m.effective_to, m.owner, m.format, d.content_hash, d.text, chunker,
+        m.review_by,
     )  # fmt: skip
 
 

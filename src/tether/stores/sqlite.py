@@ -10,7 +10,8 @@ BM25 and, when the index was built with an embedder, one vector per chunk (and p
   the index as it was; `set_meta` records values such as the gate floors the same way;
 - schema: an index of an older schema is migrated when opened to be written (`create=True`,
   as ingest does) and, opened to be read, served as it is from `READS_FROM` on (today none
-  older: readers need schema 4's anchors) and refused with what to run when older; a newer one is refused;
+  older: readers need schema 4's anchors; schemas 4 and 5 read with no review dates, the
+  column schema 6 added) and refused with what to run when older; a newer one is refused;
 - instructions: `documents()` lists with each document the spans addressed to AI assistants
   that ingest recorded (`InstructionSpan`); `info()` counts them;
 - search: `search_lexical`/`lexical_ranking` rank with BM25 over heading, text and codes;
@@ -51,6 +52,7 @@ from tether.stores.dense import ANN_THRESHOLD, DenseIndex, hnsw_cache_path, remo
 from tether.stores.rows import bm25_hits, document_infos, spans_by_document
 from tether.stores.sqlite_open import LOCK_TIMEOUT, clear_errors, connect, meta_int
 from tether.stores.sqlite_sql import (
+    META_COLUMNS,
     SCHEMA,
     batches,
     filter_sql,
@@ -77,8 +79,8 @@ from tether.types import (
     Progress,
 )
 
-SCHEMA_VERSION = 5  # 2: the instructions table; 3: the audit table; 4: every anchor of a chunk;
-# 5: the public lexical table (BM25 statistics of public chunks only)
+SCHEMA_VERSION = 6  # 2: the instructions table; 3: the audit table; 4: every anchor of a chunk;
+# 5: the public lexical table (BM25 statistics of public chunks only); 6: documents.review_by
 READS_FROM = 4  # the oldest schema a reader serves as it is (a reader needs the anchors column)
 
 
@@ -93,6 +95,7 @@ class _Caches:
     allowed: dict[tuple[Any, str], set[str]] = field(default_factory=dict)
     masks: dict[tuple[Any, str], np.ndarray] = field(default_factory=dict)
     public_lexicon: bool | None = None  # whether the public lexical table exists (schema 5)
+    review_by: bool | None = None  # whether documents has the review_by column (schema 6)
 
 
 class SqliteStore:
@@ -189,6 +192,14 @@ class SqliteStore:
             ).fetchone()
             self._cache.public_lexicon = row is not None
         return self._cache.public_lexicon
+
+    def _has_review_by(self) -> bool:
+        """Whether the documents table has the review_by column (schema 6; an older index
+        read as it is has none: its documents read with no review date)."""
+        if self._cache.review_by is None:
+            columns = {r[1] for r in self.db.execute("PRAGMA table_info(documents)")}
+            self._cache.review_by = "review_by" in columns
+        return self._cache.review_by
 
     def _stored_generation(self) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
@@ -357,10 +368,10 @@ class SqliteStore:
 
     def _meta_map(self) -> dict[tuple[str, str], DocMeta]:
         if self._cache.metas is None:
-            rows = self.db.execute(
-                "SELECT doc_id, version, title, doc_type, access, language, effective_from,"
-                " effective_to, owner, source, format FROM documents"
-            ).fetchall()
+            columns = META_COLUMNS.format(
+                review_by="review_by" if self._has_review_by() else "NULL"
+            )
+            rows = self.db.execute(f"SELECT {columns} FROM documents").fetchall()
             self._cache.metas = {(r[0], r[1]): row_meta(r) for r in rows}
         return self._cache.metas
 

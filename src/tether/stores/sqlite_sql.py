@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS documents (
   title TEXT NOT NULL, doc_type TEXT NOT NULL, access TEXT NOT NULL, language TEXT NOT NULL,
   effective_from TEXT, effective_to TEXT, owner TEXT, format TEXT NOT NULL,
   content_hash TEXT NOT NULL, text TEXT NOT NULL, chunker TEXT NOT NULL,
+  review_by TEXT,
   PRIMARY KEY (doc_id, version)
 );
 CREATE TABLE IF NOT EXISTS chunks (
@@ -97,7 +98,16 @@ def filter_sql(filters: Filters) -> tuple[str, list[str]]:
     return " AND ".join(clauses), args
 
 
+META_COLUMNS = (
+    "doc_id, version, title, doc_type, access, language, effective_from, effective_to, owner,"
+    " source, format, {review_by}"
+)
+"""The documents columns a DocMeta is read from (`row_meta`); `{review_by}` is the column, or
+NULL for an index of schema 5 or older read as it is (the column came with schema 6)."""
+
+
 def row_meta(r: Sequence) -> DocMeta:
+    """A DocMeta from a row of META_COLUMNS."""
     return DocMeta(
         doc_id=r[0],
         version=r[1],
@@ -110,6 +120,7 @@ def row_meta(r: Sequence) -> DocMeta:
         owner=r[8],
         source=r[9],
         format=r[10],
+        review_by=date.fromisoformat(r[11]) if r[11] else None,
     )
 
 

@@ -124,11 +124,13 @@ def insert(db: sqlite3.Connection, change: FileChange, chunker: str) -> None:
     entries and file state."""
     m = change.document.meta
     db.execute(
-        "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO documents (doc_id, version, source, title, doc_type, access, language,"
+        " effective_from, effective_to, owner, format, content_hash, text, chunker, review_by)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             m.doc_id, m.version, m.source, m.title, m.doc_type, m.access, m.language,
             _iso(m.effective_from), _iso(m.effective_to), m.owner, m.format,
-            change.document.content_hash, change.document.text, chunker,
+            change.document.content_hash, change.document.text, chunker, _iso(m.review_by),
         ),
     )  # fmt: skip
     for c in change.chunks:
@@ -183,7 +185,14 @@ def migrate(db: sqlite3.Connection, version: int) -> None:
     anchor until then) and marks every HTML file as changed, so the ingest that upgrades the
     index parses and chunks them again with every anchor they hold (chunks whose text is
     unchanged keep their ID and their vectors); other formats keep their chunks; 4 → 5 fills
-    `chunks_fts_public` (created with the schema) with the lexical rows of public documents."""
+    `chunks_fts_public` (created with the schema) with the lexical rows of public documents;
+    5 → 6 adds the `review_by` column of documents, empty until the ingest that upgrades the
+    index parses every file again (the metadata fields are part of each file's fingerprint,
+    `tether.ingest.sync`)."""
+    if version < 6:
+        columns = {r[1] for r in db.execute("PRAGMA table_info(documents)")}
+        if "review_by" not in columns:
+            db.execute("ALTER TABLE documents ADD COLUMN review_by TEXT")
     if version < 5:
         db.execute("DELETE FROM chunks_fts_public")
         db.execute(
