@@ -58,29 +58,6 @@ def test_every_built_in_provider_declares_its_capabilities() -> None:
     assert all(s.description and s.name == n for n, s in BUILT_IN.items())
 
 
-def _live(name: str, tmp_path: Path):
-    settings = Settings(model="m", base_url="http://127.0.0.1:9/v1", api_key="k",
-                        anthropic_api_key="k", model_cache=tmp_path)  # fmt: skip
-    return make_provider(settings, name=name)
-
-
-@pytest.mark.parametrize(
-    "name,mode,judge",
-    [("local", "select", "align+llm"), ("extractive", "json", "align"),
-     ("openai", "json", "align"), ("anthropic", "json", "align")],
-)  # fmt: skip
-def test_live_providers_keep_their_mode_and_judge(
-    name: str, mode: str, judge: str, tmp_path: Path
-) -> None:
-    provider = _live(name, tmp_path)  # built, nothing loaded or sent
-    assert answer_mode("auto", provider) == mode
-    chosen = choose_judge(None, provider)
-    assert isinstance(chosen, AlignmentJudge)
-    assert (chosen.second is not None) == (judge == "align+llm")
-    assert capabilities_of(provider).model == (name != "extractive")
-    assert capabilities_of(provider).tool_use == (name != "extractive")
-
-
 class FakeLocal:
     """Stands in for the local model while recording: its name and capabilities, fixed text."""
 
