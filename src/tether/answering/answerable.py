@@ -41,6 +41,7 @@ import numpy as np
 from tether.answering.evidence import SpanCosines, overlap_cosine, span_cosines
 from tether.answering.gate import support_score
 from tether.asks import QUANTITIES, AskKind, asks, gives
+from tether.errors import UpstreamError
 from tether.prompts import load_prompt
 from tether.protocols import Provider, SearchableStore, Store
 from tether.text import STOP_WORDS, codes, detect_language, fold, is_statement, sentences, stem
@@ -381,13 +382,17 @@ class AnswerabilityJudge:
     def decide(self, reading: Reading, question: str = "", passages: Sequence[str] = ()) -> Verdict:
         """Answerable when P(answerable) reaches the threshold, or, in the band where a second
         opinion is asked, when its mix with P(answerable) reaches `second_threshold`
-        (`passages`: what the second opinion reads, the reading's closest sentences)."""
+        (`passages`: what the second opinion reads, the reading's closest sentences). A second
+        opinion that fails upstream counts as none: the threshold decides alone."""
         p = self.model.probability(reading.features)
         if reading.subjectless:  # nothing to look for: no passage can be said to answer
             return Verdict(False, p, self.threshold, reading)
         low, high = self.band
         if self.second is not None and passages and low <= p < high:
-            second = self.second.score(question, passages)
+            try:
+                second = self.second.score(question, passages)
+            except UpstreamError:  # the model failed (timeout, overload): no second opinion
+                return Verdict(p >= self.threshold, p, self.threshold, reading)
             mixed = self.second_weight * second + (1.0 - self.second_weight) * p
             return Verdict(
                 mixed >= self.second_threshold, p, self.second_threshold, reading, second

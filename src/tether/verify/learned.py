@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tether.errors import UpstreamError
 from tether.linear import LinearModel, read_model
 from tether.protocols import Judge
 
@@ -90,13 +91,19 @@ class AlignmentJudge:
         """P(supported) of a claim with these alignment features. Inside the uncertain band,
         when no rule has flagged the claim already (`flagged`), the second opinion decides:
         its score is mapped onto this judge's scale, piecewise linearly, so that
-        `second_threshold` lands on `threshold` (above it passes, under it fails)."""
+        `second_threshold` lands on `threshold` (above it passes, under it fails). A second
+        opinion that fails upstream (`UpstreamError`: the model timed out or is overloaded) is
+        no opinion: this judge's own probability decides, and `last_note` says so."""
         p = self.model.probability(features)
         self.last_note = "model"
         lo, hi = self.band
         if self.second is not None and lo <= p < hi and passages and not flagged:
+            try:
+                q = float(self.second.score(claim, passages))
+            except UpstreamError:  # the model failed (timeout, overload): this judge decides
+                self.last_note = "model (the second opinion failed)"
+                return p
             self.last_note = "second opinion"
-            q = float(self.second.score(claim, passages))
             t2, t = self.second_threshold, self.threshold
             if q < t2:
                 return t * q / t2
