@@ -831,6 +831,7 @@ class Workspace:
             days = self.settings.audit_retention_days or None
             return self._audit(True).record(audit_entry(result, who or os_user()), days)
         except (TetherError, OSError) as exc:
+            self._forget_audit()
             print(f"warning: the answer was not recorded in the audit: {exc}", file=sys.stderr)
             return None
 
@@ -849,6 +850,7 @@ class Workspace:
             days = self.settings.audit_retention_days or None
             return self._audit(True).record(entry, days)
         except (TetherError, OSError) as exc:
+            self._forget_audit()
             print(f"warning: {count} dropped answers were not noted in the audit: {exc}",
                   file=sys.stderr)  # fmt: skip
             return None
@@ -968,6 +970,14 @@ class Workspace:
     def _audit_reader(self) -> AuditLog:
         self.store  # noqa: B018 (the index's own checks: it exists, its schema is read)
         return self._audit(False)
+
+    def _forget_audit(self) -> None:
+        """Close the audit opened for writing after a failed write (a lost connection, a
+        lock), so the next record opens it anew instead of failing on it again."""
+        log = self._audit_logs.pop(True, None)
+        if log is not None:
+            with contextlib.suppress(Exception):  # closing a dead connection may raise
+                log.close()
 
     def _audit(self, writable: bool) -> AuditLog:
         """The audit of the index, opened on first use (its own connection)."""

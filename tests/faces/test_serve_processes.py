@@ -115,3 +115,47 @@ def test_two_servers_share_one_postgresql_store(collection, tmp_path: Path) -> N
     assert [(e["who"], e["audience"], e["id"]) for e in json.loads(public.stdout)] == [
         ("", "public", 0)
     ]
+
+
+def _cut_connections(url: str, application_name: str) -> int:
+    """Terminate the PostgreSQL sessions named `application_name` (as a restart or a
+    firewall would); how many."""
+    import psycopg
+
+    from tether.stores.postgres_db import parse_url
+
+    conninfo, _, _ = parse_url(url)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (application_name,),
+        ).fetchall()
+    return len(rows)
+
+
+def test_a_server_reconnects_after_its_postgresql_sessions_are_cut(collection) -> None:
+    """A cut connection fails the request that finds it (502, once per thread), and the next
+    request on that thread opens a new one: the server does not need a restart."""
+    from fastapi.testclient import TestClient
+
+    from tether.config import Settings
+    from tether.server.api import ServeConfig, create_app
+
+    url, _ = collection
+    name = f"tether-reconnect-{os.getpid()}"
+    named = url + f"&application_name={name}"
+    config = ServeConfig(rate=0, warm=False, readers=1, model_slots=1)  # one thread per lane
+    app = create_app(store=named, config=config, settings=Settings(provider="extractive"))
+    parking = {"query": "parking Sundays", "method": "bm25"}
+    question = {"question": "Is parking free on Sundays?", "method": "bm25"}
+    with TestClient(app) as client:
+        assert client.post("/v1/search", json=parking).status_code == 200
+        assert client.post("/v1/ask", json=question).status_code == 200
+        assert _cut_connections(url, name) >= 2  # the reader's, the model lane's (and audit)
+        failed = client.post("/v1/search", json=parking)
+        assert failed.status_code == 502, failed.text
+        assert failed.json()["type"].endswith("upstream-failed")
+        hits = client.post("/v1/search", json=parking)
+        assert hits.status_code == 200 and "free on Sundays" in hits.json()[0]["text"]
+        assert client.post("/v1/ask", json=question).status_code == 502  # the model lane's turn
+        assert client.post("/v1/ask", json=question).status_code == 200

@@ -14,18 +14,23 @@ with a Workspace of its own, and bounded lines in front of the heavy work.
   cannot pile up unbounded work.
 - `Lane.run` waits under a deadline (504 when it passes): work still in line is dropped,
   work already running finishes in the background, its result dropped.
+- A piece of work that fails with an `UpstreamError` (PostgreSQL restarted, a connection
+  cut) closes its thread's Workspace, so that thread's next request opens a new
+  connection instead of failing on the dead one for as long as the process lives.
 
 What it cannot do: Python threads cannot be stopped from outside: an answer past its
 deadline stops at the next stage boundary of `ask` (the request carries the deadline:
 `AskOptions.deadline`), but a stage already running (a model call, a claim's checks) holds
 its thread and its place in the lane until it returns; the lanes share the
 process's cores and its interpreter lock, so heavy work slows a search down (it does not
-stop it); the Workspaces' connections close with the process.
+stop it); the Workspaces' connections close with the process; the request that finds a
+connection dead fails (502), once per thread, before the thread reconnects.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import threading
@@ -35,7 +40,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 from tether.app import Workspace
-from tether.errors import DeadlineError
+from tether.errors import DeadlineError, UpstreamError
 from tether.server.http import Refused
 
 T = TypeVar("T")
@@ -86,8 +91,13 @@ class Lane:
 
     def _timed(self, fn: Callable[[Workspace], T]) -> T:
         began = time.perf_counter()
+        ws = self._workspace()
         try:
-            return fn(self._workspace())
+            return fn(ws)
+        except UpstreamError:
+            with contextlib.suppress(Exception):  # the error to report is the first one
+                ws.close()  # its store or audit failed: the next use opens them anew
+            raise
         finally:
             spent = time.perf_counter() - began
             with self._lock:
