@@ -371,7 +371,7 @@ def test_an_index_of_schema_2_is_upgraded_and_its_html_rechunked(tmp_path: Path)
     with pytest.raises(Exception, match=r"older tether .*tether ingest FOLDER --index"):
         SqliteStore(path, create=False, writable=False)
     store = SqliteStore(path, create=True)  # as ingest opens it
-    assert store.meta_value("schema_version") == str(SCHEMA_VERSION) == "5"
+    assert store.meta_value("schema_version") == str(SCHEMA_VERSION) == "6"
     migrated = {c.chunk_id: c for c in store.chunks()}
     assert all(c.anchors == ((c.anchor,) if c.anchor else ()) for c in migrated.values())
     report = sync(store, docs, default_access="public")
