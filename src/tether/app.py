@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.config import Profile, Settings, load_settings, profile_for
-from tether.errors import NotFoundError, TetherError
+from tether.errors import NotFoundError, OlderIndexError, TetherError
 from tether.places import DEFAULT_INDEX, DEMO_INDEX
 from tether.types import (
     Audience,
@@ -347,7 +347,6 @@ class Workspace:
         *,
         store: str | None = None,
         demo: bool = False,
-        demo_if_none: bool = False,
         create: bool = False,
         settings: Settings | None = None,
         models: Models | None = None,
@@ -362,8 +361,9 @@ class Workspace:
 
         - Where: the server `store` (a postgresql:// URL; None: TETHER_STORE, "": none), else
           the index file `index`, else TETHER_INDEX, else .tether/index.sqlite here or above
-          (`locate_index`); `demo` reads the bundled demo's index instead, and
-          `demo_if_none` does so only when no index of the user's own is found.
+          (`locate_index`); `demo` reads the bundled demo's index instead (the CLI asks for
+          it also when a bundled question's ID is asked and no index of the user's own is
+          found: `index_found`).
         - `create`: the index is written (created when missing) rather than read.
         - The demo's index is ingested when it is missing or was built by an older tether,
           and again with `refresh_demo`; `progress` follows that ingest and `on_demo` gets its
@@ -383,8 +383,6 @@ class Workspace:
         server = None if demo else (store if store is not None else chosen.store)
         if server:
             return cls(chosen, store=server, **parts)
-        if demo_if_none and index is None and not index_found(chosen):
-            demo = True
         path = locate_index(index, demo=demo, settings=chosen)
         ws = cls(chosen, index=path, store="", **parts)
         if demo:
@@ -399,7 +397,6 @@ class Workspace:
     ) -> None:
         """Ingest the bundled demo collection into this Workspace's index when it is
         missing, built by an older tether, or `refresh`; then read it."""
-        from tether.errors import OlderIndexError
         from tether.evaluation.questions import demo_collection
 
         path = self.index
@@ -412,11 +409,9 @@ class Workspace:
         if not build:
             return
         self.close()
-        self.create = True
-        try:
+        try:  # `ingest` opens the index for writing (creating it) and calibrates it
             report = self.ingest(demo_collection(), chunker=ChunkerConfig(), progress=progress)
         finally:
-            self.create = False
             self.close()  # read from now on, like any index
         if on_demo is not None:
             on_demo(report, path)

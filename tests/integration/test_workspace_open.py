@@ -93,6 +93,6 @@ def test_the_demo_is_built_when_missing_and_read_after(clean_env: Path):
     assert ws.is_demo and reports == [DEMO_INDEX]
     assert ws.documents("public")
     ws.close()
-    again = Workspace.open(demo_if_none=True, on_demo=lambda report, path: reports.append(path))
+    again = Workspace.open(demo=True, on_demo=lambda report, path: reports.append(path))
     assert again.is_demo and len(reports) == 1  # found, not built again
     again.close()

@@ -402,7 +402,6 @@ def open_workspace(
     demo: bool = False,
     store: str | None = None,
     *,
-    demo_if_none: bool = False,
     provider: str | None = None,
     model: str | None = None,
 ) -> Workspace:
@@ -414,8 +413,8 @@ def open_workspace(
 
     with ingest_progress() as step:
         return Workspace.open(
-            index, store=store, demo=demo, demo_if_none=demo_if_none, provider=provider,
-            model=model, progress=step, on_demo=announce_demo,
+            index, store=store, demo=demo, provider=provider, model=model, progress=step,
+            on_demo=announce_demo,
         )  # fmt: skip
 
 
