@@ -582,13 +582,24 @@ def _embedded(
     cache: VectorCache | None,
 ) -> np.ndarray:
     """Vectors of `texts` (float32 rows) by `executor`, those `cache` holds under their `keys`
-    (text hashes) read from it, the rest kept there as they are computed."""
+    (text hashes) read from it, the rest kept there as they are computed. A text that stands
+    more than once (a repeated line under one heading, a notice pasted in two files) is
+    embedded once: a text's vector depends on the text alone (`tether.embeddings.fast_e5`),
+    so its copies get the same row; `progress` then counts the distinct texts."""
     run = executor or SerialExecutor()
+    first: dict[str, int] = {}  # key: its row among the distinct texts
+    distinct: list[str] = []
+    rows: list[int] = []
+    for text, key in zip(texts, keys, strict=True):
+        if key not in first:
+            first[key] = len(distinct)
+            distinct.append(text)
+        rows.append(first[key])
     matrix, _ = embed_cached(
-        lambda part, report: run.embed(embedder, part, report), texts, keys, embedder.dim,
-        progress, cache,
+        lambda part, report: run.embed(embedder, part, report), distinct, list(first),
+        embedder.dim, progress, cache,
     )  # fmt: skip
-    return matrix
+    return matrix if len(distinct) == len(texts) else matrix[rows]
 
 
 def text_hash(text: str) -> str:
