@@ -238,6 +238,10 @@ class _Merged:
         ids = list(chunk_ids)
         return {k: v for s in self.stores for k, v in s.sentence_vectors(ids).items()}
 
+    def vectors_of(self, chunk_ids: Any) -> dict[str, Any]:
+        ids = list(chunk_ids)
+        return {k: v for s in self.stores for k, v in s.vectors_of(ids).items()}
+
     def close(self) -> None:
         for s in self.stores:
             s.close()
