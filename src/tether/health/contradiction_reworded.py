@@ -167,6 +167,8 @@ def rule_features(a: Unit, b: Unit, cosine: float, chunk: float, corpus: Corpus)
     the other side's (or a word of it), else 0."""
     if a.modal[0] * b.modal[0] != -1:
         return None
+    if any(same_unit(x, y) and same_value(x, y) for x in a.slots for y in b.slots):
+        return None  # "can return within 30 days" and "cannot return after 30 days" agree
     neg, other = (a, b) if a.modal[0] < 0 else (b, a)
     verb = neg.modal[1]
     bound = int(bool(verb) and (verb == other.modal[1] or verb in other.stems))

@@ -305,8 +305,9 @@ def _groups(text: str) -> frozenset[str]:
         word = m.group(0).lower()
         if word not in _GROUP_WORDS or _GROUP_NOT_BEFORE.match(text, m.end()):
             continue
-        out.add(content_stem(word))
-        if word in ("members", "member"):
+        non = text[max(0, m.start() - 4) : m.start()].lower() == "non-"
+        out.add(("non-" if non else "") + content_stem(word))  # non-members are not members
+        if word in ("members", "member") and not non:
             before = re.findall(r"\b([A-Z][a-z]+)\s+", text[max(0, m.start() - 30) : m.start()])
             out.update(content_stem(fold_fast(w)) for w in before[-2:])
     staff = content_stem("staff")
