@@ -238,6 +238,10 @@ class _Merged:
         ids = list(chunk_ids)
         return {k: v for s in self.stores for k, v in s.sentence_vectors(ids).items()}
 
+    def vectors_of(self, chunk_ids: Any) -> dict[str, Any]:
+        ids = list(chunk_ids)
+        return {k: v for s in self.stores for k, v in s.vectors_of(ids).items()}
+
     def close(self) -> None:
         for s in self.stores:
             s.close()
@@ -312,7 +316,8 @@ def _write(
         f"| demo + planted (tuned on) | {result['labelled']} | {result['found']} | "
         f"{result['matched_found']} | {result['precision']:.2f} | {result['recall']:.2f} | "
         f"{', '.join(result['distractors_found']) or 'none'} | {seconds:.1f} ({chunks} chunks) |",
-        "| held-out (bench/health/heldout) | — | — | — | — | — | — | not run yet |",
+        "| the labelled collections (bench/health/) | see bench/results/health.md"
+        " (bench/bench_health_report.py) | | | | | | |",
         "",
         f"Missed: {', '.join(result['missed']) or 'none'}.",
         "",

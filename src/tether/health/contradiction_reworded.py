@@ -1,0 +1,242 @@
+"""The reworded check of the contradiction finder: two sentences of different documents that
+speak of one subject in other words, with another value of the same unit, or opposite rules
+(`check_reworded(a, b, cosine, chunk_cosine, corpus)`), decided by a few features.
+
+A number conflict (`number_features`): the best pair of numbers of one unit (money, minutes,
+working days, months, MB, percent, a counted noun: `contradiction_units`) whose values
+differ, where neither side states the other's value (in that sentence, or in its chunk said
+of a word bound to its own number: a document that gives both values tells two cases apart)
+and a table cell's row is named by the other side ("A4 colour", not "A3 colour"). It is a
+contradiction when:
+- the values are within `MAX_RATIO` of each other (a planted or stale value moves a little;
+  "24 hours" against "45 days" are two things);
+- the mean of the sentence and chunk cosines is at least `NUMBER_CLOSENESS`;
+- the sentences share `NUMBER_SHARE` of the lighter one's content words, weighted by rarity;
+- at least two words are bound to both numbers (their clauses' words near them), or one
+  when nearly all words are shared (`NEAR_ALL`), and at most `NUMBER_FOREIGN` of the words
+  bound to them are missing from the other's passage;
+- the two do not name different groups of people (`groups_differ`).
+A rule conflict (`rule_features`): the main clauses state a rule with opposite modals (-1
+"cannot", "may not", "does not have to", "not permitted", "do not"; +1 "can", "may",
+"must", "has to"; a FAQ answer opening "No." with only a positive modal states no rule that
+can be compared), the mean cosine is at least `RULE_CLOSENESS`, and the two rule clauses
+share at least two content words and `RULE_CLAUSE_SHARE` of the shorter one's.
+
+The thresholds were chosen on the tuned-on sets (the demo with planted faults, Northwind
+Fibre, Calder University IT: bench/bench_health_report.py), where the features were compared
+with the labels of every candidate pair; a logistic regression on them weighted the same
+features (cosines, share, bound words, ratio) and was not kept, the few round thresholds
+being easier to read and check.
+
+What it cannot do: the features read words and vectors, not meaning: a reworded conflict
+whose numbers share fewer than two bound words ("21 days' notice before you move" against
+"let us know at least 14 days before your moving date"), synonyms only ("snapshots" for
+"backups"), a rule said as an instruction ("turn on forwarding") against a prohibition, a
+negation without a modal ("does not roll over" against "carries over") are missed; two
+sentences about different things worded alike (the same nouns near two values) can be
+reported; groups of people are recognised by a word list only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from tether.health.contradiction_checks import clause, names_row, other_model, quote, subject
+from tether.health.contradiction_units import (
+    NOISE,
+    Slot,
+    Unit,
+    groups_differ,
+    same_unit,
+    same_value,
+)
+from tether.types import Contradiction
+
+__all__ = ["Corpus", "Features", "check_reworded", "number_features", "rule_features"]
+
+
+# Thresholds, chosen on the tuned-on sets (the demo with planted faults, Northwind Fibre and
+# Calder University IT: bench/bench_health_report.py); round values.
+MAX_RATIO = 3.0  # a larger value over the smaller: beyond this, two numbers of other things
+NUMBER_CLOSENESS = 0.85  # mean of the sentence and chunk cosines (multilingual-e5-small)
+NUMBER_SHARE = 0.4  # idf-weighted share of the lighter sentence's content words shared
+NUMBER_FOREIGN = 5  # words bound to the numbers that the other passage lacks, at most
+NEAR_ALL = 0.9  # one shared word bound to both numbers is enough when nearly all are shared
+RULE_CLOSENESS = 0.905
+RULE_CLAUSE_SHARE = 0.6  # share of the shorter rule clause's content words the other holds
+
+
+@dataclass
+class Corpus:
+    """What the check reads beyond the pair: each content stem's rarity (idf) and each
+    chunk's values by unit (a document that states both values knows both cases)."""
+
+    idf: dict[str, float]
+    values: dict[str, list[Slot]]  # chunk_id → the slots of its sentences
+    top: float  # the idf of a stem seen once
+
+    @classmethod
+    def build(cls, units: list[Unit]) -> Corpus:
+        df: dict[str, int] = {}
+        for u in units:
+            for s in u.content:
+                df[s] = df.get(s, 0) + 1
+        n = max(len(units), 1)
+        values: dict[str, list[Slot]] = {}
+        for u in units:
+            values.setdefault(u.chunk.chunk_id, []).extend(u.slots)
+        return cls({s: math.log(n / k) for s, k in df.items()}, values, math.log(n))
+
+    def weight(self, stems: Iterable[str]) -> float:
+        return sum(self.idf.get(s, self.top) for s in stems)
+
+
+@dataclass
+class Features:
+    """What the decision reads of a candidate pair."""
+
+    cosine: float
+    chunk_cosine: float  # the cosine of the two chunks (NaN: none stored)
+    share: float  # idf-weighted share of the lighter side's content words the other holds
+    shared: int  # content words shared
+    bound: int  # words bound to both numbers (number) / negated words the other states (rule)
+    cross: int  # words bound to either number that the other sentence holds
+    foreign: int  # words bound to either number that the other's passage lacks
+    groups: bool  # the two name different groups of people
+    ratio: float = 1.0  # the larger value over the smaller (number); the rule clauses' share
+    detail: str = ""
+    x: Slot | None = None
+    y: Slot | None = None
+
+
+def _knows(a: Unit, x: Slot, y: Slot, corpus: Corpus) -> bool:
+    """True when `a`'s chunk states `y`'s value in `y`'s unit too, said of a word bound to
+    `x` (a's number): the document tells both cases apart ("a 4-hour window; customers on
+    the accessibility register get a 2-hour window")."""
+    return any(
+        same_unit(z, y) and same_value(z, y) and z.near & x.near
+        for z in corpus.values[a.chunk.chunk_id]
+    )
+
+
+def _share(a: Unit, b: Unit, corpus: Corpus) -> tuple[float, int]:
+    shared = a.content & b.content
+    lighter = min(corpus.weight(a.content), corpus.weight(b.content))
+    return (corpus.weight(shared) / lighter if lighter else 0.0), len(shared)
+
+
+def number_features(
+    a: Unit, b: Unit, cosine: float, chunk: float, corpus: Corpus
+) -> Features | None:
+    """The features of the best pair of numbers of one unit with different values (neither
+    value stated with that unit on the other side or in its chunk); None when none."""
+    best: tuple[tuple[int, int], Slot, Slot] | None = None
+    for x in a.slots:
+        for y in b.slots:
+            if not x.unit or not same_unit(x, y) or same_value(x, y):
+                continue
+            if any(same_unit(x, z) and same_value(x, z) for z in b.slots) or any(
+                same_unit(y, z) and same_value(y, z) for z in a.slots
+            ):
+                continue  # the other side states this value too (for another case)
+            if _knows(a, x, y, corpus) or _knows(b, y, x, corpus):
+                continue
+            if not (names_row(x, b) and names_row(y, a)):
+                continue
+            rank = (len(x.near & y.near), len((x.near & b.content) | (y.near & a.content)))
+            if best is None or rank > best[0]:
+                best = (rank, x, y)
+    if best is None:
+        return None
+    (bound, cross), x, y = best
+    share, shared = _share(a, b, corpus)
+    foreign = len((x.near - b.context) | (y.near - a.context))
+    low, high = sorted((abs(x.value), abs(y.value)))
+    ratio = high / low if low else math.inf
+    return Features(cosine, chunk, share, shared, bound, cross, foreign, groups_differ(a, b), ratio,
+                    f"{x.shown} against {y.shown}", x, y)  # fmt: skip
+
+
+def rule_features(a: Unit, b: Unit, cosine: float, chunk: float, corpus: Corpus) -> Features | None:
+    """The features of a pair whose main clauses state a rule with opposite modals ("can be
+    renewed" against "cannot be renewed", "has to be at home" against "does not have to be
+    present"); None otherwise. `bound` counts the verb: 1 when the negated modal's verb is
+    the other side's (or a word of it), else 0."""
+    if a.modal[0] * b.modal[0] != -1:
+        return None
+    if any(same_unit(x, y) and same_value(x, y) for x in a.slots for y in b.slots):
+        return None  # "can return within 30 days" and "cannot return after 30 days" agree
+    neg, other = (a, b) if a.modal[0] < 0 else (b, a)
+    verb = neg.modal[1]
+    bound = int(bool(verb) and (verb == other.modal[1] or verb in other.stems))
+    negated = (neg.scope[0] - NOISE) or neg.content
+    share, shared = _share(a, b, corpus)
+    foreign = len(negated - other.context)
+    groups = bool(a.groups and b.groups and a.groups != b.groups)
+    x, y = a.modal[2], b.modal[2]
+    both = len(x & y)
+    clause_share = both / min(len(x), len(y)) if x and y else 0.0
+    return Features(cosine, chunk, share, shared, bound, both, foreign, groups, clause_share,
+                    f"{clause(a)} against {clause(b)}")  # fmt: skip
+
+
+def decide(f: Features, kind: str) -> bool:
+    """Whether the features show a contradiction (thresholds: see the module docstring)."""
+    if f.groups:
+        return False
+    closeness = _closeness(f)
+    if kind == "number":
+        return (
+            f.ratio <= MAX_RATIO
+            and closeness >= NUMBER_CLOSENESS
+            and f.share >= NUMBER_SHARE
+            and f.foreign <= NUMBER_FOREIGN
+            and (f.bound >= 2 or (f.bound >= 1 and f.share >= NEAR_ALL))
+        )
+    return closeness >= RULE_CLOSENESS and f.cross >= 2 and f.ratio >= RULE_CLAUSE_SHARE
+
+
+def assess(
+    a: Unit, b: Unit, cosine: float, chunk: float, corpus: Corpus
+) -> tuple[Literal["number", "rule"], Features] | None:
+    """The kind of conflict two sentences of different documents may hold and its features
+    (a number conflict first, else a rule conflict), or None when they hold neither."""
+    if a.doc == b.doc or other_model(a, b) or math.isnan(cosine):
+        return None
+    f = number_features(a, b, cosine, chunk, corpus)
+    if f is not None:
+        return "number", f
+    f = rule_features(a, b, cosine, chunk, corpus)
+    return None if f is None else ("rule", f)
+
+
+def check_reworded(
+    a: Unit, b: Unit, cosine: float, chunk: float, corpus: Corpus
+) -> tuple[Contradiction, tuple[Slot, Slot] | None] | None:
+    """The reworded contradiction between two sentences of different documents (with its two
+    numbers for a number conflict), or None: `cosine` of their sentence vectors, `chunk` of
+    their chunks' vectors (NaN: none)."""
+    found = assess(a, b, cosine, chunk, corpus)
+    if found is None or not decide(found[1], found[0]):
+        return None
+    kind, f = found
+    slots = (f.x, f.y) if f.x is not None and f.y is not None else None
+    words = (slots[0].near | slots[1].near) & (a.content | b.content) if slots else frozenset()
+    sure = 0.5 * min(f.share, 1.0) + 0.5 * min(1.0, max(0.0, (_closeness(f) - 0.85) / 0.1))
+    contradiction = Contradiction(
+        kind=kind,
+        subject=subject(a, words or a.content & b.content),
+        a=quote(a),
+        b=quote(b),
+        detail=f.detail,
+        score=round(0.2 + 0.5 * sure, 3),  # under the close check's findings
+    )
+    return contradiction, slots
+
+
+def _closeness(f: Features) -> float:
+    """The mean of the sentence and chunk cosines (the sentence's alone without chunks')."""
+    return f.cosine if math.isnan(f.chunk_cosine) else (f.cosine + f.chunk_cosine) / 2

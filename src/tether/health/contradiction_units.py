@@ -1,0 +1,491 @@
+"""The sentences the contradiction finder compares, each read once (`read_units(chunk)`):
+its words and stems, its numbers as slots (a value, a unit and the words bound to it), its
+polarity (a negation in its main clause), the model names it uses and the groups of people
+it speaks of. Used by `tether.health.contradictions` and its two checks
+(`contradiction_checks`: sentences sharing most words; `contradiction_reworded`: the same
+subject in other words).
+
+A slot's unit is canonical so that one value said two ways reads the same: money ("$75",
+"£15", "20p" is £0.20), durations in minutes ("two weeks" and "14 days", "48 hours" and
+"2 days"), working days apart from days, months (a year is 12), data sizes in MB (1 TB is
+1024 GB), percentages, and counts of a noun ("10 failed sign-in attempts": unit
+"#attempt"; "twelve or more characters": "#charact"). Numbers written as words ("twelve",
+"sixty", "twenty-one") are read when a unit or counted noun follows them. A table row's
+numbers are bound to the row's label and the column's heading.
+
+What it cannot do: a unit said with another word ("1,000 Pine Points" against "1,000
+points") or a count whose noun comes before the number ("attempts: 5") reads as no unit;
+number words are read in English only; a group of people is recognised by a short list of
+words (students, staff, members, customers on the accessibility register, ...), so a group
+named otherwise ("people who joined before 2020") is not seen; ranges and dates are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tether.text import fold_fast, sentence_spans, words_of
+from tether.types import Chunk
+from tether.verify.cues import GENERIC, main_clause, polarity
+from tether.verify.negation import CUE_STEMS, negation_scope
+from tether.verify.quantities import UNIT_AFTER, UNITS, qualify, read_quantities
+from tether.verify.stems import WORD_RE, content_stem, stem_set
+
+__all__ = [
+    "NOISE",
+    "PERMISSION_OPPOSITES",
+    "POLAR_WORDS",
+    "Slot",
+    "Unit",
+    "groups_differ",
+    "read_units",
+    "same_unit",
+    "same_value",
+]
+
+_NEARBY = 300  # characters either side of a sentence that count as its passage
+_WINDOW = 5  # a number's bound words: this many content words either side, in its clause
+
+# Permission words whose opposite on the other side, on the same content, is a rule conflict.
+PERMISSION_OPPOSITES = {
+    "allowed": {"forbidden", "prohibited"}, "permitted": {"forbidden", "prohibited"},
+    "forbidden": {"allowed", "permitted"}, "prohibited": {"allowed", "permitted"},
+    "included": {"excluded"}, "excluded": {"included"}, "includes": {"excludes"},
+    "excludes": {"includes"}, "required": {"optional"}, "mandatory": {"optional"},
+    "optional": {"required", "mandatory"}, "accepted": {"refused"}, "refused": {"accepted"},
+}  # fmt: skip
+POLAR_WORDS = frozenset(PERMISSION_OPPOSITES)
+# A unit's canonical base and the factor to it: "two weeks" and "14 days" are one value.
+_BASE = {
+    "week": ("minute", 7 * 1440.0), "day": ("minute", 1440.0), "hour": ("minute", 60.0),
+    "year": ("month", 12.0), "kb": ("mb", 1 / 1024), "gb": ("mb", 1024.0),
+    "tb": ("mb", 1024.0 * 1024), "p": ("$", 0.01),
+}  # fmt: skip
+# Units the verifier's reader does not know (it reads them as no unit): data sizes and pence.
+_MORE_UNITS = {
+    "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb", "kilobytes": "kb", "megabytes": "mb",
+    "gigabytes": "gb", "terabytes": "tb", "p": "p", "pence": "p", "cents": "p", "cent": "p",
+}  # fmt: skip
+_TOLERANT = frozenset({"mb"})  # 1 TB said as 1000 GB or 1024 GB: one value
+_CLAUSE_CUT = re.compile(r"[;:()]|,\s|\s(?:and|or|but|while|whereas|et|ou|mais)\s", re.I)
+# Words that do not name a subject: units, scope words, the generic words of cost, time and
+# permission (`verify.cues.GENERIC`), and the negation cues.
+NOISE = (
+    frozenset(
+        content_stem(w)
+        for w in (
+            "day days week weeks month months year years hour hours minute minutes dollar"
+            " dollars percent cent cents km kg points point times business working calendar"
+            " extra within most least up over under more less only all every any each also"
+            " jours jour semaines mois ans heures fois gb tb mb kb pence"
+        ).split()
+    )
+    | GENERIC
+    | CUE_STEMS
+) - {""}
+_MODEL = re.compile(r"\b([A-Z][A-Za-z]+)[\s-]+((?:[A-Z]{1,4}-?)?\d[\w-]*)")
+_MODEL_BEFORE = re.compile(r"\b[A-Z][\w-]*[a-z][\w-]*\s$")
+_WITHOUT = re.compile(r"\b(?:without|sans)\b")
+_BOUND_NOT = re.compile(r"\b(?:no|not)\s+(?:later|earlier|sooner|more|less|fewer|longer)\s+than\b")
+_SUBORDINATE = re.compile(
+    r"\b(?:when|whenever|where|wherever|who|whom|whose|which|whatever|whichever|whoever"
+    r"|because|since|once|until|unless|while|if|after|before)\b.*$"
+)
+_CONTRACTIONS = {
+    "can't": "cannot", "don't": "do not", "doesn't": "does not", "won't": "will not",
+    "mustn't": "must not", "needn't": "need not", "isn't": "is not", "aren't": "are not",
+}  # fmt: skip
+_CONTRACTION = re.compile("|".join(re.escape(c) for c in _CONTRACTIONS))
+_NEG_MODAL = re.compile(
+    r"\b(?:cannot|can not|may not|must not|need not|(?:do|does|did) not (?:have|need) to"
+    r"|(?:is|are) not (?:allowed|permitted|required)|prohibited|forbidden)\b"
+    r"|^(?:please )?(?:do not|never)\b"
+)
+_POS_MODAL = re.compile(
+    r"\b(?:can|may|must|(?:has|have|need|needs) to|(?:is|are) (?:allowed|permitted|required))\b"
+)
+_ANSWER_NO = re.compile(r"no[.,!]\s")
+_FIRST_PERSON = re.compile(r"(?:I|I'm|I’m|I've|I’ve|My)\b")  # the reader's voice: a FAQ's problem
+_YEAR = re.compile(r"(?:19|20)\d\d")
+_CODE = re.compile(r"\b[a-z]{1,3}\d{1,2}\b")  # A4, A3, B2: a size or grade (folded)
+_WORKING = re.compile(r"\s?-?\s?(?:working|business)\s+days?\b", re.I)
+
+# Numbers written as words (English), read when a unit or a counted noun follows.
+_ONES = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
+    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}  # fmt: skip
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+         "eighty": 80, "ninety": 90}  # fmt: skip
+_WORD_NUMBER = re.compile(
+    rf"\b(?:({'|'.join(_TENS)})(?:[\s-]({'|'.join(list(_ONES)[:9])}))?|({'|'.join(_ONES)}))\b",
+    re.I,
+)
+# After a number: "or more", "or fewer" ... before its unit ("twelve or more characters").
+_BOUND_AFTER = re.compile(r"\s+(?:or|and)\s+(?:more|fewer|less|over|above|under|longer)\b", re.I)
+_COUNTED = re.compile(r"\s?-?([A-Za-z][A-Za-z'-]*)")
+_STOP_COUNT = frozenset(
+    "of in on at to for and or a an the per each by from with as is are be was were it its"
+    " that this these those than then has have had can may must will".split()
+)
+# Groups of people a rule or number can be said of; a sentence naming one that the other
+# does not, or two documents written for different groups, are not one subject.
+_GROUP_WORDS = frozenset(
+    """
+    student students undergraduate undergraduates postgraduate postgraduates staff employee
+    employees faculty alumni visitor visitors guest guests contractor contractors business
+    businesses residential senior seniors child children minor minors junior juniors youth
+    member members accessibility disabled premium apprentice apprentices intern interns
+    volunteer volunteers analyst analysts agent agents associate associates adviser advisers
+    advisor advisors
+    """.split()
+)
+_GROUP_NOT_BEFORE = re.compile(r"\s+(?:days?|hours?|weeks?|account|accounts|card|cards)\b")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A number of a sentence: its unit (canonical), value (in that unit), the text showing
+    it, and the content-word stems bound to it."""
+
+    unit: str
+    value: float
+    shown: str
+    near: frozenset[str]
+    label: frozenset[str] = frozenset()  # a table row's label: the other side must name it
+    codes: frozenset[str] = frozenset()  # sizes or grades in that label ("A4")
+
+
+@dataclass
+class Unit:
+    """A sentence worth comparing: where it is, what it says, read once."""
+
+    chunk: Chunk
+    start: int  # offsets in the chunk's text
+    end: int
+    text: str  # as written (the quote)
+    read: str  # what the checks read (a table row with its header row)
+    stems: frozenset[str]
+    words: str  # folded word string
+    slots: tuple[Slot, ...]
+    polar: bool
+    scope: tuple[frozenset[str], frozenset[str]]
+    names: dict[str, str] = field(default_factory=dict)  # model word → code (text and title)
+    content: frozenset[str] = frozenset()  # stems that name the subject (`NOISE` left out)
+    negative: bool = False  # its main clause (its condition left out) holds a negation
+    context: frozenset[str] = frozenset()  # the stems around it (`_NEARBY`), title, sections
+    section: frozenset[str] = frozenset()  # the content stems of its section heading
+    codes: frozenset[str] = frozenset()  # sizes or grades it names ("A4")
+    groups: frozenset[str] = frozenset()  # the groups of people its first clause names
+    title_groups: frozenset[str] = frozenset()  # ... its title and sections name
+    # a rule's polarity (1 may/must, -1 may not), its verb and its clause's content stems
+    modal: tuple[int, str, frozenset[str]] = (0, "", frozenset())
+
+    @property
+    def doc(self) -> str:
+        return self.chunk.meta.doc_id
+
+
+def groups_differ(a: Unit, b: Unit) -> bool:
+    """True when the sentences name different groups of people ("Undergraduate students"
+    against "Postgraduate research students"; "Pine Club members" against no one), or their
+    documents are written for different groups (a student guide and a staff guide)."""
+    if a.groups != b.groups:
+        return True
+    if not a.groups and a.title_groups and b.title_groups:
+        return not (a.title_groups & b.title_groups)
+    return False
+
+
+def same_unit(x: Slot, y: Slot) -> bool:
+    return x.unit == y.unit
+
+
+def same_value(x: Slot, y: Slot) -> bool:
+    """One value (1 TB and 1000 GB are one data size; else equal to rounding)."""
+    tolerance = 0.03 if x.unit in _TOLERANT else 1e-9
+    return abs(x.value - y.value) <= tolerance * max(abs(x.value), abs(y.value), 1e-12)
+
+
+def read_units(chunk: Chunk) -> list[Unit]:
+    """The sentences of a chunk (questions left out), read once."""
+    text = chunk.text
+    language = chunk.meta.language
+    headers = _table_headers(chunk)
+    title_names = _names(" ".join((chunk.meta.title, *chunk.heading_path)))
+    head = " ".join((chunk.meta.title, *chunk.heading_path, chunk.lead))
+    title_groups = _groups(" ".join((chunk.meta.title, *chunk.heading_path)))
+    out: list[Unit] = []
+    for start, end in sentence_spans(text):
+        sentence = text[start:end]
+        if sentence.rstrip().endswith("?") or _FIRST_PERSON.match(sentence):
+            continue  # a question states nothing, nor a reader's "My phone will not connect"
+        header = headers.get(start)
+        read = f"{header}\n{sentence}" if header else sentence
+        folded = fold_fast(read)
+        tokens = WORD_RE.findall(folded)
+        words = " ".join(tokens)
+        # "without X" names a case and "no later than" a bound, not a rule
+        plain = _BOUND_NOT.sub("within", _WITHOUT.sub("with", fold_fast(sentence)))
+        scope = negation_scope(plain)
+        polar = bool(scope[0]) or not POLAR_WORDS.isdisjoint(tokens)
+        slots = _slots(sentence, header, language)
+        stems = stem_set(read, folded, tokens)
+        out.append(
+            Unit(
+                chunk=chunk,
+                start=start,
+                end=end,
+                text=sentence,
+                read=read,
+                stems=stems,
+                words=words,
+                slots=tuple(slots),
+                polar=polar,
+                scope=scope,
+                names={**title_names, **_names(sentence)},
+                content=stems - NOISE,
+                negative=_negative(plain),
+                modal=_modal(plain),
+                context=stem_set(f"{head} {text[max(0, start - _NEARBY) : end + _NEARBY]}"),
+                section=stem_set(chunk.heading_path[-1]) - NOISE
+                if chunk.heading_path
+                else frozenset(),
+                codes=frozenset(_CODE.findall(folded)),
+                groups=_groups(re.split(r"[;:]\s", sentence)[0]),
+                title_groups=title_groups,
+            )
+        )
+    return out
+
+
+def _negative(plain: str) -> bool:
+    """True when the main clause of a folded sentence holds a negation: its condition ("if
+    ..."), and the clauses a subordinating word opens ("when a user cannot reset ...",
+    "whatever data you don't use"), are left out, each up to its clause's end."""
+    kept = [_SUBORDINATE.sub("", part) for part in re.split(r"[,;:]\s", plain)]
+    return polarity(main_clause(" ".join(WORD_RE.findall(" , ".join(kept))))) > 0
+
+
+def _main_parts(plain: str) -> list[str]:
+    """The clauses of a folded sentence without what a subordinating word opens."""
+    text = _CONTRACTION.sub(lambda m: _CONTRACTIONS[m.group(0)], plain.replace("’", "'"))
+    return [p for part in re.split(r"[,;:]\s", text) if (p := _SUBORDINATE.sub("", part).strip())]
+
+
+def _modal(plain: str) -> tuple[int, str, frozenset[str]]:
+    """(polarity, verb stem) of the rule a folded sentence's main clauses state with a modal:
+    -1 for "cannot", "may not", "must not", "does not have to", "not permitted", "do not"
+    (an instruction), +1 for "can", "may", "must", "has to", "is allowed to"; (0, "") when
+    it states no rule so; with the stems of that clause that name its content. A FAQ's
+    answer that opens with "No." denies what was asked (a question not compared): unless it
+    says itself what may not be done, it states no rule that can be compared ("No. Bicycles
+    must be returned to a store" answers "Can I post a bicycle back?")."""
+    denied = _ANSWER_NO.match(plain) is not None
+    for polarity_, pattern in ((-1, _NEG_MODAL), (1, _POS_MODAL)):
+        for part in _main_parts(plain):
+            m = pattern.search(part)
+            if m is None:
+                continue
+            after = [content_stem(w) for w in WORD_RE.findall(part[m.end() :])[:4]]
+            verb = next((w for w in after if w and w not in ("be", "been")), "")
+            if denied and polarity_ > 0:
+                return 0, "", frozenset()
+            return polarity_, verb, stem_set(part) - NOISE
+    return 0, "", frozenset()
+
+
+def _groups(text: str) -> frozenset[str]:
+    """The groups of people a text names (stems; "member of staff" is staff; the capitalised
+    words before "members" name which members: "Pine Club members")."""
+    out: set[str] = set()
+    for m in re.finditer(r"[A-Za-z]+", text):
+        word = m.group(0).lower()
+        if word not in _GROUP_WORDS or _GROUP_NOT_BEFORE.match(text, m.end()):
+            continue
+        non = text[max(0, m.start() - 4) : m.start()].lower() == "non-"
+        out.add(("non-" if non else "") + content_stem(word))  # non-members are not members
+        if word in ("members", "member") and not non:
+            before = re.findall(r"\b([A-Z][a-z]+)\s+", text[max(0, m.start() - 30) : m.start()])
+            out.update(content_stem(fold_fast(w)) for w in before[-2:])
+    staff = content_stem("staff")
+    if staff in out:
+        out.discard(content_stem("member"))
+    return frozenset(s for s in out if s)
+
+
+def _table_headers(chunk: Chunk) -> dict[int, str]:
+    """{start of a table row's line: its table's header row} for the chunk's table rows (the
+    header is the first row after prose, or the chunk's repeated `lead`)."""
+    out: dict[int, str] = {}
+    header = chunk.lead if " | " in chunk.lead else None
+    pos = 0
+    for line in chunk.text.split("\n"):
+        begin, pos = pos, pos + len(line) + 1
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if " | " not in stripped and not stripped.startswith("|"):
+            header = None
+            continue
+        if re.fullmatch(r"[\s|:-]+", stripped):
+            continue
+        if header is None:
+            header = stripped
+            continue
+        out[begin + len(line) - len(line.lstrip())] = header
+    return out
+
+
+def _names(text: str) -> dict[str, str]:
+    """Model names of a text: {word folded: code} ("Ridgeline 2" → {"ridgeline": "2"})."""
+    out: dict[str, str] = {}
+    for m in _MODEL.finditer(text):
+        code = m.group(2)
+        if _YEAR.fullmatch(code):
+            continue
+        after = UNIT_AFTER.match(fold_fast(text[m.end() : m.end() + 20]))
+        if after and after.group(3) in ("days", "day", "weeks", "months", "years", "hours"):
+            continue  # "Allow 5 days": a quantity
+        out.setdefault(fold_fast(m.group(1)), fold_fast(code))
+    return out
+
+
+def _slots(sentence: str, header: str | None, language: str) -> list[Slot]:
+    if header is not None:
+        return _cell_slots(sentence, header, language)
+    out: list[Slot] = []
+    q = read_quantities(sentence, language)
+    if q.items:
+        units, ranges = qualify(sentence, q)
+        in_range = {k for pair in ranges for k in pair}
+        for k, ((key, display), at, unit) in enumerate(zip(q.items, q.where, units, strict=True)):
+            if k in in_range or not key.startswith("n:") or unit == "version":
+                continue
+            if _YEAR.fullmatch(key[2:]) and not unit:
+                continue  # a year
+            if not unit and _MODEL_BEFORE.search(sentence[max(0, at - 20) : at]):
+                continue  # a model's number ("Ridgeline 2"), not "Allow 2 hours"
+            slot = _slot(sentence, key[2:], display, at, unit)
+            if slot is not None:
+                out.append(slot)
+    if language == "en":
+        out += _word_slots(sentence)
+    return out
+
+
+def _word_slots(sentence: str) -> list[Slot]:
+    """The numbers written as words that a unit or a counted noun follows ("two weeks",
+    "twelve or more characters")."""
+    out: list[Slot] = []
+    for m in _WORD_NUMBER.finditer(sentence):
+        if m.group(1):
+            value = _TENS[m.group(1).lower()] + (_ONES[m.group(2).lower()] if m.group(2) else 0)
+        else:
+            value = _ONES[m.group(3).lower()]
+        after = UNIT_AFTER.match(fold_fast(sentence[m.end() : m.end() + 40]))
+        unit = ""
+        if after and not _BOUND_AFTER.match(sentence, m.end()):
+            unit = UNITS.get(after.group(3).replace(" ", ""), "")
+        slot = _slot(sentence, str(value), sentence[m.start() : m.end()], m.start(), unit)
+        if slot is not None and slot.unit:
+            out.append(slot)
+    return out
+
+
+def _slot(sentence: str, number: str, display: str, at: int, unit: str) -> Slot | None:
+    try:
+        value = float(number)
+    except ValueError:
+        return None
+    end = at + len(display)
+    if not unit:
+        unit = _more_unit(sentence, end)
+    if unit == "day" and _WORKING.match(sentence, end):
+        unit, factor = "wday", 1.0
+    else:
+        unit, factor = _BASE.get(unit, (unit, 1.0))
+    head = _CLAUSE_CUT.split(sentence[:at])[-1]
+    tail = _CLAUSE_CUT.split(sentence[end:])[0]
+    before = [s for w in words_of(head).split() if (s := content_stem(w)) and s not in NOISE]
+    after = [s for w in words_of(tail).split() if (s := content_stem(w)) and s not in NOISE]
+    before, after = before[-_WINDOW:], after[:_WINDOW]
+    return Slot(unit, value * factor, _shown(sentence, at, display), frozenset(before + after))
+
+
+def _more_unit(sentence: str, end: int) -> str:
+    """The unit the verifier's reader does not give: a data size, pence ("20p"), or the
+    noun counted ("10 failed sign-in attempts": "#attempt"); "" when none."""
+    rest = sentence[end:]
+    m = re.match(r"\s?([A-Za-z]+)\b", rest)
+    found = _MORE_UNITS.get(m.group(1).lower(), "") if m else ""
+    if found and (found != "p" or (m and (m.start(1) == 0 or m.group(1).lower() == "pence"))):
+        return found
+    two = re.match(r"\s?([A-Za-z]+)\s+([A-Za-z]+)\b", rest)
+    if two and two.group(1).lower() not in _STOP_COUNT and UNITS.get(two.group(2).lower()):
+        return UNITS[two.group(2).lower()]  # "48 consecutive hours"
+    bound = _BOUND_AFTER.match(rest)
+    pos = bound.end() if bound else 0
+    counted: list[str] = []
+    while len(counted) < 3:
+        w = _COUNTED.match(rest, pos)
+        if w is None or w.group(1).lower() in _STOP_COUNT:
+            break
+        counted.append(w.group(1).lower())
+        pos = w.end()
+    nouns = [w for w in counted if len(w) > 3 and w.endswith("s") and not w.endswith("ss")]
+    head = nouns[0] if nouns else (counted[-1] if counted else "")
+    stem = content_stem(head)
+    if not stem or stem in NOISE:
+        return ""
+    return "#" + stem
+
+
+def _shown(text: str, at: int, display: str) -> str:
+    """The number as written with its currency sign or unit word ("$75", "45 days")."""
+    start = at - 1 if at > 0 and text[at - 1] in "$€£" else at
+    m = re.match(r"[\d.,\s\u00a0\u202f]*\d", text[at:])
+    end = at + (m.end() if m else len(display))
+    after = re.match(r"\s?(?:%|[^\W\d_]+)", text[end:])
+    working = _WORKING.match(text, end)
+    if working:
+        return text[start : working.end()].strip()
+    if after and (
+        after.group(0).strip() == "%"
+        or fold_fast(after.group(0).strip()) in _UNIT_WORDS
+        or (after.group(0) == "p")
+    ):
+        end += after.end()
+    return text[start:end].strip()
+
+
+_UNIT_WORDS = frozenset(
+    "day days week weeks month months year years hour hours minute minutes percent km kg points"
+    " point times jours jour semaines mois ans heures gb tb mb kb pence characters attempts".split()
+)
+
+
+def _cell_slots(row: str, header: str, language: str) -> list[Slot]:
+    """A table row's numbers, each bound to its row label and column heading."""
+    cells = [c.strip() for c in row.strip().strip("|").split("|")]
+    heads = [c.strip() for c in header.strip().strip("|").split("|")]
+    if len(cells) < 2:
+        return []
+    label = stem_set(cells[0])
+    codes = frozenset(_CODE.findall(fold_fast(cells[0])))
+    out: list[Slot] = []
+    for j, cell in enumerate(cells[1:], start=1):
+        q = read_quantities(cell, language)
+        if len(q.items) != 1 or not q.items[0][0].startswith("n:"):
+            continue
+        key, display = q.items[0]
+        units, _ = qualify(cell, q)
+        head = heads[j] if j < len(heads) else ""
+        slot = _slot(cell, key[2:], display, q.where[0], units[0])
+        if slot is None:
+            continue
+        near = (label | stem_set(head) | slot.near) - NOISE
+        out.append(Slot(slot.unit, slot.value, slot.shown, near, label, codes))
+    return out

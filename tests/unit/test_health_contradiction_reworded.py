@@ -1,0 +1,121 @@
+"""The reworded check of the contradiction finder (`tether.health.contradiction_reworded`)
+without a model: sentences of two documents are read as the finder reads them and given a
+cosine by hand (the index's sentence vectors give it in use). A number of one unit with
+another value, or the opposite polarity on one subject, is a contradiction; the same value
+said otherwise, different groups of people, a document that states both values, another
+table row, and a pair whose subjects differ are not."""
+
+from __future__ import annotations
+
+from tether.health.contradiction_reworded import (
+    Corpus,
+    check_reworded,
+    number_features,
+    rule_features,
+)
+from tether.health.contradiction_units import Unit, read_units
+from tether.types import Chunk, Contradiction, DocMeta
+
+FILLER = [
+    "Our stores open at nine in the morning on weekdays.",
+    "Printed receipts are available at the customer desk.",
+    "Parking is free for the first hour at every store.",
+    "Gift cards are sold in amounts from ten dollars.",
+]
+
+
+def _check(a: Unit, b: Unit, cosine: float, corpus: Corpus) -> Contradiction | None:
+    """The check with the chunks as close as the sentences."""
+    found = check_reworded(a, b, cosine, cosine, corpus)
+    return None if found is None else found[0]
+
+
+def _doc(doc_id: str, text: str, title: str = "Policy", heading: str = "Rules") -> list[Unit]:
+    body = f"# {heading}\n\n{text}"
+    meta = DocMeta(doc_id=doc_id, version="1", title=title)
+    chunk = Chunk(chunk_id=f"{doc_id}#1", meta=meta, text=body, heading_path=(heading,),
+                  start=0, end=len(body), ordinal=0)  # fmt: skip
+    return read_units(chunk)
+
+
+def _pair(
+    a: str, b: str, *, a_title: str = "Policy", b_title: str = "Guide", a_more: str = ""
+) -> tuple[Unit, Unit, Corpus]:
+    ua = _doc("a", f"{a} {a_more}".strip(), a_title)
+    ub = _doc("b", b, b_title)
+    filler = [u for n, t in enumerate(FILLER) for u in _doc(f"f{n}", t)]
+    corpus = Corpus.build([*ua, *ub, *filler])
+    return ua[0], ub[0], corpus
+
+
+def test_a_reworded_number_conflict_is_found_with_both_quotes() -> None:
+    a, b, corpus = _pair(
+        "If you cancel before the minimum term is over, an early-termination fee of $150 applies.",
+        "Leaving during the minimum term costs a flat $200 early-termination charge.",
+    )
+    found = _check(a, b, 0.9, corpus)
+    assert found is not None and found.kind == "number"
+    assert found.detail == "$150 against $200"
+    assert found.a.doc_id == "a" and "$150" in found.a.text and "$200" in found.b.text
+
+
+def test_the_same_value_in_other_words_is_not_a_contradiction() -> None:
+    a, b, corpus = _pair(
+        "You can cancel at no cost within 14 days of activation.",
+        "You have two weeks from activation to cancel at no cost.",
+    )
+    assert number_features(a, b, 0.95, 0.95, corpus) is None
+    assert _check(a, b, 0.95, corpus) is None
+
+
+def test_different_groups_of_people_are_not_one_subject() -> None:
+    a, b, corpus = _pair(
+        "Undergraduate students receive £15 of printing credit each term.",
+        "Postgraduate research students receive £40 of printing credit each term.",
+    )
+    f = number_features(a, b, 0.95, 0.95, corpus)
+    assert f is not None and f.groups
+    assert _check(a, b, 0.95, corpus) is None
+    a, b, corpus = _pair(
+        "You get 1 TB of CalderDrive storage for your coursework.",
+        "Every account gets 5 TB of CalderDrive storage for coursework.",
+        a_title="New student IT guide",
+        b_title="New staff IT guide",
+    )
+    assert _check(a, b, 0.95, corpus) is None
+
+
+def test_a_document_that_states_both_values_tells_cases_apart() -> None:
+    a, b, corpus = _pair(
+        "Offer a 4-hour arrival window for every visit.",
+        "Customers get a 2-hour arrival window for visits.",
+        a_more="Customers on the accessibility register get a 2-hour arrival window.",
+    )
+    assert number_features(a, b, 0.95, 0.95, corpus) is None
+
+
+def test_another_table_row_is_not_the_same_slot() -> None:
+    ua = _doc("a", "| Job | Price per side |\n|---|---|\n| A3 colour | 40p |")
+    ub = _doc("b", "A single-sided colour A4 page costs 30p.")
+    corpus = Corpus.build([*ua, *ub])
+    row = next(u for u in ua if u.slots)
+    assert number_features(row, ub[0], 0.95, 0.95, corpus) is None
+
+
+def test_a_rule_said_otherwise_is_a_rule_conflict() -> None:
+    a, b, corpus = _pair(
+        "A loan laptop can be renewed once for a further week.",
+        "Loan laptops cannot be renewed, so bring the laptop back.",
+    )
+    f = rule_features(a, b, 0.95, 0.95, corpus)
+    assert f is not None and f.bound >= 1
+    found = _check(a, b, 0.95, corpus)
+    assert found is not None and found.kind == "rule" and " against " in found.detail
+
+
+def test_a_distant_pair_is_not_a_contradiction() -> None:
+    a, b, corpus = _pair(
+        "Messages larger than 35 MB are rejected by the mail servers.",
+        "Files larger than 100 MB cannot be sent to the print queue.",
+    )
+    assert _check(a, b, 0.84, corpus) is None

@@ -1,0 +1,122 @@
+"""How the contradiction finder reads a sentence (`tether.health.contradiction_units`),
+without a model: numbers with canonical units (two weeks is 14 days, 1 TB is 1024 GB, 20p
+is £0.20), numbers written as words, counted nouns, table cells bound to their row, the
+groups of people a sentence names, and the negation of its main clause only."""
+
+from __future__ import annotations
+
+import pytest
+
+from tether.health.contradiction_units import Unit, read_units, same_unit, same_value
+from tether.types import Chunk, DocMeta
+
+
+def _units(text: str, title: str = "Policy", heading: tuple[str, ...] = ("Rules",)) -> list[Unit]:
+    body = "# Heading\n\n" + text
+    meta = DocMeta(doc_id="d", version="1", title=title)
+    chunk = Chunk(chunk_id="c", meta=meta, text=body, heading_path=heading, start=0,
+                  end=len(body), ordinal=0)  # fmt: skip
+    return read_units(chunk)
+
+
+def _one(text: str) -> Unit:
+    (unit,) = _units(text)
+    return unit
+
+
+def _slot(text: str, n: int = 0) -> tuple[str, float]:
+    s = _one(text).slots[n]
+    return s.unit, s.value
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("A standard laptop loan lasts two weeks.", "Standard loans last 14 days."),
+        ("Outage credits apply after 48 consecutive hours.", "Credits apply after 2 days."),
+        ("As a student, your CalderDrive space is 1024 GB.", "Every student gets 1 TB of storage."),
+        ("As a student, your CalderDrive space is 1000 GB.", "Every student gets 1 TB of storage."),
+        ("Passwords need twelve or more characters.", "Passwords must be at least 12 characters."),
+        ("The fee is twenty-one dollars per month here.", "The fee is $21 per month here."),
+    ],
+)
+def test_one_value_said_two_ways_reads_the_same(a: str, b: str) -> None:
+    x, y = _one(a).slots[0], _one(b).slots[0]
+    assert same_unit(x, y) and same_value(x, y), (x, y)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Passwords must be at least 14 characters long.", "Passwords need twelve characters."),
+        (
+            "Accounts lock after 10 failed sign-in attempts.",
+            "Accounts lock after 5 failed attempts.",
+        ),
+        ("A single-sided colour A4 page costs 30p.", "A colour page costs £0.20 to print."),
+        ("Backups are kept for 90 days in all.", "Snapshots older than sixty days are deleted."),
+    ],
+)
+def test_other_values_of_one_unit_differ(a: str, b: str) -> None:
+    x, y = _one(a).slots[0], _one(b).slots[0]
+    assert same_unit(x, y) and not same_value(x, y), (x, y)
+
+
+def test_units_that_are_not_one_kind_are_not_compared() -> None:
+    days = _one("Book visits within 5 working days of the order.").slots[0]
+    plain = _one("Book visits within 5 days of the order.").slots[0]
+    pin = _one("Your print release PIN is locked after 3 wrong entries.").slots[0]
+    sign_in = _one("An account is locked after 10 failed sign-in attempts.").slots[0]
+    assert days.unit == "wday" and plain.unit != "wday"
+    assert not same_unit(days, plain)
+    assert pin.unit == "#entri" and not same_unit(pin, sign_in)
+
+
+def test_money_and_shown_text() -> None:
+    assert _slot("The early-termination fee is $150 in all cases.") == ("$", 150.0)
+    assert _slot("Undergraduate students receive £15 of printing credit.") == ("$", 15.0)
+    unit = _one("Book installation visits no later than 3 working days after the order.")
+    assert unit.slots[0].shown == "3 working days"
+    assert not unit.negative  # "no later than" is a bound, not a negation
+
+
+def test_a_table_cell_is_bound_to_its_row_and_size() -> None:
+    units = _units("| Job | Price per side |\n|---|---|\n| A4 colour | 20p |\n| A3 colour | 40p |")
+    rows = [u for u in units if u.slots]
+    assert [(u.slots[0].unit, u.slots[0].value) for u in rows] == [("$", 0.2), ("$", 0.4)]
+    assert [sorted(u.slots[0].codes) for u in rows] == [["a4"], ["a3"]]
+
+
+def test_groups_of_people() -> None:
+    assert (
+        _one("Undergraduate students receive £15 each term.").groups
+        != _one("Postgraduate research students receive £40 each term.").groups
+    )
+    assert (
+        _one("As a member of staff you get 5 TB of storage.").groups
+        == _one("Staff get 5 TB of storage.").groups
+    )
+    assert _one("Pine Club members can return items within 90 days.").groups
+    assert not _one("Book visits within 5 business days of the order.").groups
+    (unit,) = _units("You get 1 TB of storage for coursework.", title="New student IT guide")
+    assert unit.title_groups and not unit.groups
+
+
+@pytest.mark.parametrize(
+    ("text", "negative"),
+    [
+        ("Loan laptops cannot be renewed, so bring the laptop back.", True),
+        ("Unused data does not roll over: your allowance resets monthly.", True),
+        ("Use this procedure when a user cannot reset their own password.", False),
+        ("Whatever data you don't use carries over into the next month, on every plan.", False),
+        ("Once the holder has passed verification, you can add an authorised person.", False),
+        ("We cannot add an authorised person over the phone; the holder must write.", True),
+    ],
+)
+def test_negation_of_the_main_clause_only(text: str, negative: bool) -> None:
+    assert _one(text).negative is negative
+
+
+def test_questions_and_a_readers_problem_are_not_statements() -> None:
+    assert _units("My Android phone will not connect to eduroam.") == []
+    assert _units("Can I renew a loan laptop for another two weeks?") == []
