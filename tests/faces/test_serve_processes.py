@@ -335,3 +335,33 @@ def test_workers_on_an_index_file_say_each_counts_its_own(tmp_path: Path) -> Non
         " worker counts its own; a PostgreSQL store shares them)"
     ], stderr
     assert "2 processes" in " ".join(stderr.split())
+
+
+def test_workers_that_cannot_start_stop_the_server_with_one_line(tmp_path: Path) -> None:
+    """Workers that cannot build their app (here: a collection that does not exist, which the
+    CLI would have refused before starting them) each say why in one line, and the supervisor
+    stops instead of starting them again for ever."""
+    from pg_support import pg_url
+
+    missing = f"{pg_url()}{'&' if '?' in pg_url() else '?'}collection=never-{os.getpid()}"
+    script = (
+        "import sys\n"
+        "from tether.errors import TetherError\n"
+        "from tether.server.api import ServeConfig\n"
+        "from tether.server.running import Plan, serve\n"
+        f"plan = Plan(None, {missing!r}, None, False, ServeConfig(warm=False))\n"
+        "try:\n"
+        f"    serve(plan, '127.0.0.1', {_free_port()}, workers=2)\n"
+        "except TetherError as exc:\n"
+        "    sys.exit(f'stopped: {exc}')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
+    env.update(PYTHONPATH=str(SRC), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, timeout=120,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "did not start" in line]
+    assert lines[-1] == "stopped: the workers of tether serve did not start (the reason is above)"
+    assert any(line.startswith("error: a worker of tether serve did not start: no collection")
+               for line in lines), done.stderr  # fmt: skip
+    assert "Traceback" not in done.stderr

@@ -47,7 +47,7 @@ WORKER_ENV = "TETHER_SERVE_WORKER"  # the plan each worker process builds its ap
 WORKER_APP = "tether.server.running:worker_app"
 # seconds a worker may take to answer the supervisor's ping before it is killed and started
 # again (uvicorn's default, 5, is short for a worker loading models on a busy machine)
-WORKER_HEALTHCHECK_S = 30
+WORKER_HEALTHCHECK_S = 10
 
 
 @dataclass(frozen=True)
