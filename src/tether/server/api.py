@@ -176,6 +176,19 @@ class Server:
             return ANONYMOUS
         raise Refused(401, "a key is needed: `Authorization: Bearer KEY`", headers=challenge)
 
+    def authorize(
+        self, authorization: str | None, key: str | None, address: str
+    ) -> tuple[ApiKey, Refused | None]:
+        """`identify` the caller, then `admit` it: its ApiKey and the rate limit's refusal
+        (None: admitted), in one call (one trip off the event loop when they ask the
+        store)."""
+        found = self.identify(authorization, key, address)
+        try:
+            self.admit(found, address)
+        except Refused as refused:
+            return found, refused
+        return found, None
+
     def admit(self, key: ApiKey, address: str) -> None:
         """Take one of the rate limit's tokens for `key` (an anonymous caller's: its
         address's), or 429 with Retry-After."""
@@ -253,14 +266,16 @@ async def caller(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
 ) -> ApiKey:
     """The key of the request (or the anonymous public caller), after the limits on failed
-    authentications (per client address) and on requests (per key): `Server.identify`,
-    `Server.admit` (off the event loop when they ask the store)."""
+    authentications (per client address) and on requests (per key): `Server.authorize`
+    (off the event loop when it asks the store)."""
     s = server_of(request)
     host = client_address(request)
     token = credentials.credentials if credentials is not None else None
-    key = await s.shared.call(s.identify, request.headers.get("authorization"), token, host)
-    request.state.audience = key.audience
-    await s.shared.call(s.admit, key, host)
+    authorization = request.headers.get("authorization")
+    key, refused = await s.shared.call(s.authorize, authorization, token, host)
+    request.state.audience = key.audience  # a 429 for the rate says whose it was
+    if refused is not None:
+        raise refused
     return key
 
 
