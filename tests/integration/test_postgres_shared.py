@@ -13,6 +13,7 @@ import math
 import threading
 import time
 import uuid
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -203,3 +204,26 @@ def test_migration_7_adds_the_shared_tables(collection) -> None:
     finally:
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def test_a_role_that_may_not_write_the_shared_tables_is_refused_naming_the_grant(
+    collection,
+) -> None:
+    """A role that may only read (SELECT on every table) can open the store but not the
+    shared state: the server would fail every request, so it is refused as it opens."""
+    conninfo, _, _ = parse_url(collection)
+    role = f"tether_reader_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    parts = urlsplit(collection)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    reader = urlunsplit(parts._replace(netloc=f"{role}@{host}"))  # trust auth, as in CI
+    try:
+        open_store(reader).close()  # reading is allowed
+        with pytest.raises(TetherError, match=r"may not INSERT tether_rate_buckets.*GRANT SELECT"):
+            open_shared_state(reader)
+    finally:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
