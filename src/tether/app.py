@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         Judge,
         Provider,
         SearchableStore,
+        SharedState,
         Store,
         StoreReader,
     )
@@ -981,6 +982,17 @@ class Workspace:
         if writable not in self._audit_logs:
             self._audit_logs[writable] = open_audit_log(self.location, writable=writable)
         return self._audit_logs[writable]
+
+    # ---- what the servers on this index share ----------------------------------------------
+
+    def open_shared_state(self) -> SharedState | None:
+        """What the `tether serve` processes on this index share (rate-limit buckets, metric
+        totals, key revocations: `tether.protocols.SharedState`), opened anew on its own
+        connection for the caller to close; None when the index keeps none (an index file:
+        its servers keep them per process). A PostgreSQL collection must exist."""
+        from tether.stores import open_shared_state
+
+        return open_shared_state(self.location)
 
     # ---- the health report -----------------------------------------------------------------
 

@@ -171,6 +171,66 @@ class AuditLog(Protocol):
 
 
 @runtime_checkable
+class Limiter(Protocol):
+    """A token bucket per name (a key's name, a client address): `rate` tokens a second up to
+    `burst`; a name never seen has a full bucket. `take` answers 0 and takes a token when
+    there is one, else the seconds until there will be one (taking nothing); `peek` answers
+    as `take` would, taking nothing. `rate` 0: no limit (both answer 0). `remote`: whether
+    an answer waits for another machine (a server calls it off its event loop then).
+    In process: `tether.server.keys.RateLimiter`; shared by every server on a store:
+    `SharedState.limiter`."""
+
+    rate: float
+    burst: int
+    remote: bool
+
+    def take(self, name: str) -> float: ...
+
+    def peek(self, name: str) -> float: ...
+
+
+# A metric's sample as `SharedState` keeps it: (sample name, its labels as sorted JSON)
+SampleKey = tuple[str, str]
+
+
+@runtime_checkable
+class SharedState(Protocol):
+    """What the `tether serve` processes on one store share, kept in the store (a backend
+    offers it or not: `tether.stores.open_shared_state` answers None for the SQLite file,
+    whose servers keep all of this per process).
+
+    - `limiter(space, rate, burst)`: a `Limiter` whose buckets are the store's, one set per
+      `space` ("rate", "auth") and collection; every process taking from it takes from the
+      same bucket.
+    - `revoke(name, sha256)` records a key's digest as revoked (True; False when it already
+      was); `revoked()` is every revoked digest.
+    - `add_counts(worker, deltas)` adds counter increments (by sample) to the collection's
+      totals and notes `worker` alive; `counts()` the totals; `live_workers(within_s)` the
+      workers noted in the last `within_s` seconds; `leave(worker)` forgets a worker that stops.
+
+    Every member may raise a TetherError (an UpstreamError when the store cannot be reached);
+    it must be usable from several threads."""
+
+    location: str
+
+    def limiter(self, space: str, rate: float, burst: int) -> Limiter: ...
+
+    def revoke(self, name: str, sha256: str) -> bool: ...
+
+    def revoked(self) -> frozenset[str]: ...
+
+    def add_counts(self, worker: str, deltas: Mapping[SampleKey, float]) -> None: ...
+
+    def counts(self) -> dict[SampleKey, float]: ...
+
+    def live_workers(self, within_s: float) -> int: ...
+
+    def leave(self, worker: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
 class Searcher(Protocol):
     """What answering and evaluation ask of a retriever (`tether.retrieval.Retriever`):
     ranked passages for a query by method, after the filters, and the query's vector.

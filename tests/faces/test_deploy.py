@@ -151,7 +151,8 @@ def test_the_parser_refuses_a_flag_tether_does_not_have(stand_in: Path) -> None:
     usage_error = typer.BadParameter.__base__  # click's UsageError: every parse error is one
     assert usage_error is not None and usage_error.__name__ == "UsageError"
     assert parse_tether(["serve", "--port", "8081"], stand_in)["port"] == 8081
-    for wrong in (["serve", "--workers", "2"], ["serve", "--port", "http"],
+    assert parse_tether(["serve", "--workers", "2"], stand_in)["workers"] == 2
+    for wrong in (["serve", "--threads", "2"], ["serve", "--workers", "0"], ["serve", "--port", "http"],
                   ["serve", "--store", "mysql://db/x"], ["ingest", "docs", "--ray", "auto"]):  # fmt: skip
         with pytest.raises(usage_error):
             parse_tether(wrong, stand_in)

@@ -55,6 +55,14 @@ def pg_database():
 
 
 SHIPPED = postgres_db.latest_version()  # the schema this tether writes
+SHARED_TABLES = ("tether_rate_buckets", "tether_serve_counts", "tether_serve_workers",
+                 "tether_revoked_keys")  # schema 7: what the servers share  # fmt: skip
+
+
+def _before_7(conn: psycopg.Connection) -> None:
+    """Drop what schema 7 added (a test taking a database back to an older schema)."""
+    for table in SHARED_TABLES:
+        conn.execute(f"DROP TABLE {table}")
 NEXT = SHIPPED + 1
 
 
@@ -254,6 +262,7 @@ def test_migration_4_fills_the_public_statistics_of_an_existing_collection(
         )
         conn.execute("DROP TABLE tether_audit_feedback")  # schema 5 came after
         conn.execute("ALTER TABLE tether_documents DROP COLUMN review_by")  # and 6
+        _before_7(conn)  # and 7
         conn.execute("DELETE FROM tether_schema WHERE version >= 4")
     with pytest.raises(TetherError, match="older tether"):
         open_store(location)  # a reader does not migrate
@@ -281,6 +290,7 @@ def test_migration_5_adds_feedback_beside_an_existing_audit(pg_database: str):
     with psycopg.connect(conninfo) as conn:  # as tether at schema 4 left it
         conn.execute("DROP TABLE tether_audit_feedback")
         conn.execute("ALTER TABLE tether_documents DROP COLUMN review_by")  # schema 6 came after
+        _before_7(conn)  # and 7
         conn.execute("DELETE FROM tether_schema WHERE version >= 5")
     with pytest.raises(TetherError, match="older tether"):
         open_audit_log(location)  # a reader does not migrate
@@ -317,6 +327,7 @@ def test_migration_6_adds_review_dates_that_the_next_ingest_reads(
     conninfo, _, _ = parse_url(location)
     with psycopg.connect(conninfo) as conn:  # as tether at schema 5 left it
         conn.execute("ALTER TABLE tether_documents DROP COLUMN review_by")
+        _before_7(conn)  # schema 7 came after
         conn.execute("DELETE FROM tether_schema WHERE version >= 6")
     with pytest.raises(TetherError, match="older tether"):
         open_store(location)  # a reader does not migrate

@@ -1,7 +1,9 @@
-"""Serving: `tether serve` (the HTTP API and the web page, run by uvicorn) and `tether keys add`
-(a key for the keys file, printed once).
+"""Serving: `tether serve` (the HTTP API and the web page, run by uvicorn in one process or
+`--workers N`), `tether keys add` (a key for the keys file, printed once) and `tether keys
+revoke` (out of the file, and refused by every server on a PostgreSQL store).
 
-What it cannot do: it parses and starts; the app itself is `tether.server.api.create_app`.
+What it cannot do: it parses and starts; the app is `tether.server.running.Plan`'s
+(`tether.server.api.create_app`), what servers share is `tether.server.shared`'s.
 """
 
 from __future__ import annotations
@@ -47,8 +49,16 @@ def serve(
     ] = False,
     rate: Annotated[
         float,
-        typer.Option(help="Requests a second per key (bursts of twice that); 0: no limit.", min=0),
+        typer.Option(
+            help="Requests a second per key (per client address without one); 0: no limit. On a"
+            " PostgreSQL store every server on the collection shares it.",
+            min=0,
+        ),
     ] = 10.0,
+    burst: Annotated[
+        int | None,
+        typer.Option(help="Requests a key may make at once (default: twice --rate).", min=1),
+    ] = None,
     queue: Annotated[
         int, typer.Option(help="Questions that may wait for the model (503 beyond).", min=0)
     ] = 4,
@@ -96,6 +106,15 @@ def serve(
             " loaded; questions asked meanwhile wait), not on the first question.",
         ),
     ] = True,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Processes serving the port, each with its own models. On a PostgreSQL store"
+            " they share rate limits, metrics and key revocations; on an index file each keeps"
+            " its own.",
+            min=1,
+        ),
+    ] = 1,
 ) -> None:
     """Serve the HTTP API (/v1, OpenAPI at /openapi.json) and the web page (/) over one index."""
     from tether.errors import TetherError
@@ -104,15 +123,15 @@ def serve(
         try:
             import uvicorn  # noqa: F401 (is the serve extra installed?)
 
-            from tether.server.api import ServeConfig, create_app
+            from tether.server.api import ServeConfig
         except ImportError as exc:  # `make demo` installs no server: say so in one line
             raise TetherError(
                 f"tether serve needs the serve extra ({exc.name} is missing):"
                 " pip install 'tether[serve]'"
             ) from None
     from tether.cli.app import open_workspace
-    from tether.server.keys import KeyRing, load_keys
-    from tether.server.running import parse_forwarded_allow_ips, run
+    from tether.server.keys import key_ring
+    from tether.server.running import Plan, parse_forwarded_allow_ips, serve
 
     try:
         proxies = parse_forwarded_allow_ips(forwarded_allow_ips)
@@ -125,26 +144,35 @@ def serve(
         url = opened.location if isinstance(opened.location, str) else None  # --store, else TETHER_STORE
         path = opened.index if url is None else None
         where = shown_at if url is not None else path
+        shared = opened.open_shared_state()  # None: an index file, whose servers share nothing
+        if shared is not None:
+            shared.close()
         opened.close()
-        ring = (
-            load_keys(keys, allow_anonymous=True if allow_anonymous else None)
-            if keys is not None
-            else KeyRing(allow_anonymous=True)
-        )
+        ring = key_ring(keys, allow_anonymous=allow_anonymous)
     config = ServeConfig(
-        rate=rate, burst=max(1, int(rate * 2)), model_waiting=queue, deadline_s=deadline,
+        rate=rate, burst=burst or max(1, int(rate * 2)), model_waiting=queue, deadline_s=deadline,
         cors_origins=tuple(cors_origin or ()), docs=docs, body_timeout_s=body_timeout,
         anonymous_audit_per_day=anonymous_audit_per_day, warm=warm,
     )  # fmt: skip
     who = "anonymous callers are public" if ring.allow_anonymous else "a key is needed"
     warming = "; loading the models: GET /readyz says when they are ready" if warm else ""
+    processes = f"; {workers} processes" if workers > 1 else ""
     err.print(
         f"serving {shown(where)} on http://{shown(host)}:{port}/ ({len(ring.keys)} keys; {who}"
-        f"{warming})",
+        f"{processes}{warming})",
         highlight=False,
     )
-    app = create_app(path, ring, config=config, store=url or "")
-    run(app, host, port, forwarded_allow_ips=proxies, header_timeout_s=header_timeout)
+    if workers > 1 and shared is None:
+        err.print(
+            "rate limits, metrics and key revocations are per process on an index file"
+            " (each worker counts its own; a PostgreSQL store shares them)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    plan = Plan(path, url or "", keys, allow_anonymous, config)
+    with user_errors():
+        serve(plan, host, port, workers=workers, forwarded_allow_ips=proxies,
+              header_timeout_s=header_timeout)  # fmt: skip
 
 
 def port_free(host: str, port: int) -> None:
@@ -203,3 +231,42 @@ def add(
         key = add_key(file, name, audience)
     typer.echo(key)
     err.print(f"added {shown(name)} ({shown(audience)}) to {shown(file)}", highlight=False)
+
+
+@keys_app.command("revoke")
+def revoke(
+    name: Annotated[str, typer.Argument(help="The key's name.", callback=key_name)],
+    file: Annotated[
+        Path,
+        typer.Option("--file", help="The keys file that has the key.", exists=True, dir_okay=False),
+    ],
+    store: StoreOpt = None,
+) -> None:
+    """Revoke a key: take it out of the keys file and, on a PostgreSQL store (--store or
+    TETHER_STORE), record its digest there, so every server on the store refuses it (401, as
+    an unknown key) within a couple of seconds. A server over an index file refuses it once
+    restarted without it."""
+    from tether.app import Workspace
+    from tether.server.keys import revoke_key
+
+    with user_errors(), Workspace(store=store) as ws:
+        shared = ws.open_shared_state()  # None: no server store (TETHER_STORE) named
+        try:
+            fresh = revoke_key(file, name, shared)
+            where = shared.location if shared is not None else ""
+        finally:
+            if shared is not None:
+                shared.close()
+    err.print(f"removed {shown(name)} from {shown(file)}", highlight=False)
+    if fresh is None:
+        err.print(
+            "no PostgreSQL store: restart the servers that read this file to refuse the key",
+            highlight=False,
+        )
+        return
+    already = "" if fresh else " (it was already revoked there)"
+    err.print(
+        f"revoked {shown(name)} in {shown(where)}{already}: every server on it refuses the key"
+        " within a couple of seconds",
+        highlight=False,
+    )

@@ -15,8 +15,10 @@ chunk the audience may not see is answered exactly as one that does not exist. E
 carries the security headers of `tether.server.http.SECURITY_HEADERS` (CSP, nosniff, no
 framing, no referrer).
 
-What it cannot do: it holds no state but the index (several processes can serve one store);
-the web page and the API share one origin, CORS is off unless origins are given.
+What it cannot do: it holds no state but the index and what it shares with the other servers
+on it (`tether.server.shared`: on a PostgreSQL collection, rate limits, revocations and
+metrics are the store's, so several processes serve one store as one); the web page and the
+API share one origin, CORS is off unless origins are given.
 """
 
 from __future__ import annotations
@@ -58,8 +60,8 @@ from tether.server.http import (
     problem_responses,
     report_page,
 )
-from tether.server.keys import ANONYMOUS, ApiKey, KeyRing, RateLimiter
-from tether.server.limits import AuditQuota, FailedAuth
+from tether.server.keys import ANONYMOUS, ApiKey, KeyRing, digest
+from tether.server.limits import AuditQuota
 from tether.server.requests import (
     AskRequest,
     Caller,
@@ -70,6 +72,7 @@ from tether.server.requests import (
     SearchRequest,
     View,
 )
+from tether.server.shared import PUBLISH_EVERY_S, Shared
 from tether.server.workers import Lane, Warmup, wait
 from tether.types import Audience, Claim
 from tether.verify.options import CheckOptions
@@ -92,7 +95,10 @@ class ServeConfig:
     (beyond: answered, counted as dropped; `tether.server.limits.AuditQuota`; 0: no cap);
     `cors_origins` allowed (none: CORS off); `docs`: serve Swagger UI at /docs (off by
     default: the page loads Swagger UI from a CDN); `warm`: load the models when the server
-    starts (`GET /readyz` says when they are), not on the first question."""
+    starts (`GET /readyz` says when they are), not on the first question;
+    `metrics_every_s`: how often a server on a PostgreSQL collection adds its counts to the
+    store's totals (`tether.server.shared`). On a PostgreSQL collection the rate limit and the
+    failed authentications are counted in the store, for every server on it."""
 
     readers: int = 4
     model_slots: int = 1
@@ -109,11 +115,12 @@ class ServeConfig:
     cors_origins: tuple[str, ...] = ()
     docs: bool = False
     warm: bool = True
+    metrics_every_s: float = PUBLISH_EVERY_S
 
 
 class Server:
     """What one app holds: the reader, model and checker lanes, the keys, the limits, the
-    metrics."""
+    metrics, and what it shares with the other servers on its store (`shared`)."""
 
     def __init__(self, make: Callable[[], Workspace], keys: KeyRing, config: ServeConfig) -> None:
         self.config = config
@@ -125,15 +132,70 @@ class Server:
             "check", make, config.check_slots, config.check_waiting,
             busy="the checker is busy: too many checks are waiting",
         )  # fmt: skip
-        self.limiter = RateLimiter(config.rate, config.burst)
-        self.failures = FailedAuth(config.failed_auth_per_minute)
         self.audit_quota = AuditQuota(config.anonymous_audit_per_day)
         self.metrics = Metrics()
+        with make() as ws:
+            state = ws.open_shared_state()
+        self.shared = Shared(
+            state, self.metrics, rate=config.rate, burst=config.burst,
+            failed_auth_per_minute=config.failed_auth_per_minute,
+            publish_every_s=config.metrics_every_s,
+        )  # fmt: skip
+        self.limiter = self.shared.limiter
+        self.failures = self.shared.failures
         self.warmup = Warmup()
 
     def start(self) -> None:
-        """Begin warming up (when the config says so) as the server starts."""
+        """Begin warming up (when the config says so) and sharing the metrics as the server
+        starts."""
+        self.shared.start()
         self.warmup.start(self.model, self.config.warm)
+
+    def identify(self, authorization: str | None, key: str | None, address: str) -> ApiKey:
+        """The caller's ApiKey from the request's Authorization header (`key`: its bearer
+        token), after the limit on failed authentications from `address`: 429 while that is
+        used up, 401 for a key that is unknown or revoked (alike), a header that is not
+        `Bearer KEY`, or no key where one is needed."""
+        challenge = {"WWW-Authenticate": "Bearer"}
+        if authorization:
+            blocked = self.failures.blocked(address)
+            if blocked:
+                self.metrics.turned_away.labels("auth").inc()
+                message = "too many failed authentications from this address"
+                raise Refused(429, message, headers={"Retry-After": str(blocked)})
+        if key is not None:
+            found = self.keys.lookup(key)
+            if found is None or self.shared.revoked(digest(key)):
+                self.failures.failed(address)
+                raise Refused(401, "the key is not known", headers=challenge)
+            return found
+        if authorization:
+            self.failures.failed(address)
+            raise Refused(401, "use `Authorization: Bearer KEY`", headers=challenge)
+        if self.keys.allow_anonymous:
+            return ANONYMOUS
+        raise Refused(401, "a key is needed: `Authorization: Bearer KEY`", headers=challenge)
+
+    def authorize(
+        self, authorization: str | None, key: str | None, address: str
+    ) -> tuple[ApiKey, Refused | None]:
+        """`identify` the caller, then `admit` it: its ApiKey and the rate limit's refusal
+        (None: admitted), in one call (one trip off the event loop when they ask the
+        store)."""
+        found = self.identify(authorization, key, address)
+        try:
+            self.admit(found, address)
+        except Refused as refused:
+            return found, refused
+        return found, None
+
+    def admit(self, key: ApiKey, address: str) -> None:
+        """Take one of the rate limit's tokens for `key` (an anonymous caller's: its
+        address's), or 429 with Retry-After."""
+        wait = self.limiter.take(key.name if key is not ANONYMOUS else f"anonymous@{address}")
+        if wait:
+            self.metrics.turned_away.labels("rate").inc()
+            raise Refused(429, "too many requests", headers={"Retry-After": str(math.ceil(wait))})
 
     async def read(self, fn: Callable[[Workspace], T]) -> T:
         """`fn(workspace)` on a reader thread, under the deadline."""
@@ -175,7 +237,7 @@ class Server:
         ws.record_dropped(self.audit_quota.dropped())
 
     def close(self) -> None:
-        """Stop the lanes; write the dropped answers not yet written."""
+        """Stop the lanes; write the dropped answers not yet written and the last counts."""
         self.readers.close()
         self.model.close()
         self.checker.close()
@@ -183,6 +245,7 @@ class Server:
         if left:
             with self.make() as ws:
                 ws.record_dropped(left)
+        self.shared.close()
 
 
 def client_address(request: Request) -> str:
@@ -203,33 +266,16 @@ async def caller(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
 ) -> ApiKey:
     """The key of the request (or the anonymous public caller), after the limits on failed
-    authentications (per client address) and on requests (per key)."""
+    authentications (per client address) and on requests (per key): `Server.authorize`
+    (off the event loop when it asks the store)."""
     s = server_of(request)
-    challenge = {"WWW-Authenticate": "Bearer"}
     host = client_address(request)
-    if request.headers.get("authorization"):
-        blocked = s.failures.blocked(host)
-        if blocked:
-            s.metrics.turned_away.labels("auth").inc()
-            message = "too many failed authentications from this address"
-            raise Refused(429, message, headers={"Retry-After": str(blocked)})
-    if credentials is not None:
-        key = s.keys.lookup(credentials.credentials)
-        if key is None:
-            s.failures.failed(host)
-            raise Refused(401, "the key is not known", headers=challenge)
-    elif request.headers.get("authorization"):
-        s.failures.failed(host)
-        raise Refused(401, "use `Authorization: Bearer KEY`", headers=challenge)
-    elif s.keys.allow_anonymous:
-        key = ANONYMOUS
-    else:
-        raise Refused(401, "a key is needed: `Authorization: Bearer KEY`", headers=challenge)
-    request.state.audience = key.audience
-    wait = s.limiter.take(key.name if key is not ANONYMOUS else f"anonymous@{host}")
-    if wait:
-        s.metrics.turned_away.labels("rate").inc()
-        raise Refused(429, "too many requests", headers={"Retry-After": str(math.ceil(wait))})
+    token = credentials.credentials if credentials is not None else None
+    authorization = request.headers.get("authorization")
+    key, refused = await s.shared.call(s.authorize, authorization, token, host)
+    request.state.audience = key.audience  # a 429 for the rate says whose it was
+    if refused is not None:
+        raise refused
     return key
 
 
@@ -480,12 +526,14 @@ async def health(
 
 
 async def metrics(request: Request, key: Key) -> PlainTextResponse:
-    """Prometheus metrics (staff keys only)."""
-    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    """Prometheus metrics (staff keys only): on a PostgreSQL collection the totals of every
+    server on it, else this process's counts (`tether_metrics_shared` says which)."""
+    from prometheus_client import CONTENT_TYPE_LATEST
 
     if key.audience != "staff":
         raise Refused(403, "metrics are for staff keys")
-    body = generate_latest(server_of(request).metrics.registry)
+    s = server_of(request)
+    body = await s.shared.call(s.shared.render)
     return PlainTextResponse(body, media_type=CONTENT_TYPE_LATEST)
 
 

@@ -18,9 +18,10 @@ request size limit, the response's audience and security headers, and the Promet
 - `docs_page`: FastAPI's Swagger UI page with a Content-Security-Policy of its own (the
   page's CDN and its one inline script, by hash), served only when `--docs` asks for it.
 
-What it cannot do: it never decides an audience (the key does, in `tether.server.api`), and the
-metrics are per process. Responses uvicorn writes itself (a malformed request line) carry
-none of these headers.
+What it cannot do: it never decides an audience (the key does, in `tether.server.api`); the
+metrics count this process's requests (`tether.server.shared` adds them up across
+servers). Responses uvicorn writes itself (a malformed request line) carry none of these
+headers.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -151,7 +152,8 @@ def install_problems(app: FastAPI) -> None:
 class Metrics:
     """What `/metrics` shows: requests and latency per route and status, refusals by who
     refused, flagged claims, provider errors, requests turned away (rate limit, failed
-    authentications, a full model or checker line)."""
+    authentications, a full model or checker line); whether the counts are shared by the
+    servers on the store and how many servers they add up (`tether.server.shared`)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -170,6 +172,16 @@ class Metrics:
         )
         self.turned_away = Counter(
             "tether_turned_away", "Requests refused for load", ["reason"], registry=r
+        )
+        self.shared = Gauge(
+            "tether_metrics_shared",
+            "1: the counts are the totals of every server on the store; 0: this process's own",
+            registry=r,
+        )
+        self.workers = Gauge(
+            "tether_serve_workers",
+            "Servers whose counts are shown (live ones on a shared store; 1: this process)",
+            registry=r,
         )
 
 

@@ -13,9 +13,14 @@ A request shows its key as `Authorization: Bearer KEY`; the key's digest is look
 constant time. The keys are random 256-bit strings (`new_key`), so a plain SHA-256 is as
 strong as a slow KDF would be; a key someone chose by hand would not be.
 
-What it cannot do: it does not watch the file (restart the server after editing it) and keeps
-no record of who used which key; the rate limit is per process (several servers behind a load
-balancer each count their own).
+`remove_key` takes a key out of the file (`tether keys revoke`). A server on a PostgreSQL
+collection also refuses the keys revoked in the store (`tether.server.shared`), within a
+couple of seconds; `RateLimiter` is the in-process bucket of a server over an index file (on a
+PostgreSQL collection the buckets are the store's, shared by every server on it).
+
+What it cannot do: it does not watch the file (a key added or removed takes effect when the
+server restarts; a revocation recorded in a PostgreSQL store takes effect at once) and keeps
+no record of who used which key; `RateLimiter` counts for one process only.
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tether.errors import ConflictError, TetherError
+from tether.errors import ConflictError, NotFoundError, TetherError
+from tether.protocols import SharedState
 from tether.types import Audience
 
 KEY_PREFIX = "tk_"
@@ -136,6 +142,15 @@ def load_keys(path: Path, *, allow_anonymous: bool | None = None) -> KeyRing:
     return KeyRing(keys, anonymous if allow_anonymous is None else allow_anonymous)
 
 
+def key_ring(path: Path | None, *, allow_anonymous: bool = False) -> KeyRing:
+    """The keys `tether serve` accepts: the keys file at `path` (`allow_anonymous` True
+    serves callers without a key whatever the file says), or, without a file, none: every
+    caller is anonymous (public)."""
+    if path is None:
+        return KeyRing(allow_anonymous=True)
+    return load_keys(path, allow_anonymous=True if allow_anonymous else None)
+
+
 def check_key_name(name: str) -> str:
     """`name` when it can name a key, else a TetherError saying what a name is."""
     if not NAME.match(name):
@@ -167,12 +182,69 @@ def add_key(path: Path, name: str, audience: str) -> str:
     return key
 
 
+def remove_key(path: Path, name: str) -> str:
+    """Take the key named `name` out of the keys file at `path`; its digest. The other
+    entries, and in a TOML file the comments and layout around them, are kept; a TOML file
+    whose entries are not `[[keys]]` tables is a TetherError that says to edit it by hand."""
+    check_key_name(name)
+    ring = load_keys(path)
+    found = [d for d, k in ring.keys.items() if k.name == name]
+    if not found:
+        raise NotFoundError(f"{path} has no key named {name!r}")
+    data = _read(path)
+    kept = [e for e in data.get("keys", []) if e.get("name") != name]
+    if path.suffix == ".json":
+        path.write_text(json.dumps({**data, "keys": kept}, indent=2) + "\n", encoding="utf-8")
+        return found[0]
+    text = path.read_text(encoding="utf-8")
+    parts = re.split(r"(?m)^(?=[ \t]*\[\[[ \t]*keys[ \t]*\]\][ \t]*(?:#.*)?$)", text)
+    left = [p for p in parts if not _names(p, name)]
+    new_text = "".join(left)
+    try:
+        loaded = tomllib.loads(new_text)
+        same = {**loaded, "keys": loaded.get("keys", [])} == {**data, "keys": kept}
+    except tomllib.TOMLDecodeError:
+        same = False
+    if len(left) != len(parts) - 1 or not same:
+        raise TetherError(
+            f"cannot take {name!r} out of {path} by itself (its keys are not [[keys]] tables):"
+            " delete its entry by hand"
+        )
+    path.write_text(new_text, encoding="utf-8")
+    return found[0]
+
+
+def revoke_key(path: Path, name: str, shared: SharedState | None = None) -> bool | None:
+    """Revoke the key named `name` of the keys file at `path`: record its digest in `shared`
+    (what the servers on a store share; first, so that the file keeps the key when that
+    fails), then take it out of the file. True when the store had not revoked it yet, False
+    when it had, None without a store (the servers reading the file refuse the key once
+    restarted)."""
+    found = [d for d, k in load_keys(path).keys.items() if k.name == check_key_name(name)]
+    if not found:
+        raise NotFoundError(f"{path} has no key named {name!r}")
+    fresh = shared.revoke(name, found[0]) if shared is not None else None
+    remove_key(path, name)
+    return fresh
+
+
+def _names(part: str, name: str) -> bool:
+    """Whether `part` of a TOML keys file is the `[[keys]]` table of `name`."""
+    try:
+        entries = tomllib.loads(part).get("keys", [])
+    except tomllib.TOMLDecodeError:
+        return False
+    return len(entries) == 1 and isinstance(entries[0], dict) and entries[0].get("name") == name
+
+
 class RateLimiter:
-    """A token bucket per name (a key, or a client address): `rate` requests a second on
-    average, bursts of `burst`. At most `MAX_BUCKETS` names are remembered: past that, the
-    names whose bucket has refilled are forgotten (a full bucket is what a new name gets)."""
+    """A token bucket per name (a key, or a client address) in this process: `rate` requests
+    a second on average, bursts of `burst` (`tether.protocols.Limiter`). At most
+    `MAX_BUCKETS` names are remembered: past that, the names whose bucket has refilled are
+    forgotten (a full bucket is what a new name gets)."""
 
     MAX_BUCKETS = 10_000
+    remote = False
 
     def __init__(self, rate: float, burst: int) -> None:
         self.rate = rate

@@ -14,9 +14,12 @@ beyond), anonymous answers recorded in the audit per client address and day.
 The address is the one uvicorn gives the request: the peer's, or the `X-Forwarded-For` one
 only when the peer is a proxy named by `--forwarded-allow-ips` (`tether.server.running`).
 
-What it cannot do: it counts per process (several servers each count their own); clients
-behind one NAT share one address, so a neighbour's failed keys can hold up a valid one for
-the Retry-After; a caller with many addresses (IPv6) gets many buckets.
+The failed authentications are counted per process over an index file, and in the store for
+every server on a PostgreSQL collection (`tether.server.shared`).
+
+What it cannot do: the audit cap counts per process (several servers each allow `per_day`);
+clients behind one NAT share one address, so a neighbour's failed keys can hold up a valid
+one for the Retry-After; a caller with many addresses (IPv6) gets many buckets.
 """
 
 from __future__ import annotations
@@ -24,17 +27,22 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 
+from tether.protocols import Limiter
 from tether.server.keys import RateLimiter
 
 
 class FailedAuth:
     """Failed authentications per client address (see the module docstring); `per_minute`
-    0: no limit."""
+    0: no limit. `buckets` makes the token buckets from (rate, burst): this process's own
+    by default, the store's for servers that share them (`tether.server.shared`)."""
 
-    def __init__(self, per_minute: float) -> None:
+    def __init__(
+        self, per_minute: float, buckets: Callable[[float, int], Limiter] = RateLimiter
+    ) -> None:
         self.per_minute = per_minute
-        self._buckets = RateLimiter(per_minute / 60, max(1, math.ceil(per_minute)))
+        self._buckets = buckets(per_minute / 60, max(1, math.ceil(per_minute)))
 
     def blocked(self, address: str) -> int:
         """0 when `address` may try a key now, else the whole seconds to wait."""

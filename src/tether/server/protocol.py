@@ -17,7 +17,10 @@ uvicorn the project pins).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+from collections.abc import Callable
+from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -50,6 +53,13 @@ class HeaderDeadline(H11Protocol):
     def with_timeout(cls, seconds: float) -> type[HeaderDeadline]:
         """This protocol with a header deadline of `seconds`."""
         return type("HeaderDeadline", (cls,), {"header_timeout_s": float(seconds)})
+
+    @classmethod
+    def factory(cls, seconds: float) -> Callable[..., HeaderDeadline]:
+        """What uvicorn's `http` setting takes to make this protocol with a header deadline of
+        `seconds`: unlike the class of `with_timeout`, it can be pickled, so it reaches the
+        worker processes of `tether serve --workers N`."""
+        return functools.partial(_with_deadline, cls, float(seconds))
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._header_timer: asyncio.TimerHandle | None = None
@@ -86,3 +96,9 @@ class HeaderDeadline(H11Protocol):
         if self.cycle is None or self.cycle.response_complete:  # no answer under way
             self.transport.write(timeout_response(self.header_timeout_s))
         self.transport.close()
+
+
+def _with_deadline(cls: type[HeaderDeadline], seconds: float, **kwargs: Any) -> HeaderDeadline:
+    protocol = cls(**kwargs)
+    protocol.header_timeout_s = seconds
+    return protocol

@@ -6,6 +6,9 @@ change set, generations) and passes the contract tests in tests/contract/.
 - `dense`: cosine search over the vectors (brute force or a faiss HNSW graph);
 - `sqlite_audit`, `postgres_audit`: the audit of answered questions (`open_audit_log`), a
   table beside the index (`audit_rows`: what the two share);
+- `postgres_shared`: what the `tether serve` processes on one PostgreSQL collection share
+  (rate-limit buckets, metric totals, key revocations: `open_shared_state`); the SQLite file
+  keeps none (its servers keep them per process);
 - `postgres`: a collection in a PostgreSQL database with pgvector, for a location
   `postgresql://user@host/db?collection=NAME` (connection, migrations and errors in
   `postgres_db`, SQL in `postgres_sql`, writing in `postgres_write`); `lexical` holds what
@@ -24,7 +27,7 @@ from pathlib import Path
 
 from tether.config import DEFAULT_LOCK_TIMEOUT as LOCK_TIMEOUT
 from tether.errors import TetherError
-from tether.protocols import AuditLog, Store
+from tether.protocols import AuditLog, SharedState, Store
 
 
 def open_store(
@@ -89,3 +92,19 @@ def open_audit_log(location: Path | str, *, writable: bool = False) -> AuditLog:
     from tether.stores.sqlite_audit import SqliteAuditLog
 
     return SqliteAuditLog(location, writable=writable)
+
+
+def open_shared_state(location: Path | str) -> SharedState | None:
+    """What the servers on the index at `location` share (`tether.protocols.SharedState`,
+    its own connection): for a `postgresql://` collection, which must exist, the store's
+    tables; None for an index file, whose servers keep rate limits, metrics and revocations
+    per process."""
+    if "://" not in str(location):
+        return None
+    from tether.stores.postgres_db import is_postgres
+
+    if not is_postgres(str(location)):
+        raise TetherError(f"{str(location).split('://')[0]}:// stores are not supported")
+    from tether.stores.postgres_shared import PostgresSharedState
+
+    return PostgresSharedState(str(location))
