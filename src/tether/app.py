@@ -734,14 +734,25 @@ class Workspace:
         finally:
             run.close()
         began = time.perf_counter()
+        fusion = gate = False
         if embed and store.has_vectors():
             from tether.retrieval.calibrate import load_calibration
 
-            if report.chunks_written or report.removed or load_calibration(store) is None:
-                self.calibrate_fusion()
+            fusion = bool(report.chunks_written or report.removed)
+            fusion = fusion or load_calibration(store) is None
         changed = report.added or report.updated or report.removed
-        if report.committed and store.has_vectors() and (changed or not self.self_calibration()):
+        if report.committed and store.has_vectors():
+            gate = bool(changed) or not self.self_calibration()
+        steps = int(fusion) + int(gate)
+        step = progress or (lambda phase, done, total: None)
+        if steps:  # a phase of its own: seconds with nothing shown otherwise
+            step("calibrate", 0, steps)
+        if fusion:
+            self.calibrate_fusion()
+            step("calibrate", 1, steps)
+        if gate:
             self.calibrate_self()
+            step("calibrate", steps, steps)
         return replace(report, calibration_seconds=round(time.perf_counter() - began, 3))
 
     def calibrate_fusion(self) -> dict[str, Any]:

@@ -346,3 +346,19 @@ def test_a_killed_ingest_takes_its_workers_with_it(
     assert "Traceback" not in stderr
     if sig == "SIGINT":
         assert proc.returncode == 130 and "interrupted" in stderr
+
+
+def test_with_the_vector_cache_the_pool_embeds_the_batches(tmp_path: Path) -> None:
+    """The cache hands the executor batches of 128: the pool still starts when the whole is
+    past its threshold, and the index equals a serial one."""
+    folder = _folder(tmp_path)
+    serial, _ = _index(folder, tmp_path, "serial", SerialExecutor())
+    pool = ProcessExecutor(hash_embedder, 2, min_texts=150, min_bytes=10**9)
+    try:
+        store = SqliteStore(tmp_path / "cached.sqlite")
+        sync(store, folder, embedder=HashEmbedder(), sentences=True, executor=pool,
+             vector_cache=tmp_path / "cache")  # fmt: skip
+        assert pool._pool is not None  # every batch is under 150, the whole is not
+    finally:
+        pool.close()
+    _same_index(serial, store)

@@ -141,6 +141,23 @@ def test_ingest_progress_is_log_lines_when_not_on_a_terminal(tmp_path: Path) -> 
     assert "Reading files" not in quiet.output
 
 
+def test_calibration_after_an_ingest_is_a_phase_of_its_own(tmp_path: Path) -> None:
+    """The fusion and gate calibrations take seconds after the index is written: off a
+    terminal they log their start and end like the other phases."""
+    from typer.testing import CliRunner
+
+    from tether.cli.main import app
+
+    docs = _folder(tmp_path)
+    index = str(tmp_path / "i.sqlite")
+    result = CliRunner().invoke(app, ["ingest", str(docs), "--index", index])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    start = lines.index("Calibrating: 0 of 2")
+    assert start > max(i for i, line in enumerate(lines) if line.startswith("Writing index"))
+    assert any(line.startswith("Calibrating: 2 of 2 in") for line in lines[start:])
+
+
 def test_a_damaged_row_counts_as_not_cached(tmp_path: Path) -> None:
     import sqlite3
 

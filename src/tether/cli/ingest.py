@@ -37,6 +37,7 @@ PHASE_LABELS = {
     "embed": "Embedding chunks",
     "embed sentences": "Embedding sentences",
     "write": "Writing index",
+    "calibrate": "Calibrating",  # the fusion weight and the gate's floors, on the index itself
 }
 
 

@@ -28,6 +28,10 @@ another name is looked up among the installed packages' entry points of the grou
 `tether.executors`, whose object is a factory `(make_embedder, workers, ray_address) ->
 Executor` (a plugin that cannot be loaded is a one-line `TetherError` naming it).
 
+An executor may also have `expect(texts)`: the sync tells it how many texts it will embed in
+all before handing them over in the vector cache's batches (`ProcessExecutor` starts its pool
+for the whole, not per batch); a plugin without it is called as before.
+
 A worker that fails (an exception in an embedder, a process that dies, a model that cannot be
 built) raises a `TetherError` naming the cause; the sync then writes nothing. A file that
 cannot be parsed is a problem in the report, as in this process (`tether.ingest.tasks`).
@@ -68,7 +72,7 @@ from tether.errors import TetherError
 from tether.ingest.tasks import ParseOutcome, ParseTask, embed_shard, parse_task, shards
 from tether.protocols import Embedder
 
-SHARD_TEXTS = 64  # texts per unit of embedding work sent to a worker
+SHARD_TEXTS = 16  # texts per unit of embedding work sent to a worker (progress comes per unit)
 # Below these the pool's start-up costs more than it saves (bench/ingest_throughput.py).
 POOL_MIN_TEXTS = 200
 POOL_MIN_BYTES = 2_000_000
@@ -243,6 +247,7 @@ class ProcessExecutor:
         self.min_bytes = min_bytes
         self._pool: ProcessPoolExecutor | None = None
         self._serial = SerialExecutor()
+        self._expected = 0  # texts the sync said it will embed in all (`expect`)
 
     def _started(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -264,14 +269,20 @@ class ProcessExecutor:
             raise _failed(exc) from exc
         return _gather(futures)
 
+    def expect(self, texts: int) -> None:
+        """The sync is about to embed `texts` texts in all, in several calls (batches kept in
+        the vector cache as they finish): the pool is started for the batches when the whole
+        is past `min_texts`, as one call of that size would be."""
+        self._expected = texts
+
     def embed(
         self, embedder: Embedder, texts: list[str], progress: EmbedProgress | None = None
     ) -> np.ndarray:
-        small = self._pool is None and len(texts) < self.min_texts
+        small = self._pool is None and max(len(texts), self._expected) < self.min_texts
         if small or self.make_embedder is None:
             return self._serial.embed(embedder, texts, progress)
         pool = self._started()
-        cuts = shards(texts, SHARD_TEXTS)
+        cuts = shards(texts, SHARD_TEXTS, self.workers)
         try:
             futures = [pool.submit(_worker_embed, [texts[i] for i in idx]) for idx in cuts]
         except BrokenProcessPool as exc:

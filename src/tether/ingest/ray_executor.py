@@ -122,7 +122,8 @@ class RayExecutor:
     ) -> np.ndarray:
         if self.make_embedder is None:
             return embed_shard(embedder, texts, progress)[0]
-        cuts = shards(texts, SHARD_TEXTS)
+        self._started()
+        cuts = shards(texts, SHARD_TEXTS, len(self._actors))
         place = Placer(texts, embedder.dim, cuts, progress)
         self._run("embed", [[texts[i] for i in idx] for idx in cuts], place)
         return place.out

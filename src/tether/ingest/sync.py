@@ -597,7 +597,7 @@ def _embedded(
         rows.append(first[key])
     matrix, _ = embed_cached(
         lambda part, report: run.embed(embedder, part, report), distinct, list(first),
-        embedder.dim, progress, cache,
+        embedder.dim, progress, cache, getattr(run, "expect", None),
     )  # fmt: skip
     return matrix if len(distinct) == len(texts) else matrix[rows]
 

@@ -111,11 +111,13 @@ def embed_cached(
     dim: int,
     progress: EmbedProgress,
     cache: VectorCache | None,
+    expect: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, int]:
     """(vectors of `texts`, how many came from the cache): the ones cached under their `keys`
     (the texts' hashes) looked up, the rest embedded by `embed` in batches of `BATCH`, each
     batch kept in the cache as it is done; `progress(done, tokens)` counts the cached ones as
-    done."""
+    done; `expect(n)`, when given, is told how many texts will be embedded in all before the
+    first batch (an executor's pool is worth starting for the whole, not for one batch)."""
     if cache is None:
         return np.asarray(embed(texts, progress), dtype=np.float32), 0
     found = cache.get_many(keys)
@@ -127,6 +129,8 @@ def embed_cached(
         else:
             todo.append(i)
     cached = len(texts) - len(todo)
+    if expect is not None:
+        expect(len(todo))
     done, tokens_done = cached, [0, 0]  # tokens of the batches before, of this one so far
     progress(done, 0)
     for start in range(0, len(todo), BATCH):
