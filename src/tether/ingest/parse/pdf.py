@@ -165,11 +165,11 @@ def _without_running_lines(pages: list[str]) -> list[str]:
     edges: list[dict[str, tuple[int, str]]] = []  # top / bottom: (line index, line)
     for lines in split:
         filled = [i for i, line in enumerate(lines) if line.strip()]
-        ends = {"top": filled[0], "bottom": filled[-1]} if filled else {}
+        at = {"top": filled[0], "bottom": filled[-1]} if filled else {}
         edges.append(
             {
                 where: (i, " ".join(lines[i].split()))
-                for where, i in ends.items()
+                for where, i in at.items()
                 if len(" ".join(lines[i].split())) <= RUNNING_MAX_CHARS
             }
         )
