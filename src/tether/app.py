@@ -1182,3 +1182,11 @@ class Workspace:
             embedder=self.retriever().embedder, profile=self.profile,
             cache=self.verifier().cache,
         )  # fmt: skip
+
+
+def shared_state_of(store: str | None) -> SharedState | None:
+    """What the `tether serve` processes on the server store `store` share (None: the
+    settings' TETHER_STORE), opened on its own connection for the caller to close; None when
+    no server store is named (`Workspace.open_shared_state`). `tether keys revoke` asks it."""
+    with Workspace(store=store) as ws:
+        return ws.open_shared_state()

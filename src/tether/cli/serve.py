@@ -246,11 +246,11 @@ def revoke(
     TETHER_STORE), record its digest there, so every server on the store refuses it (401, as
     an unknown key) within a couple of seconds. A server over an index file refuses it once
     restarted without it."""
-    from tether.app import Workspace
+    from tether.app import shared_state_of
     from tether.server.keys import revoke_key
 
-    with user_errors(), Workspace(store=store) as ws:
-        shared = ws.open_shared_state()  # None: no server store (TETHER_STORE) named
+    with user_errors():
+        shared = shared_state_of(store)  # None: no server store (TETHER_STORE) named
         try:
             fresh = revoke_key(file, name, shared)
             where = shared.location if shared is not None else ""
