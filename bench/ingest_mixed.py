@@ -16,8 +16,9 @@ hour on 2 cores):
    a fresh, empty vector cache, its stderr read line by line (it logs each phase when stderr is not a terminal) and
    every line timestamped on arrival, so each phase's start and end are measured;
 4. killed and rerun: for each fraction f in `--kills`, a fresh index and a fresh vector cache;
-   `tether ingest` is killed (SIGKILL) at f of step 3's seconds, then run again to the end;
-   the work redone is (killed run + rerun − step 3) / step 3.
+   `tether ingest` is killed (SIGKILL) once it has used f of step 3's CPU seconds (a point in
+   the work, whatever else runs on the machine), then run again to the end; the work redone
+   is (killed run + rerun − step 3) / step 3, in CPU seconds and in wall seconds.
 
 Words and chunks per format are read from the index step 3 wrote. The load average is recorded
 around each run. Writes bench/results/ingest_mixed.md and .json.
@@ -200,9 +201,11 @@ class Timed:
             raise SystemExit(f"tether ingest exited {rc}:\n{tail}")
         return seconds
 
-    def kill_at(self, seconds: float) -> float:
-        """SIGKILL the run's process group at `seconds` after its start (or when it ends)."""
-        while time.perf_counter() - self.began < seconds and self.proc.poll() is None:
+    def kill_at(self, cpu_seconds: float) -> float:
+        """SIGKILL the run's process group once its processes have used `cpu_seconds` of CPU
+        (a point in the work, whatever else the machine runs), or when it ends; its wall
+        seconds."""
+        while sum(self._cpu.values()) < cpu_seconds and self.proc.poll() is None:
             time.sleep(0.2)
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -301,7 +304,7 @@ def main() -> None:
             index = tmp / f"kill-{f}.sqlite"
             before = load()
             t = Timed(["ingest", *common, "--index", str(index)], env_for(cache))
-            killed = t.kill_at(f * whole["seconds"])
+            killed = t.kill_at(f * whole["cpu_s"])
             killed_cpu = t.cpu
             rerun = ingest(f"rerun-{f}", [], cache=cache, index=str(index))
             redone = (killed + rerun["seconds"] - whole["seconds"]) / whole["seconds"]
@@ -358,8 +361,10 @@ def write_md(r: dict[str, Any]) -> None:
         "seconds of `tether ingest` and its pool's workers, sampled every 0.25 s: what other "
         "jobs on the machine move least):",
         "",
-        "| killed at | killed after s (CPU s) | rerun s (CPU s) | redone, wall | redone, CPU |",
-        "|---|---|---|---|",
+        "| killed at (share of the whole ingest's CPU s) | killed after s (CPU s) | rerun s "
+        "(CPU s) | redone, wall | redone, CPU |",
+        "|---|---|---|---|---|",
+
         *[f"| {k['at']:.0%} | {k['killed_after_s']} ({k['killed_cpu_s']}) | {k['rerun_s']} "
           f"({k['rerun_cpu_s']}) | {k['redone']:.1%} | {k['redone_cpu']:.1%} |"
           for k in r["kills"]],
