@@ -733,16 +733,15 @@ class Workspace:
             )  # fmt: skip
         finally:
             run.close()
-        began = time.perf_counter()
-        fusion = gate = False
-        if embed and store.has_vectors():
-            from tether.retrieval.calibrate import load_calibration
+        from tether.retrieval.calibrate import load_calibration
 
-            fusion = bool(report.chunks_written or report.removed)
-            fusion = fusion or load_calibration(store) is None
-        changed = report.added or report.updated or report.removed
-        if report.committed and store.has_vectors():
-            gate = bool(changed) or not self.self_calibration()
+        began = time.perf_counter()
+        vectors = store.has_vectors()
+        changed = bool(report.added or report.updated or report.removed)
+        fusion = (embed and vectors) and bool(
+            report.chunks_written or report.removed or load_calibration(store) is None
+        )
+        gate = (report.committed and vectors) and (changed or not self.self_calibration())
         steps = int(fusion) + int(gate)
         step = progress or (lambda phase, done, total: None)
         if steps:  # a phase of its own: seconds with nothing shown otherwise

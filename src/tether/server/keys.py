@@ -186,16 +186,12 @@ def remove_key(path: Path, name: str) -> str:
     """Take the key named `name` out of the keys file at `path`; its digest. The other
     entries, and in a TOML file the comments and layout around them, are kept; a TOML file
     whose entries are not `[[keys]]` tables is a TetherError that says to edit it by hand."""
-    check_key_name(name)
-    ring = load_keys(path)
-    found = [d for d, k in ring.keys.items() if k.name == name]
-    if not found:
-        raise NotFoundError(f"{path} has no key named {name!r}")
+    found = _digest_of(path, name)
     data = _read(path)
     kept = [e for e in data.get("keys", []) if e.get("name") != name]
     if path.suffix == ".json":
         path.write_text(json.dumps({**data, "keys": kept}, indent=2) + "\n", encoding="utf-8")
-        return found[0]
+        return found
     text = path.read_text(encoding="utf-8")
     parts = re.split(r"(?m)^(?=[ \t]*\[\[[ \t]*keys[ \t]*\]\][ \t]*(?:#.*)?$)", text)
     left = [p for p in parts if not _names(p, name)]
@@ -211,7 +207,7 @@ def remove_key(path: Path, name: str) -> str:
             " delete its entry by hand"
         )
     path.write_text(new_text, encoding="utf-8")
-    return found[0]
+    return found
 
 
 def revoke_key(path: Path, name: str, shared: SharedState | None = None) -> bool | None:
@@ -220,12 +216,19 @@ def revoke_key(path: Path, name: str, shared: SharedState | None = None) -> bool
     fails), then take it out of the file. True when the store had not revoked it yet, False
     when it had, None without a store (the servers reading the file refuse the key once
     restarted)."""
-    found = [d for d, k in load_keys(path).keys.items() if k.name == check_key_name(name)]
-    if not found:
-        raise NotFoundError(f"{path} has no key named {name!r}")
-    fresh = shared.revoke(name, found[0]) if shared is not None else None
+    fresh = shared.revoke(name, _digest_of(path, name)) if shared is not None else None
     remove_key(path, name)
     return fresh
+
+
+def _digest_of(path: Path, name: str) -> str:
+    """The digest of the key named `name` in the keys file at `path` (a NotFoundError when
+    it has none)."""
+    check_key_name(name)
+    found = [d for d, k in load_keys(path).keys.items() if k.name == name]
+    if not found:
+        raise NotFoundError(f"{path} has no key named {name!r}")
+    return found[0]
 
 
 def _names(part: str, name: str) -> bool:

@@ -45,20 +45,15 @@ def timeout_response(seconds: float) -> bytes:
 
 class HeaderDeadline(H11Protocol):
     """uvicorn's h11 protocol; a request's headers must be complete within `header_timeout_s`
-    (see the module docstring). `with_timeout` makes the class for a given deadline."""
+    (see the module docstring). `factory` makes it with a given deadline."""
 
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
 
     @classmethod
-    def with_timeout(cls, seconds: float) -> type[HeaderDeadline]:
-        """This protocol with a header deadline of `seconds`."""
-        return type("HeaderDeadline", (cls,), {"header_timeout_s": float(seconds)})
-
-    @classmethod
     def factory(cls, seconds: float) -> Callable[..., HeaderDeadline]:
         """What uvicorn's `http` setting takes to make this protocol with a header deadline of
-        `seconds`: unlike the class of `with_timeout`, it can be pickled, so it reaches the
-        worker processes of `tether serve --workers N`."""
+        `seconds`: a function that can be pickled (a class made on the fly cannot), so it
+        reaches the worker processes of `tether serve --workers N`."""
         return functools.partial(_with_deadline, cls, float(seconds))
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]

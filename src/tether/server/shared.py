@@ -212,13 +212,12 @@ class Shared:
         self.state = state
         self.metrics = metrics
         self.remote = state is not None
-        make: Callable[[float, int], Limiter] = (
-            RateLimiter if state is None else functools.partial(state.limiter, "auth")
-        )
-        self.limiter: Limiter = (
-            RateLimiter(rate, burst) if state is None else state.limiter("rate", rate, burst)
-        )
-        self.failures = FailedAuth(failed_auth_per_minute, buckets=make)
+        def buckets(space: str) -> Callable[[float, int], Limiter]:
+            """Token buckets from (rate, burst): this process's, or the store's `space`."""
+            return RateLimiter if state is None else functools.partial(state.limiter, space)
+
+        self.limiter: Limiter = buckets("rate")(rate, burst)
+        self.failures = FailedAuth(failed_auth_per_minute, buckets=buckets("auth"))
         self._revoked = Revocations(state) if state is not None else None
         self._metrics = (
             SharedMetrics(metrics, state, worker_name(), publish_every_s)

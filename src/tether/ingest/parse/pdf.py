@@ -15,8 +15,8 @@ number ("2.1 Meals", "Section 3 Scope"), and is either alone between blank lines
 it is both alone and short. Its level is the depth of its number ("2" -> 1, "2.1" -> 2);
 unnumbered headings are level 1. A page number alone on the first or last line of a page is
 dropped, and so are running heads and feet (`_without_running_lines`: a line repeated at the
-same edge of other pages, or carrying the page's number). Lines are joined with a space; a line ending in "-" is joined without one (the hyphen
-is kept). Metadata comes from the info fields (Title, Author, Keywords "key=value" pairs and
+same edge of other pages, or carrying the page's number). Lines are joined with a space; a
+line ending in "-" is joined without one (the hyphen is kept). Metadata comes from the info fields (Title, Author, Keywords "key=value" pairs and
 custom keys such as /DocId).
 
 What it cannot do: no OCR (a scanned PDF without a text layer is refused); tables come out as
@@ -159,34 +159,32 @@ def _without_running_lines(pages: list[str]) -> list[str]:
       index is the commonest such difference, seen on three or more pages ("8 Installation",
       "2.3 Compiling from source on Windows 9").
     A line that names a division alone ("Chapter 2" atop a chapter's first page) goes only
-    when it repeats exactly. A head that names each page's section without a number (Debian's FAQ: "CHAPTER 3. CHOOSING
-    A DEBIAN … 3.1. WHICH …") stays unless it repeats."""
+    when it repeats exactly. A head that names each page's section without a number (Debian's
+    FAQ: "CHAPTER 3. CHOOSING A DEBIAN … 3.1. WHICH …") stays unless it repeats."""
     split = [page.split("\n") for page in pages]
-    edges: list[dict[str, tuple[int, str]]] = []  # top / bottom: (line index, line)
+    # per page, top / bottom: (line index, the line with its spaces squeezed, its edge number)
+    edges: list[dict[str, tuple[int, str, int | None]]] = []
     for lines in split:
         filled = [i for i, line in enumerate(lines) if line.strip()]
-        at = {"top": filled[0], "bottom": filled[-1]} if filled else {}
-        edges.append(
-            {
-                where: (i, " ".join(lines[i].split()))
-                for where, i in at.items()
-                if len(" ".join(lines[i].split())) <= RUNNING_MAX_CHARS
-            }
-        )
+        ends: dict[str, tuple[int, str, int | None]] = {}
+        for where, i in (("top", filled[0]), ("bottom", filled[-1])) if filled else ():
+            line = " ".join(lines[i].split())
+            if len(line) <= RUNNING_MAX_CHARS:
+                ends[where] = (i, line, _edge_number(line))
+        edges.append(ends)
     seen: Counter[tuple[str, str]] = Counter()
     shapes: Counter[tuple[str, str]] = Counter()
     offsets: Counter[int] = Counter()
     for n, ends in enumerate(edges):
-        for where, (_, line) in ends.items():
+        for where, (_, line, _number) in ends.items():
             seen[(where, line)] += 1
             shapes[(where, _shape(line))] += 1
-        numbers = {_edge_number(line) for _, line in ends.values()} - {None}
-        offsets.update(number - n for number in numbers if number is not None)
+        numbers = {number for _, _, number in ends.values() if number is not None}
+        offsets.update(number - n for number in numbers)
     common = offsets.most_common(1)
     running = common[0][0] if common and common[0][1] >= 3 else None
     for n, (lines, ends) in enumerate(zip(split, edges, strict=True)):
-        for where, (i, line) in ends.items():
-            number = _edge_number(line)
+        for where, (i, line, number) in ends.items():
             if seen[(where, line)] >= 2 or (
                 not _DIVISION.match(line)
                 and (
@@ -283,9 +281,8 @@ def _page_text(page: Any) -> str:
 # PDFium marks a hyphen that breaks a word at a line's end as U+0002 (U+FFFE in its ranges):
 # a hyphen again, so that the lines join as pypdf's did ("co-" + "operation")
 _SOFT_HYPHENS = re.compile("[\x02\ufffe]")
-PARAGRAPH_GAP = (
-    0.4  # a gap wider than the page's line spacing by this share of a line: a blank line
-)
+# a gap wider than the page's line spacing by this share of a line: a blank line
+PARAGRAPH_GAP = 0.4
 
 
 def _pdfium_pages(data: bytes, count: int) -> list[str | None] | None:
