@@ -78,6 +78,7 @@ MANUALS = (
     ("git", True),
     ("gettext", False),
     ("mkdocs", False),
+    ("doxygen", False),
 )
 PARAPHRASE_GOAL = 0.70
 

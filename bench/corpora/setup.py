@@ -1,11 +1,12 @@
 """Install, copy and ingest the real development corpora (PostgreSQL 15, Python 3.11, SQLite, Git,
-flex, gettext and MkDocs manuals).
+flex, gettext, MkDocs and Doxygen manuals).
 
 `python bench/corpora/setup.py [--root DIR] [NAME ...]`:
 1. installs Debian's `postgresql-doc-15` (DocBook HTML), `python3.11-doc` (Sphinx HTML),
    `sqlite3-doc` (hand-written HTML from SQLite's own doc generator), `git-doc` (AsciiDoc
-   HTML), `flex-doc` (makeinfo HTML), `gettext-doc` (texi2html HTML) and `mkdocs-doc` (MkDocs
-   HTML) with apt-get when their HTML folder is missing (needs root; `--no-install` skips it);
+   HTML), `flex-doc` (makeinfo HTML), `gettext-doc` (texi2html HTML), `mkdocs-doc` (MkDocs
+   HTML) and `doxygen-doc` (Doxygen HTML) with apt-get when their HTML folder is missing
+   (needs root; `--no-install` skips it);
 2. copies the fixed list of pages in `bench/corpora/NAME/pages.txt` into `ROOT/NAME/` (default
    root `/work/corpora`, or `TETHER_CORPORA`), keeping their relative paths (so the document IDs
    are `sql-copy`, `library/itertools`, `lang_upsert`, `git-rebase`...), removing any other file there and leaving unchanged
@@ -18,7 +19,7 @@ flex, gettext and MkDocs manuals).
 The manuals are not committed (Debian ships them); the page lists and the questions
 (`bench/corpora/NAME/questions.jsonl`) are. It cannot fetch the manuals without apt access, and
 the page list names files of these exact Debian packages (15.x, 3.11.x, SQLite 3.40.x,
-Git 2.39.x, flex 2.6.4, gettext 0.21, MkDocs 1.4.2): another release may lack a page, which is reported as an error.
+Git 2.39.x, flex 2.6.4, gettext 0.21, MkDocs 1.4.2, Doxygen 1.9.4): another release may lack a page, which is reported as an error.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ CORPORA = {
     "flex": ("flex-doc", Path("/usr/share/doc/flex-doc/html")),
     "gettext": ("gettext-doc", Path("/usr/share/doc/gettext")),
     "mkdocs": ("mkdocs-doc", Path("/usr/share/doc/mkdocs/html")),
+    "doxygen": ("doxygen-doc", Path("/usr/share/doc/doxygen/html")),
 }
 
 
