@@ -5,8 +5,9 @@ the learned rerank order.
 [--json FILE]` evaluates every method (bm25, dense, hybrid, rerank; k = 5) on:
 - the Python 3.11, PostgreSQL 15, SQLite 3.40 and Git 2.39 manual subsets (`bench/corpora`:
   Sphinx, DocBook, SQLite's own generator and AsciiDoc HTML; all tuned on by now);
-- the gettext 0.21 (texi2html) and MkDocs 1.4 manuals: HELD OUT, their questions frozen by
-  `bench/corpora/SHA256SUMS` (a changed file is reported and the manual counted as tuned on);
+- the gettext 0.21 (texi2html), MkDocs 1.4 and Doxygen 1.9.4 (Doxygen's own HTML) manuals:
+  HELD OUT, their questions frozen by `bench/corpora/SHA256SUMS` (a changed file is reported
+  and the manual counted as tuned on);
 - the bundled demo set and Larkfield (../shared/benchmarks/larkfield, audience staff), both
   tuned on, ingested into ROOT once through the Workspace (so with the ingest calibrations);
 each under the settings `before` (the fixed Profile: BM25 0.7, cosine gate 0.4, rerank of the
@@ -280,14 +281,14 @@ def baseline_table(name: str, res: dict[str, Any], base: dict[str, Any] | None) 
 
 def report(results: dict[str, Any], load: float, base: dict[str, Any] | None = None) -> list[str]:
     lines = [
-        "# Retrieval on real manuals (Python, PostgreSQL, SQLite, Git, gettext, MkDocs) and"
+        "# Retrieval on real manuals (Python, PostgreSQL, SQLite, Git, gettext, MkDocs, Doxygen) and"
         " Larkfield",
         "",
         f"Run on {date.today()}, {platform.system().lower()}, {os.cpu_count()} cores shared with"
         f" other engineers' jobs (load average {load:.1f} at the start: timings are pessimistic);"
         " embedder multilingual-e5-small. Written by `bench/bench_real_corpora.py`; corpora by"
         " `bench/corpora/setup.py`. Tuned on: the bundled set, Larkfield, the Python,"
-        " PostgreSQL, SQLite and Git manuals; held out: gettext and MkDocs (questions frozen by"
+        " PostgreSQL, SQLite and Git manuals; held out: gettext, MkDocs and Doxygen (questions frozen by"
         " checksum before any search; what was seen when: see the notes at the end).",
         "",
     ]
