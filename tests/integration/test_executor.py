@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tether.errors import TetherError
+from tether.errors import LimitError, TetherError
 from tether.ingest.executor import ProcessExecutor, SerialExecutor, build_executor
 from tether.ingest.sync import sync
 from tether.stores.sqlite import SqliteStore
@@ -33,6 +33,8 @@ class HashEmbedder:
     def embed_passages(self, texts, progress=None):
         if self.fail == "raise":
             raise RuntimeError("the model ran out of memory")
+        if self.fail == "limit":
+            raise LimitError("the text is over the embedder's limit")
         if self.fail == "die":
             os._exit(3)
         if self.fail == "sleep":
@@ -60,6 +62,10 @@ def hash_embedder(threads: int) -> HashEmbedder:
 
 def raising_embedder(threads: int) -> HashEmbedder:
     return HashEmbedder(threads, fail="raise")
+
+
+def limited_embedder(threads: int) -> HashEmbedder:
+    return HashEmbedder(threads, fail="limit")
 
 
 def dying_embedder(threads: int) -> HashEmbedder:
@@ -129,6 +135,20 @@ def test_a_failing_worker_writes_nothing(tmp_path: Path, factory, says: str) -> 
         pool.close()
     assert "nothing was written" in str(caught.value) and "\n" not in str(caught.value)
     assert store.generation() == before and not store.documents() and not store.has_vectors()
+
+
+def test_a_workers_tether_error_keeps_its_class(tmp_path: Path) -> None:
+    """A LimitError raised in a worker reaches the caller as a LimitError (its exit status and
+    problem type), not as a plain TetherError."""
+    folder = _folder(tmp_path, files=3)
+    store = SqliteStore(tmp_path / "index.sqlite")
+    pool = ProcessExecutor(limited_embedder, 2, min_texts=0, min_bytes=0)
+    try:
+        with pytest.raises(LimitError, match="over the embedder's limit") as caught:
+            sync(store, folder, embedder=HashEmbedder(), executor=pool)
+    finally:
+        pool.close()
+    assert "nothing was written" in str(caught.value) and not store.documents()
 
 
 def test_a_small_ingest_stays_in_this_process(tmp_path: Path) -> None:

@@ -153,8 +153,14 @@ def _worker_embed(texts: list[str]) -> tuple[np.ndarray, int]:
 
 
 def _failed(exc: BaseException) -> TetherError:
+    """A worker's failure as the error the ingest raises: a `TetherError` keeps its class (so
+    its exit status and problem type), with the ingest's words around its message."""
     if isinstance(exc, TetherError):
-        return TetherError(f"an ingest worker failed: {exc}; nothing was written")
+        message = f"an ingest worker failed: {exc}; nothing was written"
+        try:
+            return type(exc)(message)
+        except TypeError:  # a subclass whose constructor takes other arguments
+            return TetherError(message)
     if isinstance(exc, BrokenProcessPool):
         return TetherError(
             "an ingest worker process died (out of memory, killed, or its embedder could not"
