@@ -119,3 +119,43 @@ def test_a_distant_pair_is_not_a_contradiction() -> None:
         "Files larger than 100 MB cannot be sent to the print queue.",
     )
     assert _check(a, b, 0.84, corpus) is None
+
+
+def test_a_sentence_with_two_rules_is_read_clause_by_clause() -> None:
+    # each side says one thing with a modal and the other with a negated one: the clauses
+    # about booking ahead are opposed, though both sentences hold a negative modal
+    a, b, corpus = _pair(
+        "Lockers must be booked in advance; they cannot be used on a drop-in basis.",
+        "Lockers need not be booked in advance; if one is free, a visitor can use it on a"
+        " drop-in basis.",
+    )
+    found = _check(a, b, 0.95, corpus)
+    assert found is not None and found.kind == "rule"
+
+
+def test_two_rules_said_alike_on_both_sides_are_no_conflict() -> None:
+    a, b, corpus = _pair(
+        "Lockers must be booked in advance; they cannot be used on a drop-in basis.",
+        "Lockers must always be booked in advance at the desk; they cannot be used on a"
+        " drop-in basis.",
+    )
+    assert rule_features(a, b, 0.95, 0.95, corpus) is None
+    assert _check(a, b, 0.95, corpus) is None
+
+
+def test_an_instruction_not_to_do_what_the_other_states_plainly_is_a_rule_conflict() -> None:
+    a, b, corpus = _pair(
+        "If you find a lost item and bring it back within a month, we refund the replacement"
+        " cost.",
+        "Do not refund a replacement cost when a lost item is found later; the payment stands.",
+    )
+    found = _check(a, b, 0.95, corpus)
+    assert found is not None and found.kind == "rule"
+
+
+def test_an_instruction_about_another_thing_than_the_plain_statement_is_not() -> None:
+    a, b, corpus = _pair(
+        "We refund the replacement cost of a lost item that is found.",
+        "Do not refund the processing fee for a damaged cover.",
+    )
+    assert _check(a, b, 0.95, corpus) is None

@@ -16,11 +16,17 @@ contradiction when:
   when nearly all words are shared (`NEAR_ALL`), and at most `NUMBER_FOREIGN` of the words
   bound to them are missing from the other's passage;
 - the two do not name different groups of people (`groups_differ`).
-A rule conflict (`rule_features`): the main clauses state a rule with opposite modals (-1
-"cannot", "may not", "does not have to", "not permitted", "do not"; +1 "can", "may",
-"must", "has to"; a FAQ answer opening "No." with only a positive modal states no rule that
-can be compared), the mean cosine is at least `RULE_CLOSENESS`, and the two rule clauses
-share at least two content words and `RULE_CLAUSE_SHARE` of the shorter one's.
+A rule conflict (`rule_features`): a main clause of one states a rule with the opposite
+modal of a main clause of the other (-1 "cannot", "may not", "does not have to", "not
+permitted", "do not"; +1 "can", "may", "must", "has to"; a FAQ answer opening "No." with
+only a positive modal states no rule that can be compared), or forbids what the other's
+clause states plainly ("Do not refund a replacement charge" against "we refund the
+replacement cost": the forbidden verb in a clause without a modal or a negation); each
+sentence is read clause by clause, so one that says two things ("must be booked in
+advance; they cannot be used on a walk-in basis") is compared through the two clauses
+sharing most words. It is a conflict when the mean cosine is at least `RULE_CLOSENESS`
+and the two rule clauses share at least two content words and `RULE_CLAUSE_SHARE` of the
+shorter one's.
 
 The thresholds were chosen on the tuned-on sets (the demo with planted faults, Northwind
 Fibre, Calder University IT: bench/bench_health_report.py), where the features were compared
@@ -163,24 +169,45 @@ def number_features(
 def rule_features(a: Unit, b: Unit, cosine: float, chunk: float, corpus: Corpus) -> Features | None:
     """The features of a pair whose main clauses state a rule with opposite modals ("can be
     renewed" against "cannot be renewed", "has to be at home" against "does not have to be
-    present"); None otherwise. `bound` counts the verb: 1 when the negated modal's verb is
+    present"), or forbid what the other states plainly ("Do not refund a replacement charge"
+    against "we refund the replacement cost"), clause by clause (the pair of clauses sharing
+    most words); None otherwise. `bound` counts the verb: 1 when the negated modal's verb is
     the other side's (or a word of it), else 0."""
-    if a.modal[0] * b.modal[0] != -1:
+    best: tuple[tuple[int, float], Rule, Rule] | None = None
+    for x in a.rules:
+        for y in b.rules:
+            both = len(x[2] & y[2])
+            if not both or not _opposed(x, y):
+                continue  # clauses that share no word speak of different things
+            rank = (both, both / min(len(x[2]), len(y[2])) if x[2] and y[2] else 0.0)
+            if best is None or rank > best[0]:
+                best = (rank, x, y)
+    if best is None:
         return None
-    if any(same_unit(x, y) and same_value(x, y) for x in a.slots for y in b.slots):
+    if any(same_unit(s, t) and same_value(s, t) for s in a.slots for t in b.slots):
         return None  # "can return within 30 days" and "cannot return after 30 days" agree
-    neg, other = (a, b) if a.modal[0] < 0 else (b, a)
-    verb = neg.modal[1]
-    bound = int(bool(verb) and (verb == other.modal[1] or verb in other.stems))
+    (both, clause_share), x, y = best
+    (neg, neg_rule), (other, other_rule) = sorted(((a, x), (b, y)), key=lambda t: t[1][0])
+    verb = neg_rule[1]
+    bound = int(bool(verb) and (verb == other_rule[1] or verb in other.stems))
     negated = (neg.scope[0] - NOISE) or neg.content
     share, shared = _share(a, b, corpus)
     foreign = len(negated - other.context)
     groups = bool(a.groups and b.groups and a.groups != b.groups)
-    x, y = a.modal[2], b.modal[2]
-    both = len(x & y)
-    clause_share = both / min(len(x), len(y)) if x and y else 0.0
     return Features(cosine, chunk, share, shared, bound, both, foreign, groups, clause_share,
                     f"{clause(a)} against {clause(b)}")  # fmt: skip
+
+
+Rule = tuple[int, str, frozenset[str]]
+
+
+def _opposed(x: Rule, y: Rule) -> bool:
+    """Two clauses' rules are opposite: -1 and +1, or -1 against a plain statement that uses
+    the forbidden verb ("Do not refund ..." against "we refund ...")."""
+    if x[0] * y[0] == -1:
+        return True
+    neg, plain = (x, y) if x[0] < 0 else (y, x)
+    return neg[0] < 0 and plain[0] == 0 and bool(neg[1]) and neg[1] in plain[2]
 
 
 def decide(f: Features, kind: str) -> bool:

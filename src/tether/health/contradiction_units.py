@@ -182,6 +182,8 @@ class Unit:
     title_groups: frozenset[str] = frozenset()  # ... its title and sections name
     # a rule's polarity (1 may/must, -1 may not), its verb and its clause's content stems
     modal: tuple[int, str, frozenset[str]] = (0, "", frozenset())
+    # ... each main clause's rule, in order (0: a plain statement): `_rules`
+    rules: tuple[tuple[int, str, frozenset[str]], ...] = ()
 
     @property
     def doc(self) -> str:
@@ -249,6 +251,7 @@ def read_units(chunk: Chunk) -> list[Unit]:
                 content=stems - NOISE,
                 negative=_negative(plain),
                 modal=_modal(plain),
+                rules=_rules(plain),
                 context=stem_set(f"{head} {text[max(0, start - _NEARBY) : end + _NEARBY]}"),
                 section=stem_set(chunk.heading_path[-1]) - NOISE
                 if chunk.heading_path
@@ -276,25 +279,42 @@ def _main_parts(plain: str) -> list[str]:
 
 
 def _modal(plain: str) -> tuple[int, str, frozenset[str]]:
-    """(polarity, verb stem) of the rule a folded sentence's main clauses state with a modal:
-    -1 for "cannot", "may not", "must not", "does not have to", "not permitted", "do not"
-    (an instruction), +1 for "can", "may", "must", "has to", "is allowed to"; (0, "") when
-    it states no rule so; with the stems of that clause that name its content. A FAQ's
-    answer that opens with "No." denies what was asked (a question not compared): unless it
-    says itself what may not be done, it states no rule that can be compared ("No. Bicycles
-    must be returned to a store" answers "Can I post a bicycle back?")."""
+    """(polarity, verb stem) of the rule a folded sentence's main clauses state with a modal,
+    its negative one first: -1 for "cannot", "may not", "must not", "does not have to", "not
+    permitted", "do not" (an instruction), +1 for "can", "may", "must", "has to", "is
+    allowed to"; (0, "") when it states no rule so; with the stems of that clause that name
+    its content (see `_rules`)."""
+    rules = [r for r in _rules(plain) if r[0]]
+    return min(rules, key=lambda r: r[0]) if rules else (0, "", frozenset())
+
+
+def _rules(plain: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
+    """The rule each main clause of a folded sentence states, in order: (polarity, verb
+    stem, the clause's content stems), the polarity as in `_modal`, or 0 for a plain
+    statement without a modal or a negation ("we refund the replacement cost"; its verb
+    "": the other side's forbidden verb is looked for in its stems), so that a sentence
+    that says two things ("must be booked in advance; they cannot be used on a walk-in
+    basis") is read clause by clause. A FAQ's answer that opens with "No." denies what was
+    asked (a question not compared): unless it says itself what may not be done, it states
+    no rule that can be compared ("No. Bicycles must be returned to a store" answers "Can I
+    post a bicycle back?")."""
     denied = _ANSWER_NO.match(plain) is not None
-    for polarity_, pattern in ((-1, _NEG_MODAL), (1, _POS_MODAL)):
-        for part in _main_parts(plain):
+    out: list[tuple[int, str, frozenset[str]]] = []
+    for part in _main_parts(plain):
+        stems = stem_set(part) - NOISE
+        for polarity_, pattern in ((-1, _NEG_MODAL), (1, _POS_MODAL)):
             m = pattern.search(part)
             if m is None:
                 continue
             after = [content_stem(w) for w in WORD_RE.findall(part[m.end() :])[:4]]
             verb = next((w for w in after if w and w not in ("be", "been")), "")
-            if denied and polarity_ > 0:
-                return 0, "", frozenset()
-            return polarity_, verb, stem_set(part) - NOISE
-    return 0, "", frozenset()
+            if not (denied and polarity_ > 0):
+                out.append((polarity_, verb, stems))
+            break
+        else:
+            if stems and polarity(main_clause(" ".join(WORD_RE.findall(part)))) == 0:
+                out.append((0, "", stems))
+    return tuple(out)
 
 
 def _groups(text: str) -> frozenset[str]:
