@@ -159,3 +159,18 @@ def test_an_instruction_about_another_thing_than_the_plain_statement_is_not() ->
         "Do not refund the processing fee for a damaged cover.",
     )
     assert _check(a, b, 0.95, corpus) is None
+
+
+def test_a_price_for_readers_in_a_state_the_other_does_not_name_is_not_a_conflict() -> None:
+    a, b, corpus = _pair(
+        "If you have a concession on your card, a black and white page costs 10p.",
+        "A black and white page costs 15p.",
+    )
+    assert _check(a, b, 0.95, corpus) is None
+    # what the reader does is a case of one rule: the two prices still conflict
+    a, b, corpus = _pair(
+        "If you print at the desk, a black and white page costs 10p.",
+        "A black and white page costs 15p.",
+    )
+    found = _check(a, b, 0.95, corpus)
+    assert found is not None and found.detail == "10p against 15p"

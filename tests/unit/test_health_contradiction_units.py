@@ -9,6 +9,7 @@ import pytest
 
 from tether.health.contradiction_units import Unit, read_units, same_unit, same_value
 from tether.types import Chunk, DocMeta
+from tether.verify.stems import content_stem
 
 
 def _units(text: str, title: str = "Policy", heading: tuple[str, ...] = ("Rules",)) -> list[Unit]:
@@ -100,6 +101,20 @@ def test_groups_of_people() -> None:
     assert not _one("Book visits within 5 business days of the order.").groups
     (unit,) = _units("You get 1 TB of storage for coursework.", title="New student IT guide")
     assert unit.title_groups and not unit.groups
+
+
+def test_holders_adults_and_the_readers_state_name_groups() -> None:
+    holders = _one("Access card holders get loans of 6 weeks on books.").groups
+    assert {content_stem("access"), content_stem("holders")} <= holders
+    assert holders != _one("The standard loan period for books is 21 days.").groups
+    assert _one("The adult late fee rose to 30p a day.").groups
+    assert not _one("An adult card lets you borrow up to 25 items.").groups  # a kind of card
+    concession = _one("If you have a concession on your card, a page costs 10p.").groups
+    assert content_stem("concession") in concession
+    assert concession != _one("A page costs 15p.").groups
+    # what the reader does, or has done, is a case of the rule, not a group of people
+    assert not _one("If you cancel your contract early, a fee of $150 applies.").groups
+    assert not _one("If you have lost your card, a new one costs £2.").groups
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,11 @@ numbers are bound to the row's label and the column's heading.
 What it cannot do: a unit said with another word ("1,000 Pine Points" against "1,000
 points") or a count whose noun comes before the number ("attempts: 5") reads as no unit;
 number words are read in English only; a group of people is recognised by a short list of
-words (students, staff, members, customers on the accessibility register, ...), so a group
-named otherwise ("people who joined before 2020") is not seen; ranges and dates are left out.
+words (students, staff, members, adults, teens, card holders, customers on the
+accessibility register, ...) and by a condition on the reader's state ("If you have a
+concession on your card", "if you are over 65"), so a group named otherwise ("people who
+joined before 2020") is not seen, and a condition in other words ("for those on means-tested
+benefits") neither; ranges and dates are left out.
 """
 
 from __future__ import annotations
@@ -139,8 +142,17 @@ _GROUP_WORDS = frozenset(
     businesses residential senior seniors child children minor minors junior juniors youth
     member members accessibility disabled premium apprentice apprentices intern interns
     volunteer volunteers analyst analysts agent agents associate associates adviser advisers
-    advisor advisors
+    advisor advisors adult adults teen teens teenager teenagers holder holders
     """.split()
+)
+# A condition on the reader's own state names a group too: "If you have a concession on your
+# card, ...", "if you are over 65" (not what the reader does: "if you cancel ...", "if you
+# have lost your card").
+_READER_STATE = re.compile(
+    r"\b(?:if|unless)\s+you(?:\s+are|\s+have|\s+hold|'re|’re|'ve got|’ve got)\s+"
+    r"(?!(?:\w+ed|been|lost|paid|made|found|sent|left|given|taken|done|seen|forgotten|got)\b)"
+    r"([^,;:.]+)",
+    re.I,
 )
 _GROUP_NOT_BEFORE = re.compile(r"\s+(?:days?|hours?|weeks?|account|accounts|card|cards)\b")
 
@@ -319,7 +331,9 @@ def _rules(plain: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
 
 def _groups(text: str) -> frozenset[str]:
     """The groups of people a text names (stems; "member of staff" is staff; the capitalised
-    words before "members" name which members: "Pine Club members")."""
+    words before "members" or "holders" name which: "Pine Club members", "Access card
+    holders"), and the content stems of a condition on the reader's state ("if you have a
+    concession": `_READER_STATE`)."""
     out: set[str] = set()
     for m in re.finditer(r"[A-Za-z]+", text):
         word = m.group(0).lower()
@@ -327,12 +341,14 @@ def _groups(text: str) -> frozenset[str]:
             continue
         non = text[max(0, m.start() - 4) : m.start()].lower() == "non-"
         out.add(("non-" if non else "") + content_stem(word))  # non-members are not members
-        if word in ("members", "member") and not non:
+        if word in ("members", "member", "holders", "holder") and not non:
             before = re.findall(r"\b([A-Z][a-z]+)\s+", text[max(0, m.start() - 30) : m.start()])
             out.update(content_stem(fold_fast(w)) for w in before[-2:])
     staff = content_stem("staff")
     if staff in out:
         out.discard(content_stem("member"))
+    for m in _READER_STATE.finditer(text):
+        out.update(stem_set(m.group(1)) - NOISE)
     return frozenset(s for s in out if s)
 
 
