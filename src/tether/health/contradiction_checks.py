@@ -176,6 +176,9 @@ def _rule_conflict(a: Unit, b: Unit) -> str | None:
         flipped = (
             bool(negated)
             and len(negated - other.stems) == 0
+            # ... and the rest of its clause too, but for a word: "no late fees on items
+            # borrowed with an Access card" does not deny "the LMS works out late fees"
+            and len(neg.denied - other.stems) <= FOREIGN_MAX
             and (
                 negation_mismatch(a.stems, a.scope, b.stems, b.scope, a.words)
                 or negation_mismatch(b.stems, b.scope, a.stems, a.scope, b.words)

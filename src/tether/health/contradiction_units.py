@@ -112,6 +112,7 @@ _ANSWER_NO = re.compile(r"no[.,!]\s")
 _FIRST_PERSON = re.compile(r"(?:I|I'm|I’m|I've|I’ve|My)\b")  # the reader's voice: a FAQ's problem
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _CODE = re.compile(r"\b[a-z]{1,3}\d{1,2}\b")  # A4, A3, B2: a size or grade (folded)
+_LETTER_PREFIX = re.compile(r"\b([A-Za-z])-(?=[A-Za-z]{2})")
 _WORKING = re.compile(r"\s?-?\s?(?:working|business)\s+days?\b", re.I)
 
 # Numbers written as words (English), read when a unit or a counted noun follows.
@@ -154,7 +155,7 @@ _READER_STATE = re.compile(
     r"([^,;:.]+)",
     re.I,
 )
-_GROUP_NOT_BEFORE = re.compile(r"\s+(?:days?|hours?|weeks?|account|accounts|card|cards)\b")
+_GROUP_NOT_BEFORE = re.compile(r"\s+(?:days?|hours?|weeks?|account|accounts)\b")
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,8 @@ class Unit:
     modal: tuple[int, str, frozenset[str]] = (0, "", frozenset())
     # ... each main clause's rule, in order (0: a plain statement): `_rules`
     rules: tuple[tuple[int, str, frozenset[str]], ...] = ()
+    # the content stems of the clause holding its negation (`_negated_clause`)
+    denied: frozenset[str] = frozenset()
 
     @property
     def doc(self) -> str:
@@ -238,11 +241,11 @@ def read_units(chunk: Chunk) -> list[Unit]:
             continue  # a question states nothing, nor a reader's "My phone will not connect"
         header = headers.get(start)
         read = f"{header}\n{sentence}" if header else sentence
-        folded = fold_fast(read)
+        folded = fold_fast(_joined(read))
         tokens = WORD_RE.findall(folded)
         words = " ".join(tokens)
         # "without X" names a case and "no later than" a bound, not a rule
-        plain = _BOUND_NOT.sub("within", _WITHOUT.sub("with", fold_fast(sentence)))
+        plain = _BOUND_NOT.sub("within", _WITHOUT.sub("with", fold_fast(_joined(sentence))))
         scope = negation_scope(plain)
         polar = bool(scope[0]) or not POLAR_WORDS.isdisjoint(tokens)
         slots = _slots(sentence, header, language)
@@ -264,8 +267,11 @@ def read_units(chunk: Chunk) -> list[Unit]:
                 negative=_negative(plain),
                 modal=_modal(plain),
                 rules=_rules(plain),
-                context=stem_set(f"{head} {text[max(0, start - _NEARBY) : end + _NEARBY]}"),
-                section=stem_set(chunk.heading_path[-1]) - NOISE
+                denied=_negated_clause(plain) if scope[0] else frozenset(),
+                context=stem_set(
+                    _joined(f"{head} {text[max(0, start - _NEARBY) : end + _NEARBY]}")
+                ),
+                section=stem_set(_joined(chunk.heading_path[-1])) - NOISE
                 if chunk.heading_path
                 else frozenset(),
                 codes=frozenset(_CODE.findall(folded)),
@@ -274,6 +280,23 @@ def read_units(chunk: Chunk) -> list[Unit]:
             )
         )
     return out
+
+
+def _negated_clause(plain: str) -> frozenset[str]:
+    """The content stems (`NOISE` left out) of the first clause of a folded sentence that
+    holds a negation, cut at ";", ":", ", ", "and", "or", "but": what the negation is said
+    of ("no late fees on items borrowed with an Access card", where the negation's own
+    few words are "late fees on items")."""
+    for part in _CLAUSE_CUT.split(plain):
+        if negation_scope(part)[0]:
+            return stem_set(part) - NOISE
+    return frozenset()
+
+
+def _joined(text: str) -> str:
+    """The text with a one-letter prefix joined to its word ("e-books" is "ebooks", "x-ray"
+    "xray"): an e-book is not a book."""
+    return _LETTER_PREFIX.sub(r"\1", text)
 
 
 def _negative(plain: str) -> bool:
@@ -445,8 +468,8 @@ def _slot(sentence: str, number: str, display: str, at: int, unit: str) -> Slot 
         unit, factor = _BASE.get(unit, (unit, 1.0))
     head = _CLAUSE_CUT.split(sentence[:at])[-1]
     tail = _CLAUSE_CUT.split(sentence[end:])[0]
-    before = [s for w in words_of(head).split() if (s := content_stem(w)) and s not in NOISE]
-    after = [s for w in words_of(tail).split() if (s := content_stem(w)) and s not in NOISE]
+    before = [s for w in words_of(_joined(head)).split() if (s := content_stem(w)) and s not in NOISE]
+    after = [s for w in words_of(_joined(tail)).split() if (s := content_stem(w)) and s not in NOISE]
     before, after = before[-_WINDOW:], after[:_WINDOW]
     return Slot(unit, value * factor, _shown(sentence, at, display), frozenset(before + after))
 
