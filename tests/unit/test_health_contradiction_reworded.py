@@ -174,3 +174,36 @@ def test_a_price_for_readers_in_a_state_the_other_does_not_name_is_not_a_conflic
     )
     found = _check(a, b, 0.95, corpus)
     assert found is not None and found.detail == "10p against 15p"
+
+
+def test_a_kind_that_one_document_is_about_and_the_other_never_names_is_another_thing() -> None:
+    # "Computer bookings" in a computer policy against "Bookings" in a room booking policy
+    a, b, corpus = _pair(
+        "Computer bookings that are not claimed within 10 minutes of the start are released.",
+        "Bookings that are not claimed within 15 minutes of the start are released.",
+        a_title="Using the public computers",
+        b_title="Booking study rooms",
+    )
+    f = number_features(a, b, 0.95, 0.95, corpus)
+    assert f is not None and f.kind == "comput"
+    assert _check(a, b, 0.95, corpus) is None
+
+
+def test_a_qualifier_the_document_is_not_about_still_conflicts() -> None:
+    # "single-sided" is no subject of the printing guide; "new" names no kind of its own
+    a, b, corpus = _pair(
+        "A single-sided colour page costs 30p.",
+        "A colour page costs 20p.",
+        a_title="How to print",
+        b_title="Printing policy",
+    )
+    found = _check(a, b, 0.95, corpus)
+    assert found is not None and found.detail == "30p against 20p"
+    a, b, corpus = _pair(
+        "Your new password needs twelve or more characters.",
+        "Passwords must be at least 14 characters long.",
+        a_title="IT guide for new students",
+        b_title="Password policy",
+    )
+    found = _check(a, b, 0.95, corpus)
+    assert found is not None and found.kind == "number"

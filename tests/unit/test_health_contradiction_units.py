@@ -148,3 +148,15 @@ def test_a_one_letter_prefix_makes_another_word() -> None:
     assert content_stem("ebooks") in ebooks.content and content_stem("books") not in ebooks.content
     assert content_stem("ebooks") in ebooks.slots[0].near
     assert content_stem("ebooks") not in _one("Books are lent for 3 weeks.").content
+
+
+def test_the_words_that_qualify_a_noun() -> None:
+    from tether.health.contradiction_units import modifiers
+
+    assert content_stem("ebooks") in modifiers(_one("You can place up to 5 holds on e-books."))[
+        content_stem("holds")
+    ]
+    assert content_stem("computer") in modifiers(_one("Computer bookings are released."))[
+        content_stem("bookings")
+    ]
+    assert content_stem("bookings") not in modifiers(_one("Bookings are released."))

@@ -53,9 +53,11 @@ from typing import Literal
 from tether.health.contradiction_checks import clause, names_row, other_model, quote, subject
 from tether.health.contradiction_units import (
     NOISE,
+    PLAIN,
     Slot,
     Unit,
     groups_differ,
+    modifiers,
     same_unit,
     same_value,
 )
@@ -116,6 +118,7 @@ class Features:
     detail: str = ""
     x: Slot | None = None
     y: Slot | None = None
+    kind: str = ""  # a kind of the shared subject one side names and the other never does
 
 
 def _knows(a: Unit, x: Slot, y: Slot, corpus: Corpus) -> bool:
@@ -162,8 +165,25 @@ def number_features(
     foreign = len((x.near - b.context) | (y.near - a.context))
     low, high = sorted((abs(x.value), abs(y.value)))
     ratio = high / low if low else math.inf
+    kind = _narrower(a, b, x.near & y.near) or _narrower(b, a, x.near & y.near)
     return Features(cosine, chunk, share, shared, bound, cross, foreign, groups_differ(a, b), ratio,
-                    f"{x.shown} against {y.shown}", x, y)  # fmt: skip
+                    f"{x.shown} against {y.shown}", x, y, kind)  # fmt: skip
+
+
+def _narrower(a: Unit, b: Unit, shared: frozenset[str]) -> str:
+    """The word with which `a` names a kind of a thing both numbers are said of, when that
+    kind is what `a`'s document or section is about (a word of its title or headings:
+    "Computer bookings" in a computer policy, "holds on e-books" under "Holds on e-books")
+    and `b`'s passage (its sentence, the text around it, its title and sections) never
+    uses it: `b` speaks of that thing in general or of another kind of it ("Bookings ...
+    15 minutes" in a room booking policy); "" when there is none. Words that name no kind
+    of their own (`PLAIN`: "new", "standard", ...) do not count."""
+    for head, words in modifiers(a).items():
+        if head in shared:
+            for w in sorted(words & a.topic):
+                if w not in b.context and w not in PLAIN:
+                    return w
+    return ""
 
 
 def rule_features(a: Unit, b: Unit, cosine: float, chunk: float, corpus: Corpus) -> Features | None:
@@ -212,7 +232,7 @@ def _opposed(x: Rule, y: Rule) -> bool:
 
 def decide(f: Features, kind: str) -> bool:
     """Whether the features show a contradiction (thresholds: see the module docstring)."""
-    if f.groups:
+    if f.groups or f.kind:
         return False
     closeness = _closeness(f)
     if kind == "number":

@@ -38,10 +38,12 @@ from tether.verify.stems import WORD_RE, content_stem, stem_set
 __all__ = [
     "NOISE",
     "PERMISSION_OPPOSITES",
+    "PLAIN",
     "POLAR_WORDS",
     "Slot",
     "Unit",
     "groups_differ",
+    "modifiers",
     "read_units",
     "same_unit",
     "same_value",
@@ -108,6 +110,7 @@ _NEG_MODAL = re.compile(
 _POS_MODAL = re.compile(
     r"\b(?:can|may|must|(?:has|have|need|needs) to|(?:is|are) (?:allowed|permitted|required))\b"
 )
+_NEGATION_WORD = re.compile(r"\b(?:no|not|never|none|nothing|nobody|neither|nor|cannot)\b")
 _ANSWER_NO = re.compile(r"no[.,!]\s")
 _FIRST_PERSON = re.compile(r"(?:I|I'm|I’m|I've|I’ve|My)\b")  # the reader's voice: a FAQ's problem
 _YEAR = re.compile(r"(?:19|20)\d\d")
@@ -158,6 +161,21 @@ _READER_STATE = re.compile(
 _GROUP_NOT_BEFORE = re.compile(r"\s+(?:days?|hours?|weeks?|account|accounts)\b")
 
 
+# Words before a noun that name no kind of it of their own ("your new password", "the
+# standard loan"): `modifiers` reads them, the reworded check does not count them.
+PLAIN = frozenset(
+    content_stem(w)
+    for w in (
+        "new current existing same other own standard normal usual regular general default"
+        " total whole full maximum minimum"
+    ).split()
+)
+_POSTMODIFIER = frozenset({"on", "for", "with"})
+_DETERMINERS = frozenset(
+    "the a an your our their his her its this that these those any all some each every".split()
+)
+
+
 @dataclass(frozen=True)
 class Slot:
     """A number of a sentence: its unit (canonical), value (in that unit), the text showing
@@ -199,10 +217,36 @@ class Unit:
     rules: tuple[tuple[int, str, frozenset[str]], ...] = ()
     # the content stems of the clause holding its negation (`_negated_clause`)
     denied: frozenset[str] = frozenset()
+    topic: frozenset[str] = frozenset()  # the content stems of its title and sections
 
     @property
     def doc(self) -> str:
         return self.chunk.meta.doc_id
+
+
+def modifiers(u: Unit) -> dict[str, frozenset[str]]:
+    """{content stem: the content stems that qualify it in the sentence}: the word just
+    before it ("computer bookings") and the one after "on", "for" or "with" and a
+    determiner ("holds on e-books"); words of `NOISE` neither qualify nor are qualified.
+    A table row has none (its cells are read with their row label: `Slot.label`)."""
+    if u.read != u.text:
+        return {}
+    tokens = u.words.split()
+    stems = [content_stem(t) for t in tokens]
+    out: dict[str, set[str]] = {}
+    for k, head in enumerate(stems):
+        if not head or head in NOISE:
+            continue
+        if k > 0 and stems[k - 1] and stems[k - 1] not in NOISE:
+            out.setdefault(head, set()).add(stems[k - 1])
+        m = k + 1
+        if m < len(tokens) and tokens[m] in _POSTMODIFIER:
+            m += 1
+            while m < len(tokens) and tokens[m] in _DETERMINERS:
+                m += 1
+            if m < len(tokens) and stems[m] and stems[m] not in NOISE:
+                out.setdefault(head, set()).add(stems[m])
+    return {h: frozenset(w) for h, w in out.items()}
 
 
 def groups_differ(a: Unit, b: Unit) -> bool:
@@ -234,6 +278,7 @@ def read_units(chunk: Chunk) -> list[Unit]:
     title_names = _names(" ".join((chunk.meta.title, *chunk.heading_path)))
     head = " ".join((chunk.meta.title, *chunk.heading_path, chunk.lead))
     title_groups = _groups(" ".join((chunk.meta.title, *chunk.heading_path)))
+    topic = stem_set(_joined(" ".join((chunk.meta.title, *chunk.heading_path)))) - NOISE
     out: list[Unit] = []
     for start, end in sentence_spans(text):
         sentence = text[start:end]
@@ -249,6 +294,7 @@ def read_units(chunk: Chunk) -> list[Unit]:
         scope = negation_scope(plain)
         polar = bool(scope[0]) or not POLAR_WORDS.isdisjoint(tokens)
         slots = _slots(sentence, header, language)
+        rules = _rules(plain)
         stems = stem_set(read, folded, tokens)
         out.append(
             Unit(
@@ -265,8 +311,8 @@ def read_units(chunk: Chunk) -> list[Unit]:
                 names={**title_names, **_names(sentence)},
                 content=stems - NOISE,
                 negative=_negative(plain),
-                modal=_modal(plain),
-                rules=_rules(plain),
+                modal=_modal(rules),
+                rules=rules,
                 denied=_negated_clause(plain) if scope[0] else frozenset(),
                 context=stem_set(
                     _joined(f"{head} {text[max(0, start - _NEARBY) : end + _NEARBY]}")
@@ -277,6 +323,7 @@ def read_units(chunk: Chunk) -> list[Unit]:
                 codes=frozenset(_CODE.findall(folded)),
                 groups=_groups(re.split(r"[;:]\s", sentence)[0]),
                 title_groups=title_groups,
+                topic=topic,
             )
         )
     return out
@@ -313,14 +360,16 @@ def _main_parts(plain: str) -> list[str]:
     return [p for part in re.split(r"[,;:]\s", text) if (p := _SUBORDINATE.sub("", part).strip())]
 
 
-def _modal(plain: str) -> tuple[int, str, frozenset[str]]:
-    """(polarity, verb stem) of the rule a folded sentence's main clauses state with a modal,
-    its negative one first: -1 for "cannot", "may not", "must not", "does not have to", "not
-    permitted", "do not" (an instruction), +1 for "can", "may", "must", "has to", "is
-    allowed to"; (0, "") when it states no rule so; with the stems of that clause that name
-    its content (see `_rules`)."""
-    rules = [r for r in _rules(plain) if r[0]]
-    return min(rules, key=lambda r: r[0]) if rules else (0, "", frozenset())
+def _modal(
+    rules: tuple[tuple[int, str, frozenset[str]], ...],
+) -> tuple[int, str, frozenset[str]]:
+    """(polarity, verb stem) of the rule a sentence's main clauses state with a modal, its
+    negative one first, of its clauses' `rules`: -1 for "cannot", "may not", "must not",
+    "does not have to", "not permitted", "do not" (an instruction), +1 for "can", "may",
+    "must", "has to", "is allowed to"; (0, "") when it states no rule so; with the stems of
+    that clause that name its content."""
+    modal = [r for r in rules if r[0]]
+    return min(modal, key=lambda r: r[0]) if modal else (0, "", frozenset())
 
 
 def _rules(plain: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
@@ -347,7 +396,7 @@ def _rules(plain: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
                 out.append((polarity_, verb, stems))
             break
         else:
-            if stems and polarity(main_clause(" ".join(WORD_RE.findall(part)))) == 0:
+            if stems and not _NEGATION_WORD.search(part):
                 out.append((0, "", stems))
     return tuple(out)
 
@@ -468,8 +517,12 @@ def _slot(sentence: str, number: str, display: str, at: int, unit: str) -> Slot 
         unit, factor = _BASE.get(unit, (unit, 1.0))
     head = _CLAUSE_CUT.split(sentence[:at])[-1]
     tail = _CLAUSE_CUT.split(sentence[end:])[0]
-    before = [s for w in words_of(_joined(head)).split() if (s := content_stem(w)) and s not in NOISE]
-    after = [s for w in words_of(_joined(tail)).split() if (s := content_stem(w)) and s not in NOISE]
+    before = [
+        s for w in words_of(_joined(head)).split() if (s := content_stem(w)) and s not in NOISE
+    ]
+    after = [
+        s for w in words_of(_joined(tail)).split() if (s := content_stem(w)) and s not in NOISE
+    ]
     before, after = before[-_WINDOW:], after[:_WINDOW]
     return Slot(unit, value * factor, _shown(sentence, at, display), frozenset(before + after))
 
