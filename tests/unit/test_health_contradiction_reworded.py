@@ -145,8 +145,7 @@ def test_two_rules_said_alike_on_both_sides_are_no_conflict() -> None:
 
 def test_an_instruction_not_to_do_what_the_other_states_plainly_is_a_rule_conflict() -> None:
     a, b, corpus = _pair(
-        "If you find a lost item and bring it back within a month, we refund the replacement"
-        " cost.",
+        "If you find a lost item and bring it back within a month, we refund the replacement cost.",
         "Do not refund a replacement cost when a lost item is found later; the payment stands.",
     )
     found = _check(a, b, 0.95, corpus)
@@ -207,3 +206,13 @@ def test_a_qualifier_the_document_is_not_about_still_conflicts() -> None:
     )
     found = _check(a, b, 0.95, corpus)
     assert found is not None and found.kind == "number"
+
+
+def test_two_instructions_for_two_options_are_no_rule_conflict() -> None:
+    # a manual's options: each tells the reader to do its own thing
+    a, b, corpus = _pair(
+        "Do not show any source or destination prefix in the output.",
+        "Show the given source prefix in the output instead of the default one.",
+    )
+    assert rule_features(a, b, 0.95, 0.95, corpus) is None
+    assert _check(a, b, 0.95, corpus) is None

@@ -153,10 +153,12 @@ def test_a_one_letter_prefix_makes_another_word() -> None:
 def test_the_words_that_qualify_a_noun() -> None:
     from tether.health.contradiction_units import modifiers
 
-    assert content_stem("ebooks") in modifiers(_one("You can place up to 5 holds on e-books."))[
-        content_stem("holds")
-    ]
-    assert content_stem("computer") in modifiers(_one("Computer bookings are released."))[
-        content_stem("bookings")
-    ]
+    assert (
+        content_stem("ebooks")
+        in modifiers(_one("You can place up to 5 holds on e-books."))[content_stem("holds")]
+    )
+    assert (
+        content_stem("computer")
+        in modifiers(_one("Computer bookings are released."))[content_stem("bookings")]
+    )
     assert content_stem("bookings") not in modifiers(_one("Bookings are released."))

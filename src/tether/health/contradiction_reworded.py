@@ -222,12 +222,14 @@ Rule = tuple[int, str, frozenset[str]]
 
 
 def _opposed(x: Rule, y: Rule) -> bool:
-    """Two clauses' rules are opposite: -1 and +1, or -1 against a plain statement that uses
-    the forbidden verb ("Do not refund ..." against "we refund ...")."""
+    """Two clauses' rules are opposite: -1 and +1, or -1 against a plain statement whose
+    verb, after its subject, is the forbidden one ("Do not refund ..." against "we refund
+    ..."; not against another instruction, "Do not show the prefix" against "Show the
+    prefix": two options, each told to do its own)."""
     if x[0] * y[0] == -1:
         return True
     neg, plain = (x, y) if x[0] < 0 else (y, x)
-    return neg[0] < 0 and plain[0] == 0 and bool(neg[1]) and neg[1] in plain[2]
+    return neg[0] < 0 and plain[0] == 0 and bool(neg[1]) and neg[1] in plain[1].split()
 
 
 def decide(f: Features, kind: str) -> bool:

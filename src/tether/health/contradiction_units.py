@@ -25,6 +25,7 @@ benefits") neither; ranges and dates are left out.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -110,6 +111,7 @@ _NEG_MODAL = re.compile(
 _POS_MODAL = re.compile(
     r"\b(?:can|may|must|(?:has|have|need|needs) to|(?:is|are) (?:allowed|permitted|required))\b"
 )
+_SUBJECT_PRONOUNS = frozenset("we you they he she it i who nous vous ils elles il elle on".split())
 _NEGATION_WORD = re.compile(r"\b(?:no|not|never|none|nothing|nobody|neither|nor|cannot)\b")
 _ANSWER_NO = re.compile(r"no[.,!]\s")
 _FIRST_PERSON = re.compile(r"(?:I|I'm|I’m|I've|I’ve|My)\b")  # the reader's voice: a FAQ's problem
@@ -360,6 +362,22 @@ def _main_parts(plain: str) -> list[str]:
     return [p for part in re.split(r"[,;:]\s", text) if (p := _SUBORDINATE.sub("", part).strip())]
 
 
+def _stated_verbs(part: str) -> str:
+    """The stems (space-separated) of the words of a plain clause that follow a subject, so
+    may be its verb: after a pronoun ("we refund") or a content word that is no adverb ("the
+    library refunds"); none at the clause's start (an instruction: "Show the prefix",
+    "Update the submodules"), after "please", an -ly adverb ("Initially ignore ...") or
+    another function word ("... and fetching missing commits")."""
+    out = []
+    for before, word in itertools.pairwise(WORD_RE.findall(part)):
+        subject = before in _SUBJECT_PRONOUNS or (
+            bool(content_stem(before)) and not before.endswith("ly") and before != "please"
+        )
+        if subject and (stem := content_stem(word)):
+            out.append(stem)
+    return " ".join(out)
+
+
 def _modal(
     rules: tuple[tuple[int, str, frozenset[str]], ...],
 ) -> tuple[int, str, frozenset[str]]:
@@ -375,8 +393,8 @@ def _modal(
 def _rules(plain: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
     """The rule each main clause of a folded sentence states, in order: (polarity, verb
     stem, the clause's content stems), the polarity as in `_modal`, or 0 for a plain
-    statement without a modal or a negation ("we refund the replacement cost"; its verb
-    "": the other side's forbidden verb is looked for in its stems), so that a sentence
+    statement without a modal or a negation ("we refund the replacement cost"; its "verb"
+    the words that may be its verb, `_stated_verbs`), so that a sentence
     that says two things ("must be booked in advance; they cannot be used on a walk-in
     basis") is read clause by clause. A FAQ's answer that opens with "No." denies what was
     asked (a question not compared): unless it says itself what may not be done, it states
@@ -397,7 +415,7 @@ def _rules(plain: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
             break
         else:
             if stems and not _NEGATION_WORD.search(part):
-                out.append((0, "", stems))
+                out.append((0, _stated_verbs(part), stems))
     return tuple(out)
 
 
