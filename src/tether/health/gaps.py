@@ -82,6 +82,7 @@ def asked(entries: Sequence[AuditEntry], wrong: Sequence[AuditEntry]) -> list[As
 
 def _groups(texts: Sequence[str], vectors: np.ndarray | None) -> list[list[int]]:
     """Indices of `texts` grouped by subject (see the module docstring)."""
+    groups: list[list[int]] = []
     if vectors is not None:
         unit = _unit(vectors)
         cut = SAME_SUBJECT
@@ -98,7 +99,6 @@ def _groups(texts: Sequence[str], vectors: np.ndarray | None) -> list[list[int]]
             else:
                 groups.append([i])
         return groups
-    groups: list[list[int]] = []
     words = [set(content_words(t)) for t in texts]
     for i in range(len(texts)):
         at = next(
