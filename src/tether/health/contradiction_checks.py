@@ -10,7 +10,11 @@ number of the same unit or a negation; `verify.align`'s details reject what is n
 contradiction: a `condition` or exception one side states and the other does not ("unless
 it is faulty", "if", "except"), a `period` named otherwise ("per month" against "per
 year"), and model names that differ ("Ridgeline 2" against "Ridgeline 3", also in the
-titles). Also here: how a finding quotes its sentences (`quote`, `subject`, `clause`).
+titles). A negation must deny what the other side states: the words it governs, and the
+rest of its clause but for a word (`FOREIGN_MAX`), are the other sentence's ("There are no
+late fees on items borrowed with an Access card" denies nothing of "The LMS works out late
+fees automatically": its clause names a narrower case). Also here: how a finding quotes its
+sentences (`quote`, `subject`, `clause`).
 
 What it cannot do: a contradiction worded with few common words is left to
 `contradiction_reworded`; a condition on either side stops a finding even when the

@@ -11,13 +11,18 @@ A slot's unit is canonical so that one value said two ways reads the same: money
 1024 GB), percentages, and counts of a noun ("10 failed sign-in attempts": unit
 "#attempt"; "twelve or more characters": "#charact"). Numbers written as words ("twelve",
 "sixty", "twenty-one") are read when a unit or counted noun follows them. A table row's
-numbers are bound to the row's label and the column's heading.
+numbers are bound to the row's label and the column's heading. A one-letter prefix is joined
+to its word ("e-books" is "ebooks": an e-book is not a book). Also read: each main clause's
+rule (`Unit.rules`: a modal's polarity and verb, or a plain statement's possible verbs),
+the words of the clause a negation is said of (`Unit.denied`), the words that qualify each
+noun (`modifiers`: "computer bookings", "holds on e-books") and the title's and headings'
+words (`Unit.topic`).
 
 What it cannot do: a unit said with another word ("1,000 Pine Points" against "1,000
 points") or a count whose noun comes before the number ("attempts: 5") reads as no unit;
 number words are read in English only; a group of people is recognised by a short list of
 words (students, staff, members, adults, teens, card holders, customers on the
-accessibility register, ...) and by a condition on the reader's state ("If you have a
+accessibility register, ...; a visitor card is the visitors') and by a condition on the reader's state ("If you have a
 concession on your card", "if you are over 65"), so a group named otherwise ("people who
 joined before 2020") is not seen, and a condition in other words ("for those on means-tested
 benefits") neither; ranges and dates are left out.
