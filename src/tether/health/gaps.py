@@ -114,32 +114,23 @@ def _groups(texts: Sequence[str], vectors: np.ndarray | None) -> list[list[int]]
 
 
 def _agglomerated(cosines: np.ndarray, cut: float) -> list[list[int]]:
-    """Average-linkage groups of a square cosine matrix: the two groups whose members are
-    closest on average are joined first, while that mean reaches `cut`; each group in the
-    order of its first member, its members in order."""
+    """Average-linkage groups of a square cosine matrix (SciPy's UPGMA on 1 - cosine): the two
+    groups whose members are closest on average are joined first, while that mean reaches
+    `cut`; each group in the order of its first member, its members in order."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
     n = len(cosines)
-    sums = cosines.astype(np.float64)  # group x group: the sum of their members' cosines
-    mean = sums.copy()  # ... over the number of pairs (-inf: the diagonal, a group joined)
-    np.fill_diagonal(mean, -np.inf)
-    sizes = np.ones(n)
-    alive = np.ones(n, dtype=bool)
-    members: list[list[int]] = [[i] for i in range(n)]
-    for _ in range(n - 1):
-        a, b = sorted(divmod(int(np.argmax(mean)), n))
-        if mean[a, b] < cut:
-            break
-        sums[a, :] += sums[b, :]
-        sums[:, a] += sums[:, b]
-        sizes[a] += sizes[b]
-        alive[b] = False
-        members[a] = sorted(members[a] + members[b])
-        row = np.where(alive, sums[a, :] / (sizes[a] * sizes), -np.inf)
-        row[a] = -np.inf
-        mean[a, :] = row
-        mean[:, a] = row
-        mean[b, :] = -np.inf
-        mean[:, b] = -np.inf
-    return [members[i] for i in range(n) if alive[i]]
+    if n < 2:
+        return [[i] for i in range(n)]
+    distances = np.clip(1.0 - cosines.astype(np.float64), 0.0, None)
+    np.fill_diagonal(distances, 0.0)
+    tree = linkage(squareform((distances + distances.T) / 2, checks=False), method="average")
+    labels = fcluster(tree, t=1.0 - cut, criterion="distance")
+    groups: dict[int, list[int]] = {}
+    for i, label in enumerate(labels):
+        groups.setdefault(int(label), []).append(i)
+    return sorted(groups.values(), key=lambda members: members[0])
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
