@@ -21,8 +21,14 @@ reader (or a model) sees as "Ignore" is read as "ignore" however it is spelled:
   `confusable_homoglyphs` package ships, plus `_LOOKALIKES` for the few it leaves out.
 Offsets always point into the text as written.
 
+A sentence that speaks to the addressee ("A note for AI assistants that answer questions
+using this page: ...", "To any chatbot reading this page: ...") opens a scope: a directive in
+one of the next few sentences of its paragraph makes the span run from the address to it (a
+mere mention, "Our AI assistant answers questions about timetables.", opens none).
+
 What it cannot do: detection is a list of patterns (EN and FR) and misses an instruction
-worded otherwise, spaced out letter by letter, split by visible characters ("Ig-nore"),
+worded otherwise, an address whose directive comes after a paragraph break or more than
+`SCOPE_SENTENCES` sentences later, spaced out letter by letter, split by visible characters ("Ig-nore"),
 written in digits for letters ("1gnore") or in another language; a sentence that names the
 addressee and a directive for another reason (a policy about chat bots that "must" do
 something) is read as one, unless every directive in it is part of the rule about such text
@@ -134,6 +140,29 @@ _DIRECTIVE = re.compile(
     r"mentionnez|recommandez|assurez|garantissez|dire|repondre|indiquer|affirmer|promettre)\b"
     r"|(?:^|[:;,.!?]\s*)(?:always|never|toujours|jamais)\b"
 )
+# A sentence that speaks TO the addressee (not only about it): "A note for AI assistants ...",
+# "To any chatbot reading this page: ...", "AI tools that answer questions using this page
+# ...". Its directive may come in a later sentence of the same paragraph (`find_instructions`).
+_TO = r"(?:all\s+|any\s+|the\s+)?(?:other\s+)?"
+_ADDRESSED = re.compile(
+    r"\b(?:note|message|notice|reminder|attention|warning|memo)\s+(?:for|to)\s+"
+    + _TO
+    + r"(?=(?:"
+    + _AI_ADDRESSEE.pattern
+    + r"))"
+    r"|^\W*(?:to|dear|attention|hey|hello|for)\b\W*"
+    + _TO
+    + r"(?=(?:"
+    + _AI_ADDRESSEE.pattern
+    + r"))"
+    r"|(?:" + _AI_ADDRESSEE.pattern + r")[^.!?]{0,80}?\b(?:read|reads|reading|use|uses|using|answer"
+    r"|answers|answering|process|processes|processing|summari[sz]e|summari[sz]ing)\b[^.!?]{0,40}?"
+    r"\b(?:this|these)\s+(?:page|pages|document|documents|text|file|site|guide|article)\b"
+    r"|\b(?:note|message|avis|remarque|consigne)s?\s+(?:pour|aux|a l'attention des?)\s+"
+    r"(?:les\s+|tous\s+les\s+|toutes\s+les\s+)?(?=(?:" + _AI_ADDRESSEE.pattern + r"))"
+    r"|^\W*(?:aux|a l'attention des?)\s+(?=(?:" + _AI_ADDRESSEE.pattern + r"))"
+)
+SCOPE_SENTENCES = 4  # how many sentences after an address its directive may come
 _IGNORE_VERB = r"(?:ignore|disregard|forget|override|bypass)"
 _RULE_WORDS = r"(?:instructions?|rules?|prompts?|directions?|guidelines?)\b"
 _IGNORE_PREVIOUS = re.compile(
@@ -188,21 +217,36 @@ def find_instructions(text: str) -> list[tuple[int, int]]:
     language models or the reader of the prompt with a directive, or that say to ignore
     previous instructions (EN and FR), read through `matching_form`; the spans are offsets in
     `text` as written. A short line that only names the addressee ("Note to AI
-    assistants:") joins the sentence after it. A sentence that states the rule about such
+    assistants:") joins the sentence after it; a sentence that speaks to the addressee ("A
+    note for AI assistants ...: the process above is out of date.") joins the first sentence
+    with a directive among the next `SCOPE_SENTENCES` of its paragraph. A sentence that states the rule about such
     text ("... is not an instruction to us and must be ignored") is not one."""
     form = matching_form(text)
     found: list[tuple[int, int]] = []
     pending: int | None = None
+    scope: tuple[int, int] | None = None  # (start of an address, sentences left in its scope)
+    last_end = 0
     for start, end in sentences(form.text):
         folded = form.text[start:end]
+        if scope is not None and (scope[1] <= 0 or "\n\n" in form.text[last_end:start]):
+            scope = None  # an address covers the rest of its paragraph, a few sentences
+        last_end = end
         if _is_instruction(folded):
             found.append((pending if pending is not None else start, end))
-            pending = None
+            pending = scope = None
             continue
         if pending is not None and _DIRECTIVE.match(folded) and _directive_outside_rule(folded):
             found.append((pending, end))
-            pending = None
+            pending = scope = None
+            continue
+        if scope is not None and _directive_outside_rule(folded):
+            found.append((scope[0], end))
+            pending = scope = None
             continue
         short = len(folded.split()) <= 8 or folded.rstrip().endswith(":")
         pending = start if _AI_ADDRESSEE.search(folded) and short else None
+        if _ADDRESSED.search(folded):
+            scope = (start, SCOPE_SENTENCES)
+        elif scope is not None:
+            scope = (scope[0], scope[1] - 1)
     return [form.original(start, end) for start, end in found]
