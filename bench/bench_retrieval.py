@@ -28,6 +28,7 @@ import time
 from datetime import date
 from pathlib import Path
 
+import e5_like
 import numpy as np
 
 from tether.app import retriever_for, shared_models
@@ -148,20 +149,8 @@ def latency(store: SqliteStore, retriever: Retriever, questions) -> dict[str, tu
 
 
 def synthetic_ann(store: SqliteStore, n: int, queries: np.ndarray, seed: int = 0) -> dict:
-    dim = queries.shape[1]
-    blobs = store.db.execute(
-        "SELECT vector FROM embeddings UNION ALL SELECT vector FROM sentence_embeddings"
-    ).fetchall()
-    real = np.frombuffer(b"".join(r[0] for r in blobs), dtype=np.float32).reshape(-1, dim)
-    mu = real.mean(axis=0)
-    eig, vec = np.linalg.eigh(np.cov((real - mu).T))
-    scale = np.sqrt(np.clip(eig, 0, None)).astype(np.float32)
-    rng = np.random.default_rng(seed)
-    matrix = np.empty((n, dim), dtype=np.float32)
-    for i in range(0, n, 50_000):  # in blocks, to keep memory flat
-        z = rng.standard_normal((min(50_000, n - i), dim)).astype(np.float32)
-        block = mu + (z * scale) @ vec.T.astype(np.float32)
-        matrix[i : i + len(block)] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    matrix = e5_like.draw(e5_like.fit(e5_like.store_vectors(store)), n, seed)
+    rng = np.random.default_rng(seed + 1)
     with tempfile.TemporaryDirectory() as tmp:
         index = DenseIndex(matrix, ann="auto", cache_path=Path(tmp) / "bench.hnsw-x")
         assert index.use_ann, "above the threshold, auto must choose HNSW"
