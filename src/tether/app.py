@@ -4,7 +4,10 @@ calls a Workspace; no other module opens an index, loads a model or picks a prov
 
 - `Models`: the loaded models (the e5 embedder per choice, the local LLM's servers), heavy
   enough that one `Models` serves several Workspaces (a server passes one to each); a
-  Workspace built without one uses `shared_models()`, the process's own registry.
+  Workspace built without one uses `shared_models()`, the process's own registry. Queries go
+  through `Models.query_embedder`: the embedder behind a cache of recent query vectors and a
+  batcher that embeds concurrent queries together (`tether.embeddings.cache`, `.batching`),
+  both shared by every Workspace on those `Models` (a server's reader threads).
 - `Workspace`: one index and its caches (query vectors, filter masks, the verifier's prepared
   passages), the provider, the judge, the token counter, the Profile of tuned values for the
   index's embedder, each built on first use (listing documents never loads a model).
@@ -29,7 +32,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tether import deadlines
 from tether.config import Profile, Settings, load_settings, profile_for
+from tether.deadlines import Deadline
 from tether.errors import NotFoundError, OlderIndexError, TetherError
 from tether.places import DEFAULT_INDEX, DEMO_INDEX
 from tether.types import (
@@ -81,10 +86,26 @@ CheckRequest = CheckOptions
 
 
 class Models:
-    """Loaded models, shared by the Workspaces that hold this object (thread-safe)."""
+    """Loaded models, shared by the Workspaces that hold this object (thread-safe); query
+    vectors: at most `query_cache` kept, concurrent queries batched within `batch_window_s`
+    of the first, `batch_size` at most (`query_embedder`)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        query_cache: int | None = None,
+        batch_window_s: float | None = None,
+        batch_size: int | None = None,
+    ) -> None:
+        from tether.embeddings.batching import DEFAULT_MAX_BATCH, DEFAULT_WINDOW_S
+        from tether.embeddings.cache import DEFAULT_SIZE, QueryVectorCache
+
         self._embedders: dict[str, Embedder] = {}
+        self._query_embedders: dict[str, Embedder] = {}
+        self._batchers: list[Any] = []
+        self.query_cache = QueryVectorCache(DEFAULT_SIZE if query_cache is None else query_cache)
+        self.batch_window_s = DEFAULT_WINDOW_S if batch_window_s is None else batch_window_s
+        self.batch_size = DEFAULT_MAX_BATCH if batch_size is None else batch_size
         self._lock = threading.Lock()
 
     def embedder(self, choice: str = "auto") -> Embedder:
@@ -95,6 +116,38 @@ class Models:
             if choice not in self._embedders:
                 self._embedders[choice] = build_embedder(choice)
             return self._embedders[choice]
+
+    def query_embedder(self, choice: str = "auto") -> Embedder:
+        """`embedder(choice)` for queries: behind this `Models`' query-vector cache, then a
+        batcher of concurrent queries; built once per choice."""
+        from tether.embeddings.batching import BatchingEmbedder
+        from tether.embeddings.cache import CachedQueryEmbedder
+
+        inner = self.embedder(choice)
+        with self._lock:
+            if choice not in self._query_embedders:
+                batcher = BatchingEmbedder(
+                    inner, window_s=self.batch_window_s, max_batch=self.batch_size
+                )
+                self._batchers.append(batcher)
+                self._query_embedders[choice] = CachedQueryEmbedder(batcher, self.query_cache)
+            return self._query_embedders[choice]
+
+    def query_counts(self) -> dict[str, int]:
+        """The query-vector cache's hits, misses and entries, and the batchers' batches,
+        texts embedded (`batched_texts`), largest batch and texts dropped past their
+        deadline (`expired`), summed over the embedders built so far."""
+        counts = self.query_cache.counts()
+        with self._lock:
+            batchers = list(self._batchers)
+        totals = {"batches": 0, "batched_texts": 0, "largest_batch": 0, "expired": 0}
+        for b in batchers:
+            c = b.counts()
+            totals["batches"] += c["batches"]
+            totals["batched_texts"] += c["texts"]
+            totals["largest_batch"] = max(totals["largest_batch"], c["largest"])
+            totals["expired"] += c["expired"]
+        return {**counts, **totals}
 
     @cached_property
     def local(self) -> LocalModels:
@@ -163,12 +216,15 @@ def retriever_for(
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """What a search asks for; the audience defaults to public (fail closed)."""
+    """What a search asks for; the audience defaults to public (fail closed); `deadline`
+    (`tether.deadlines.Deadline`): past it, the search stops at its next stage boundary with
+    a `DeadlineError` (the server sets it)."""
 
     k: int = 5
     as_of: date | None = None
     audience: Audience = "public"
     method: str = "auto"
+    deadline: Deadline | None = None
 
 
 def _counts(docs: list[DocumentInfo], chunks: list[Chunk], store: SearchableStore) -> dict[str, Any]:
@@ -332,6 +388,7 @@ class Workspace:
         self._provider = provider
         self._choice = choice
         self._embedder = embedder
+        self._given_embedder = embedder is not None
         self._store: Store | None = None
         self._writable = False  # whether `_store` was opened for writing
         self._retriever: Retriever | None = None
@@ -551,8 +608,14 @@ class Workspace:
         return self._embedder
 
     def query_embedder(self) -> Embedder | None:
-        """The embedder when the index has vectors, else None (lexical search only)."""
-        return self.embedder() if self.store.has_vectors() else None
+        """The embedder for queries when the index has vectors, else None (lexical search
+        only): the one given to this Workspace as it is, else the Models' (Settings' choice)
+        behind their query-vector cache and batcher (`Models.query_embedder`)."""
+        if not self.store.has_vectors():
+            return None
+        if self._given_embedder:
+            return self.embedder()
+        return self.models.query_embedder(self.settings.embedder)
 
     @property
     def profile(self) -> Profile:
@@ -685,8 +748,10 @@ class Workspace:
         o = options or SearchOptions()
         filters = Filters(as_of=o.as_of, audience=check_audience(o.audience))
         lexical = check_method(o.method) == "bm25" and self._retriever is None
-        retriever = self.retriever(dense=not lexical)
-        return retriever.search(query, o.k, filters, method=o.method)
+        with deadlines.bound(o.deadline):
+            deadlines.check("the search's start")
+            retriever = self.retriever(dense=not lexical)
+            return retriever.search(query, o.k, filters, method=o.method)
 
     def filtered_out(self, query: str, filters: Filters) -> str:
         """Why the filters left nothing that matches `query` (passages the audience may see
@@ -1091,21 +1156,24 @@ class Workspace:
         from tether.answering.pipeline import AskOptions, ask
 
         check_question(question)  # before the retriever loads its embedder
-        check_audience((options or AskOptions()).audience)
-        result = ask(
-            question,
-            self.store,
-            self.provider,
-            options,
-            retriever=self.retriever(),
-            judge=self.judge(),
-            tokens=self.tokens(),
-            verifier=self.verifier(),
-            profile=self.profile,
-            events=events,
-            answerability=self.answerability_judge(),
-            on_text=on_text,
-        )
+        o = options or AskOptions()
+        check_audience(o.audience)
+        # the retrieval stage stops at its own boundaries too (`ask` checks between stages)
+        with deadlines.bound(Deadline(o.deadline) if o.deadline is not None else None):
+            result = ask(
+                question,
+                self.store,
+                self.provider,
+                options,
+                retriever=self.retriever(),
+                judge=self.judge(),
+                tokens=self.tokens(),
+                verifier=self.verifier(),
+                profile=self.profile,
+                events=events,
+                answerability=self.answerability_judge(),
+                on_text=on_text,
+            )
         return self._recorded(result, who, audit)
 
     def ask_agent(

@@ -76,6 +76,7 @@ from typing import Any
 
 import numpy as np
 
+from tether import deadlines
 from tether.config import DEFAULT_PROFILE, Profile
 from tether.errors import ConflictError, TetherError
 from tether.linear import LinearModel
@@ -410,7 +411,9 @@ class Retriever:
         if self.reranker is None:
             raise TetherError("no reranker configured")
         head, tail = self.rerank_candidates(query, k, filters)
+        deadlines.check("the reranker")  # a request past its deadline stops here (the server's)
         reranked = self.reranker.rerank(query, head, len(head), filters.audience)
+        deadlines.check("the reranked order")
         if len(reranked) < len(head):  # a reranker that cut the list: keep the rest in order
             seen = {h.chunk.chunk_id for h in reranked}
             reranked = [*reranked, *(h for h in head if h.chunk.chunk_id not in seen)]

@@ -46,8 +46,9 @@ from fastapi.staticfiles import StaticFiles
 
 from tether import schemas
 from tether._version import __version__
-from tether.app import Models, SearchOptions, Workspace, as_of_value
+from tether.app import Models, SearchOptions, Workspace, as_of_value, shared_models
 from tether.config import Settings, load_settings
+from tether.deadlines import Deadline
 from tether.errors import NotFoundError
 from tether.server.http import (
     Guard,
@@ -122,7 +123,13 @@ class Server:
     """What one app holds: the reader, model and checker lanes, the keys, the limits, the
     metrics, and what it shares with the other servers on its store (`shared`)."""
 
-    def __init__(self, make: Callable[[], Workspace], keys: KeyRing, config: ServeConfig) -> None:
+    def __init__(
+        self,
+        make: Callable[[], Workspace],
+        keys: KeyRing,
+        config: ServeConfig,
+        models: Models | None = None,
+    ) -> None:
         self.config = config
         self.make = make
         self.keys = keys
@@ -134,6 +141,8 @@ class Server:
         )  # fmt: skip
         self.audit_quota = AuditQuota(config.anonymous_audit_per_day)
         self.metrics = Metrics()
+        if models is not None:
+            self.metrics.watch_queries(models.query_counts)
         with make() as ws:
             state = ws.open_shared_state()
         self.shared = Shared(
@@ -197,9 +206,10 @@ class Server:
             self.metrics.turned_away.labels("rate").inc()
             raise Refused(429, "too many requests", headers={"Retry-After": str(math.ceil(wait))})
 
-    async def read(self, fn: Callable[[Workspace], T]) -> T:
-        """`fn(workspace)` on a reader thread, under the deadline."""
-        return await self.readers.run(fn, self.config.deadline_s)
+    async def read(self, fn: Callable[[Workspace], T], token: Deadline | None = None) -> T:
+        """`fn(workspace)` on a reader thread, under the deadline (`token`, the work's own,
+        cancelled when the wait gives up)."""
+        return await self.readers.run(fn, self.config.deadline_s, token)
 
     def answer(self, fn: Callable[[Workspace], T]) -> Future[T]:
         """Start `fn(workspace)` on the model's lane, or 503 when its line is full."""
@@ -392,10 +402,13 @@ async def _stream(
 
 async def search(body: SearchRequest, request: Request, key: Key) -> list[schemas.Hit]:
     """The top passages for a query that the audience may see, in force on `as_of`."""
+    s = server_of(request)
+    deadline = Deadline.after(s.config.deadline_s)  # the search stops at its next stage past it
     options = SearchOptions(
-        body.k, as_of_value(body.as_of), audience_for(request, key, body.view), body.method
-    )
-    hits = await server_of(request).read(lambda ws: ws.search(body.query, options))
+        body.k, as_of_value(body.as_of), audience_for(request, key, body.view), body.method,
+        deadline,
+    )  # fmt: skip
+    hits = await s.read(lambda ws: ws.search(body.query, options), deadline)
     return [schemas.Hit.from_hit(h) for h in hits]
 
 
@@ -563,9 +576,10 @@ def create_app(
     chosen = settings if settings is not None else load_settings()
     conf = config or ServeConfig()
     ring = keys if keys is not None else KeyRing(allow_anonymous=True)
+    shared = models if models is not None else shared_models()  # what a Workspace would use
 
     def make() -> Workspace:
-        return Workspace.open(index, settings=chosen, models=models, store=store)
+        return Workspace.open(index, settings=chosen, models=shared, store=store)
 
     app = FastAPI(
         title="tether", version=__version__,
@@ -573,7 +587,7 @@ def create_app(
         responses=problem_responses(400, 401, 408, 409, 413, 422, 429, 500, 502),
         docs_url=None, redoc_url=None,
     )  # fmt: skip
-    app.state.tether = Server(make, ring, conf)
+    app.state.tether = Server(make, ring, conf, shared)
     install_problems(app)
     _routes(app)
     if conf.docs:

@@ -13,7 +13,9 @@ request size limit, the response's audience and security headers, and the Promet
   audience and `SECURITY_HEADERS` to every response (a response that sets its own
   Content-Security-Policy keeps it: the opt-in /docs page), and counts requests and their
   latency per route.
-- `Metrics`: the counters and histograms of one app, in a registry of its own.
+- `Metrics`: the counters and histograms of one app, in a registry of its own;
+  `watch_queries` adds the query embedder's counts (the query-vector cache's hits and
+  misses, the batches), read from the engine when /metrics is asked.
 - `report_page`: a generated page (the health report) allowed its inline styles by hash only.
 - `docs_page`: FastAPI's Swagger UI page with a Content-Security-Policy of its own (the
   page's CDN and its one inline script, by hash), served only when `--docs` asks for it.
@@ -31,6 +33,7 @@ import base64
 import hashlib
 import re
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
@@ -38,6 +41,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -183,6 +188,40 @@ class Metrics:
             "Servers whose counts are shown (live ones on a shared store; 1: this process)",
             registry=r,
         )
+
+    def watch_queries(self, counts: Callable[[], dict[str, int]]) -> None:
+        """Show the query embedder's `counts()` (`tether.app.Models.query_counts`) too."""
+        self.registry.register(_QueryCounts(counts))
+
+
+class _QueryCounts:
+    """The query embedder's counts as Prometheus families, read at each collection."""
+
+    def __init__(self, counts: Callable[[], dict[str, int]]) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        c = self.counts()
+        cache = CounterMetricFamily(
+            "tether_query_vector_cache", "Query vectors looked up in the process's cache",
+            labels=["result"],
+        )  # fmt: skip
+        cache.add_metric(["hit"], c["hits"])
+        cache.add_metric(["miss"], c["misses"])
+        yield cache
+        yield GaugeMetricFamily(
+            "tether_query_vector_cache_entries", "Query vectors kept", value=c["entries"]
+        )
+        yield CounterMetricFamily(
+            "tether_query_batches", "Calls of the query embedder (batches)", value=c["batches"]
+        )
+        yield CounterMetricFamily(
+            "tether_query_batched", "Queries embedded in batches", value=c["batched_texts"]
+        )
+        yield CounterMetricFamily(
+            "tether_query_expired", "Queries not embedded: past their deadline",
+            value=c["expired"],
+        )  # fmt: skip
 
 
 class Guard:

@@ -12,16 +12,19 @@ with a Workspace of its own, and bounded lines in front of the heavy work.
 - A heavy lane has `size` threads and admits at most `waiting` more requests; beyond that
   `admit` refuses at once (503 with Retry-After and the lane's `busy` sentence), so a burst
   cannot pile up unbounded work.
-- `Lane.run` waits under a deadline (504 when it passes): work still in line is dropped,
-  work already running finishes in the background, its result dropped.
+- `Lane.run` waits under a deadline (504 when it passes): work still in line is dropped;
+  work already running is told to stop (its `tether.deadlines.Deadline` cancelled) and stops
+  at its next stage boundary (a search: before or after its query embedding or its
+  reranker), its result dropped.
 - A piece of work that fails with an `UpstreamError` (PostgreSQL restarted, a connection
   cut) closes its thread's Workspace, so that thread's next request opens a new
   connection instead of failing on the dead one for as long as the process lives.
 
-What it cannot do: Python threads cannot be stopped from outside: an answer past its
-deadline stops at the next stage boundary of `ask` (the request carries the deadline:
-`AskOptions.deadline`), but a stage already running (a model call, a claim's checks) holds
-its thread and its place in the lane until it returns; the lanes share the
+What it cannot do: Python threads cannot be stopped from outside: an answer or a search past
+its deadline stops at its next stage boundary (the request carries the deadline:
+`AskOptions.deadline`, `SearchOptions.deadline`), but a stage already running (a model call,
+a claim's checks, an encoder call, a SQL query) holds its thread and its place in the lane
+until it returns; the lanes share the
 process's cores and its interpreter lock, so heavy work slows a search down (it does not
 stop it); the Workspaces' connections close with the process; the request that finds a
 connection dead fails (502), once per thread, before the thread reconnects.
@@ -40,6 +43,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 from tether.app import Workspace
+from tether.deadlines import Deadline
 from tether.errors import DeadlineError, UpstreamError
 from tether.server.http import Refused
 
@@ -111,9 +115,12 @@ class Lane:
             future.add_done_callback(self._leave)
         return future
 
-    async def run(self, fn: Callable[[Workspace], T], deadline: float) -> T:
-        """`fn(workspace)` on one of this lane's threads, awaited under `deadline`."""
-        return await wait(self.submit(fn), deadline)
+    async def run(
+        self, fn: Callable[[Workspace], T], deadline: float, token: Deadline | None = None
+    ) -> T:
+        """`fn(workspace)` on one of this lane's threads, awaited under `deadline` seconds;
+        `token`, the work's own deadline, is cancelled when the wait gives up."""
+        return await wait(self.submit(fn), deadline, token)
 
     def close(self) -> None:
         """Stop taking work (running work finishes)."""
@@ -164,12 +171,15 @@ class Warmup:
         return self.status, self.detail, round(seconds, 3)
 
 
-async def wait(future: Future[T], deadline: float) -> T:
+async def wait(future: Future[T], deadline: float, token: Deadline | None = None) -> T:
     """The result of `future`; a `DeadlineError` (504) past `deadline` s (work still in line
-    is dropped; work already running finishes in the background)."""
+    is dropped; work already running is told to stop through `token`, which it checks at its
+    stage boundaries, and finishes in the background when it has none)."""
     try:
         return await asyncio.wait_for(asyncio.wrap_future(future), deadline)
     except TimeoutError:
         future.cancel()
+        if token is not None:
+            token.cancel()
         message = f"the request took longer than its deadline ({deadline:g} s)"
         raise DeadlineError(message) from None
