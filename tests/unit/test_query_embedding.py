@@ -158,6 +158,26 @@ def test_a_batch_holds_at_most_max_batch_texts() -> None:
     assert [len(c) for c in fake.calls] == [1, 2, 2, 1]
 
 
+def test_a_lone_caller_does_not_wait_for_the_window() -> None:
+    fake = FakeEmbedder()
+    batcher = BatchingEmbedder(fake, window_s=600, max_batch=8)  # waited, the test would hang
+    for text in ("one", "then another", "and a third"):
+        batcher.embed_queries([text])
+    assert fake.calls == [["one"], ["then another"], ["and a third"]]
+
+
+def test_after_a_batch_of_several_the_window_gathers_the_next_callers() -> None:
+    fake = FakeEmbedder()
+    batcher = BatchingEmbedder(fake, window_s=600, max_batch=2)
+    batcher.embed_queries(["a", "b"])  # a batch of two: callers were seen lately
+    first = in_threads(batcher, [["c"]])
+    until(lambda: queued(batcher) == 1)  # it waits in the window (600 s) for company
+    second = in_threads(batcher, [["d"]])  # the batch is full: it runs at once
+    joined(first)
+    joined(second)
+    assert fake.calls == [["a", "b"], ["c", "d"]]
+
+
 def test_an_error_reaches_every_caller_of_the_failed_batch_only() -> None:
     fake = FakeEmbedder(hold=True)
     batcher = BatchingEmbedder(fake, window_s=0, max_batch=32)

@@ -7,7 +7,9 @@ arrived (or until `max_batch` texts wait), takes at most `max_batch` of them, em
 distinct ones in one `inner.embed_queries` call, and hands each caller its own copy of its
 rows; it leads again while texts of its own are still in line, then hands the lead over.
 Texts that queue while a batch is embedded form the next batch at once: the window counts
-from the first text's arrival, so under load no time is spent waiting in it.
+from the first text's arrival, so under load no time is spent waiting in it. A lone caller
+does not wait either: the window is waited only when the last batch held more than one text
+(other callers were seen lately), so one client's query goes straight to the embedder.
 
 - Each caller gets the rows of its own texts, in its order, as arrays of its own; a text
   asked by several callers at once is embedded once.
@@ -29,8 +31,8 @@ costs what its texts cost one by one (padded ONNX Runtime batches were measured 
 the CPU per query of single runs on 2 cores, and change the vectors in their last bits), and
 the batcher's gains are one encoder call at a time instead of threads queueing on the
 encoder's lock, and a text asked twice at once embedded once; the window then only adds its
-wait to a lone query (`window_s=0` turns it off). A text in a running batch is embedded even
-when its caller has stopped waiting.
+wait to the first query after a burst (`window_s=0` turns it off). A text in a running batch
+is embedded even when its caller has stopped waiting.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class BatchingEmbedder(ForwardingEmbedder):
         self._finished = threading.Condition(self._lock)  # a batch ended, or the lead is free
         self._line: deque[_Query] = deque()
         self._leading = False
+        self._last_batch = 0  # texts in the last batch: more than one, and the window is waited
         self._counts = {"batches": 0, "texts": 0, "distinct": 0, "largest": 0, "expired": 0}
 
     # ---- the Embedder protocol (all but queries go to `inner`: `ForwardingEmbedder`) ------
@@ -173,7 +176,7 @@ class BatchingEmbedder(ForwardingEmbedder):
     def _take(self) -> list[_Query]:
         """The next batch (under the lock): after the window, at most `max_batch` texts;
         those whose deadline has passed are done with a `DeadlineError` instead."""
-        if self._line and self.window_s > 0:
+        if self._line and self.window_s > 0 and self._last_batch > 1:
             until = self._line[0].arrived + self.window_s
             while len(self._line) < self.max_batch:
                 left = until - time.monotonic()
@@ -228,4 +231,5 @@ class BatchingEmbedder(ForwardingEmbedder):
                 c["texts"] += len(batch)
                 c["distinct"] += len(texts)
                 c["largest"] = max(c["largest"], len(batch))
+                self._last_batch = len(batch)
                 self._finished.notify_all()
