@@ -291,6 +291,13 @@ def test_metrics_count_requests_and_refusals_for_staff_only(client) -> None:
     assert "tether_request_seconds_bucket" in text
     assert 'tether_refusals_total{by="gate"}' in text
     assert "tether_flagged_claims_total" in text and "tether_provider_errors_total" in text
+    for _ in range(2):  # the query's vector: embedded once, then from a cache
+        client.post("/v1/search", json={"query": "Is parking free on Sundays?",
+                                        "method": "rerank"}, headers=bearer(PUBLIC))  # fmt: skip
+    text = client.get("/metrics", headers=bearer(STAFF)).text
+    assert 'tether_query_vector_cache_total{result="miss"}' in text
+    assert 'tether_query_vector_cache_total{result="hit"}' in text
+    assert "tether_query_vector_cache_entries" in text and "tether_query_batches_total" in text
 
 
 # ---- bad requests --------------------------------------------------------------------------
@@ -349,6 +356,60 @@ def test_a_full_model_queue_answers_503_and_a_deadline_504(demo_store, monkeypat
                 break
             time.sleep(0.25)
         assert r.status_code in (200, 504)  # admitted again (on a slow machine, past 1 s)
+
+
+def test_a_search_past_its_deadline_is_504_and_stops_before_the_reranker(
+    demo_store, monkeypatch
+) -> None:
+    """The server gives up on a search at its deadline (504) and cancels the search's
+    `Deadline`: the work still running stops at its next stage boundary, so the reranker
+    never runs for it and the reader thread is free."""
+    from tether.app import Workspace
+    from tether.errors import DeadlineError
+    from tether.retrieval.rerank import SentenceReranker
+    from tether.retrieval.retriever import Retriever
+
+    gate, ended = threading.Event(), threading.Event()
+    reranked: list[str] = []
+    outcome: list[BaseException | None] = []
+    candidates, rerank = Retriever.rerank_candidates, SentenceReranker.rerank
+
+    def held(self, query, *args, **kwargs):
+        if query == "held":
+            gate.wait(30)  # past the deadline: the server has answered 504 by now
+        return candidates(self, query, *args, **kwargs)
+
+    def counted(self, query, *args, **kwargs):
+        reranked.append(query)
+        return rerank(self, query, *args, **kwargs)
+
+    real_search = Workspace.search
+
+    def search(self, query, options=None):
+        if query != "held":  # the warm-up's search, the next request's
+            return real_search(self, query, options)
+        try:
+            found = real_search(self, query, options)
+            outcome.append(None)
+            return found
+        except BaseException as exc:
+            outcome.append(exc)
+            raise
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(Retriever, "rerank_candidates", held)
+    monkeypatch.setattr(SentenceReranker, "rerank", counted)
+    monkeypatch.setattr(Workspace, "search", search)
+    with make_client(demo_store.path, deadline_s=1.0) as c:
+        body = {"query": "held", "method": "rerank"}
+        is_problem(c.post("/v1/search", json=body, headers=bearer(PUBLIC)), 504)
+        gate.set()
+        assert ended.wait(30)
+        assert isinstance(outcome[0], DeadlineError) and "held" not in reranked
+        r = c.post("/v1/search", json={"query": "refund", "method": "rerank"},
+                   headers=bearer(PUBLIC))  # fmt: skip
+        assert r.status_code == 200 and reranked[-1] == "refund" and "held" not in reranked
 
 
 def _parking_index(tmp_path: Path) -> tuple[Path, Path]:
