@@ -1,25 +1,35 @@
 """A bounded load test of `tether serve` over loopback (run on demand:
-`python bench/serve_load.py [--seconds 60] [--clients 32] [--ask-clients 4] [--index FILE]`;
-writes bench/results/serve_load.md).
+`python bench/serve_load.py [--seconds 60] [--clients 32] [--ask-clients 4] [--index FILE]
+[--workers N] [--phases bm25,rerank,alone,ask] [--warmup 5] [--src DIR] [--json FILE]`;
+writes bench/results/serve_load.md unless `--out -`).
 
 Starts `tether serve` as its own process (the extractive answerer, no rate limit, the
 demo collection's index with vectors, built in a temporary folder unless `--index` is
-given), waits for /healthz, then runs the phases one after the other, each for `--seconds`:
-`--clients` concurrent clients on POST /v1/search with bm25, the same with rerank, and
-`--ask-clients` on POST /v1/ask; then one client alone on rerank (the service time without
-queueing). Each client sends its next request when the last one
-answered (closed loop), cycling through the bundled questions. Records per phase: requests,
-throughput, p50/p95/p99 latency, errors (any status but 200, or a transport error) by kind,
-and the load average before and after.
+given; `--workers N` processes; the tether of `--src`, this checkout's `src` by default, so
+one load generator can measure two versions), waits until it answers /readyz, then runs
+the phases named in `--phases`, one after the other, each for `--seconds` after `--warmup`
+seconds of the same load that are not counted:
+- `bm25`, `rerank`: `--clients` concurrent clients on POST /v1/search with that method,
+  cycling through the bundled questions (181: once a server has embedded them all, a rerank
+  search finds its query vector in a cache);
+- `alone`: one client on rerank (the service time without queueing);
+- `ask`: `--ask-clients` on POST /v1/ask;
+- `distinct`, `distinct-alone`: `--clients` clients, or one, on rerank with queries no server
+  has seen (a bundled question and a number never sent before: every query is embedded).
+Each client sends its next request when the last one answered (closed loop). Records per
+phase: requests, throughput, p50/p95/p99 latency, errors (any status but 200, or a transport
+error) by kind, and the load average before and after; `--json` appends the run as one line.
 
 What it cannot do: client and server share the machine (the clients' own CPU time shows in
-the latencies); it measures one machine at one moment, other jobs included.
+the latencies); it measures one machine at one moment, other jobs included; a number added
+to a question is one more word for BM25 (it matches no passage of the demo).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -39,7 +49,9 @@ import httpx
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
 QUESTIONS = SRC / "tether" / "demo" / "questions.jsonl"
-GOAL_P95_MS = 150.0
+GOAL_P95_MS = 500.0  # issue 30: at 32 clients, rerank p95 at most this, 3x the throughput
+PHASES = ("bm25", "rerank", "alone", "ask", "distinct", "distinct-alone")
+DEFAULT_PHASES = ("bm25", "rerank", "alone", "ask")
 
 
 def free_port() -> int:
@@ -50,23 +62,25 @@ def free_port() -> int:
 
 def start_server(
     index: Path | None, port: int, folder: Path, extra: tuple[str, ...] = ("--queue", "16"),
-    stderr: Any = None,
+    stderr: Any = None, src: Path = SRC,
 ) -> subprocess.Popen[bytes]:  # fmt: skip
     """`tether serve` on 127.0.0.1:`port` (the extractive answerer, no rate limit), over
-    `index` or the demo index built in `folder`; `extra` flags; its stderr to `stderr`."""
-    env = {**os.environ, "PYTHONPATH": str(SRC), "TETHER_PROVIDER": "extractive"}
+    `index` or the demo index built in `folder`; `extra` flags; its stderr to `stderr`; the
+    tether package of `src`."""
+    env = {**os.environ, "PYTHONPATH": str(src), "TETHER_PROVIDER": "extractive"}
     where = ["--index", str(index)] if index else ["--demo"]
     command = [sys.executable, "-m", "tether", "--quiet", "serve", *where, "--port", str(port),
                "--rate", "0", *extra]  # fmt: skip
     return subprocess.Popen(command, cwd=folder, env=env, stderr=stderr)
 
 
-async def wait_ready(base: str, seconds: float = 600) -> None:
+async def wait_ready(base: str, seconds: float = 600, path: str = "/healthz") -> None:
+    """Until `base + path` answers 200 (/readyz: the models are loaded)."""
     async with httpx.AsyncClient() as client:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             try:
-                if (await client.get(base + "/healthz")).status_code == 200:
+                if (await client.get(base + path)).status_code == 200:
                     return
             except httpx.TransportError:
                 pass
@@ -74,34 +88,49 @@ async def wait_ready(base: str, seconds: float = 600) -> None:
     raise SystemExit("the server did not start")
 
 
-async def phase(base: str, path: str, bodies: list[dict], clients: int, seconds: float) -> dict:
+Bodies = list[dict] | Any  # a list cycled through, or a function of the request's number
+
+
+async def phase(
+    base: str, path: str, bodies: Bodies, clients: int, seconds: float, warmup: float = 0.0
+) -> dict:
+    """`clients` closed-loop clients POSTing `bodies` to `path` for `warmup` seconds (not
+    counted), then `seconds` (counted); `bodies`: a list (client n sends n, n + clients, ...,
+    cycling) or a function of a request's number."""
     latencies: list[float] = []
     errors: Counter[str] = Counter()
-    stop = time.monotonic() + seconds
+    count_from = time.monotonic() + warmup  # set again after the first request
+    stop = count_from + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    body_of = bodies if callable(bodies) else (lambda i: bodies[i % len(bodies)])
 
     async def client_loop(n: int, client: httpx.AsyncClient) -> None:
         i = n
         while time.monotonic() < stop:
-            body = bodies[i % len(bodies)]
+            body = body_of(i)
             i += clients
+            counted = time.monotonic() >= count_from
             began = time.perf_counter()
             try:
                 r = await client.post(base + path, json=body)
                 if r.status_code != 200:
-                    errors[f"HTTP {r.status_code}"] += 1
+                    if counted:
+                        errors[f"HTTP {r.status_code}"] += 1
                     continue
             except httpx.HTTPError as exc:
-                errors[type(exc).__name__] += 1
+                if counted:
+                    errors[type(exc).__name__] += 1
                 continue
-            latencies.append(time.perf_counter() - began)
+            if counted:  # began in the counted time (it may end just after)
+                latencies.append(time.perf_counter() - began)
 
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         # one warm-up request per phase (loads the embedder and reranker once)
-        await client.post(base + path, json=bodies[0])
-        began = time.monotonic()
+        await client.post(base + path, json=body_of(-1))
+        count_from = time.monotonic() + warmup
+        stop = count_from + seconds
         await asyncio.gather(*(client_loop(n, client) for n in range(clients)))
-        elapsed = time.monotonic() - began
+        elapsed = seconds
     ms = sorted(x * 1000 for x in latencies)
 
     def pct(p: float) -> float:
@@ -115,30 +144,38 @@ async def phase(base: str, path: str, bodies: list[dict], clients: int, seconds:
 
 
 def report(rows: list[tuple[str, int, dict]], args: argparse.Namespace, loads: list) -> str:
+    processes = "one uvicorn process" if args.workers <= 1 else f"{args.workers} processes"
     lines = [
         "# `tether serve` under load (loopback)",
         "",
         f"`python bench/serve_load.py --seconds {args.seconds:g} --clients {args.clients}"
-        f" --ask-clients {args.ask_clients}`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. One"
-        " uvicorn process (4 reader threads, one model lane), the demo collection with"
-        " vectors, the extractive answerer, closed-loop clients in one asyncio process on the"
-        " same machine.",
+        f" --ask-clients {args.ask_clients} --workers {args.workers} --phases"
+        f" {','.join(args.phases)} --warmup {args.warmup:g}`,"
+        f" {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. {processes.capitalize()} (4 reader"
+        " threads, one model lane each), the demo collection with vectors, the extractive"
+        " answerer, closed-loop clients in one asyncio process on the same machine.",
         "",
-        "| phase | clients | requests | req/s | p50 ms | p95 ms | p99 ms | errors |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| phase | clients | requests | req/s | p50 ms | p95 ms | p99 ms | errors | load before → after |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for name, clients, r in rows:
         errors = ", ".join(f"{k}: {v}" for k, v in r["errors"].items()) or "0"
         lines.append(
             f"| {name} | {clients} | {r['requests']} | {r['throughput']:.1f} | {r['p50']:.0f}"
-            f" | {r['p95']:.0f} | {r['p99']:.0f} | {errors} |"
+            f" | {r['p95']:.0f} | {r['p99']:.0f} | {errors} | {r['load'][0]:.1f} →"
+            f" {r['load'][1]:.1f} |"
         )
-    rerank = next(r for name, clients, r in rows if "rerank" in name and clients == args.clients)
-    verdict = "met" if rerank["p95"] <= GOAL_P95_MS else "not met"
+    rerank = next(
+        (r for name, clients, r in rows if "rerank" in name and clients == args.clients), None
+    )
+    if rerank is not None:
+        verdict = "met" if rerank["p95"] <= GOAL_P95_MS else "not met"
+        lines += [
+            "",
+            f"Goal: 0 errors; /v1/search rerank p95 ≤ {GOAL_P95_MS:.0f} ms at {args.clients}"
+            f" clients: **{verdict}** (p95 {rerank['p95']:.0f} ms).",
+        ]
     lines += [
-        "",
-        f"Goal: 0 errors; /v1/search rerank p95 ≤ {GOAL_P95_MS:.0f} ms at {args.clients}"
-        f" clients: **{verdict}** (p95 {rerank['p95']:.0f} ms).",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python"
         f" {platform.python_version()}; load average before {loads[0]}, after {loads[1]}."
@@ -155,34 +192,76 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--ask-clients", type=int, default=4)
     parser.add_argument("--index", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=HERE / "results" / "serve_load.md")
+    parser.add_argument("--workers", type=int, default=1, help="tether serve --workers N")
+    parser.add_argument(
+        "--phases", type=lambda text: tuple(p.strip() for p in text.split(",") if p.strip()),
+        default=DEFAULT_PHASES, help=f"comma-separated, of {', '.join(PHASES)}",
+    )  # fmt: skip
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds not counted")
+    parser.add_argument("--src", type=Path, default=SRC, help="the tether source to serve")
+    parser.add_argument("--json", type=Path, default=None, help="append the run as a line")
+    parser.add_argument("--out", default=str(HERE / "results" / "serve_load.md"),
+                        help="the report (- for none)")  # fmt: skip
     args = parser.parse_args()
+    unknown = [p for p in args.phases if p not in PHASES]
+    if unknown:
+        parser.error(f"unknown phases {unknown}: choose from {', '.join(PHASES)}")
     questions = [json.loads(line)["question"] for line in QUESTIONS.read_text().splitlines()]
+    fresh = itertools.count(1)  # the distinct phases' numbers: never the same query twice
+
+    def distinct(i: int) -> dict:
+        q = questions[i % len(questions)]
+        return {"query": f"{q} {next(fresh)}", "as_of": "none", "method": "rerank"}
+
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    extra: tuple[str, ...] = ("--queue", "16")
+    if args.workers > 1:
+        extra += ("--workers", str(args.workers))
     with tempfile.TemporaryDirectory() as folder:
         index = args.index.resolve() if args.index else None
-        server = start_server(index, port, Path(folder))
+        server = start_server(index, port, Path(folder), extra, src=args.src.resolve())
         try:
-            asyncio.run(wait_ready(base))
+            asyncio.run(wait_ready(base, path="/readyz"))
             loads = [", ".join(f"{x:.2f}" for x in os.getloadavg())]
             rows = []
-            for name, path, key, clients, extra in (
-                ("/v1/search bm25", "/v1/search", "query", args.clients, {"method": "bm25"}),
-                ("/v1/search rerank", "/v1/search", "query", args.clients, {"method": "rerank"}),
-                ("/v1/search rerank, alone", "/v1/search", "query", 1, {"method": "rerank"}),
-                ("/v1/ask (extractive)", "/v1/ask", "question", args.ask_clients, {}),
-            ):
-                bodies = [{key: q, "as_of": "none", **extra} for q in questions]
-                result = asyncio.run(phase(base, path, bodies, clients, args.seconds))
+            for key, name, path, field, clients, method in (
+                ("bm25", "/v1/search bm25", "/v1/search", "query", args.clients, "bm25"),
+                ("rerank", "/v1/search rerank", "/v1/search", "query", args.clients, "rerank"),
+                ("alone", "/v1/search rerank, alone", "/v1/search", "query", 1, "rerank"),
+                ("ask", "/v1/ask (extractive)", "/v1/ask", "question", args.ask_clients, ""),
+                ("distinct", "/v1/search rerank, distinct queries", "/v1/search", "query",
+                 args.clients, "rerank"),
+                ("distinct-alone", "/v1/search rerank, distinct queries, alone", "/v1/search",
+                 "query", 1, "rerank"),
+            ):  # fmt: skip
+                if key not in args.phases:
+                    continue
+                extra_body = {"method": method} if method else {}
+                bodies: Bodies = (
+                    distinct
+                    if key.startswith("distinct")
+                    else [{field: q, "as_of": "none", **extra_body} for q in questions]
+                )
+                before = os.getloadavg()[0]
+                result = asyncio.run(phase(base, path, bodies, clients, args.seconds, args.warmup))
+                result["load"] = (before, os.getloadavg()[0])
                 print(name, json.dumps(result), flush=True)
                 rows.append((name, clients, result))
             loads.append(", ".join(f"{x:.2f}" for x in os.getloadavg()))
         finally:
             server.terminate()
             server.wait(30)
-    args.out.write_text(report(rows, args, loads), encoding="utf-8")
-    print(f"wrote {args.out}")
+    if args.json is not None:
+        run = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M}", "src": str(args.src),
+               "workers": args.workers, "clients": args.clients, "seconds": args.seconds,
+               "warmup": args.warmup, "loads": loads,
+               "phases": {name: r for name, _, r in rows}}  # fmt: skip
+        with args.json.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(run) + "\n")
+    if args.out != "-":
+        Path(args.out).write_text(report(rows, args, loads), encoding="utf-8")
+        print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
