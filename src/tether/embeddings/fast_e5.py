@@ -32,9 +32,10 @@ machine whose cores are shared (other jobs, or the server's reader threads worki
 requests) takes the time other work needed. Measured on 2 shared cores (load average about
 4.5): the demo's first 120 chunks embedded in 5.3-7.2 s wall (4.6-4.8 s CPU) without
 spinning against 8.2-13.7 s (7.1-9.0 s CPU) with it; one query 22-24 ms (15-16 ms CPU) on 2
-threads without against 39-41 ms (27 ms CPU) with; `tether serve` answered 25% more distinct
-rerank searches a second at 32 clients (bench/results/serve_load.md). `spin=True` restores
-ONNX Runtime's default (it may lower one call's latency on otherwise idle cores).
+threads without against 39-41 ms (27 ms CPU) with; `tether serve` answered 32.3 rerank
+searches a second of queries it had not seen, at 32 clients, without against 25.9 with (one
+30 s run each, back to back). `spin=True` restores ONNX Runtime's default (it may lower one
+call's latency on otherwise idle cores).
 
 The graph is built at first use (a few seconds) and cached under `cache_dir()`:
 `$TETHER_CACHE_DIR`, else `$XDG_CACHE_HOME/tether`, else `~/.cache/tether`, as
