@@ -96,7 +96,16 @@ async def phase(
 ) -> dict:
     """`clients` closed-loop clients POSTing `bodies` to `path` for `warmup` seconds (not
     counted), then `seconds` (counted); `bodies`: a list (client n sends n, n + clients, ...,
-    cycling) or a function of a request's number."""
+    cycling) or a function of a request's number. The summary (`summary`)."""
+    ms, errors = await latencies_of(base, path, bodies, clients, seconds, warmup)
+    return summary(ms, errors, seconds)
+
+
+async def latencies_of(
+    base: str, path: str, bodies: Bodies, clients: int, seconds: float, warmup: float = 0.0
+) -> tuple[list[float], Counter[str]]:
+    """What `phase` measures: the latencies (ms) of the requests begun in the counted
+    seconds, and the errors by kind."""
     latencies: list[float] = []
     errors: Counter[str] = Counter()
     count_from = time.monotonic() + warmup  # set again after the first request
@@ -130,15 +139,19 @@ async def phase(
         count_from = time.monotonic() + warmup
         stop = count_from + seconds
         await asyncio.gather(*(client_loop(n, client) for n in range(clients)))
-        elapsed = seconds
-    ms = sorted(x * 1000 for x in latencies)
+    return [x * 1000 for x in latencies], errors
+
+
+def summary(latencies_ms: list[float], errors: Counter[str] | dict, seconds: float) -> dict:
+    """Requests, errors by kind, seconds, throughput, p50/p95/p99 (ms) of a phase."""
+    ms = sorted(latencies_ms)
 
     def pct(p: float) -> float:
         return ms[min(len(ms) - 1, int(p / 100 * len(ms)))] if ms else float("nan")
 
     return {
-        "requests": len(ms), "errors": dict(errors), "seconds": elapsed,
-        "throughput": len(ms) / elapsed, "p50": statistics.median(ms) if ms else float("nan"),
+        "requests": len(ms), "errors": dict(errors), "seconds": seconds,
+        "throughput": len(ms) / seconds, "p50": statistics.median(ms) if ms else float("nan"),
         "p95": pct(95), "p99": pct(99),
     }  # fmt: skip
 
