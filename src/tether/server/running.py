@@ -5,7 +5,10 @@ trusted, how long a request's headers may take.
   `Plan.app()` builds the app. `serve(plan, …, workers=N)` runs it: with N 1 in this process;
   with N > 1 uvicorn's own supervisor binds the port once and starts N worker processes
   (spawned, not forked) that share it, restarts one that dies, and stops them all on SIGINT
-  or SIGTERM. Each worker reads the plan from the environment (`WORKER_ENV`, JSON) and builds
+  or SIGTERM. The shared socket is marked TCP (`tcp_listener`) so that the workers' accepted
+  connections get TCP_NODELAY, as one process's do: uvicorn binds it with protocol 0, and
+  asyncio then leaves Nagle's algorithm on, so each response on a kept-alive connection
+  waited about 40 ms for the client's delayed ACK (uvicorn issue #3149). Each worker reads the plan from the environment (`WORKER_ENV`, JSON) and builds
   its app with `worker_app`, the factory uvicorn imports by name, so every option of
   `tether serve` holds in every worker. On a PostgreSQL collection the workers share rate
   limits, revocations and metrics through the store (`tether.server.shared`); on an index
@@ -32,6 +35,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import socket
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -159,6 +163,16 @@ def run(app: Any, host: str, port: int, **options: Any) -> None:
     uvicorn.Server(uvicorn_config(app, host, port, **options)).run()
 
 
+def tcp_listener(sock: socket.socket) -> socket.socket:
+    """`sock` (an IPv4 or IPv6 stream socket, bound) as one whose protocol reads TCP, so that
+    asyncio sets TCP_NODELAY on the connections it accepts (it checks `proto`; uvicorn's
+    `Config.bind_socket` leaves it 0); any other socket as it is. The same descriptor: its
+    binding and inheritability stay."""
+    if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.proto == socket.IPPROTO_TCP:
+        return sock
+    return socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
+
+
 def serve(plan: Plan, host: str, port: int, *, workers: int = 1, **options: Any) -> None:
     """Serve `plan` on `host:port` until interrupted: in this process when `workers` is 1,
     else in `workers` processes that share the port (see the module docstring); `options`:
@@ -172,7 +186,7 @@ def serve(plan: Plan, host: str, port: int, *, workers: int = 1, **options: Any)
     config = uvicorn_config(WORKER_APP, host, port, workers=workers, **options)
     before = os.environ.get(WORKER_ENV)
     os.environ[WORKER_ENV] = plan.to_json()  # the spawned workers inherit it
-    sock = config.bind_socket()
+    sock = tcp_listener(config.bind_socket())  # else 40 ms a response: see the docstring
     try:
         supervisor = Multiprocess(config, sockets=[sock])
         supervisor.run()
