@@ -199,6 +199,30 @@ def test_an_error_reaches_every_caller_of_the_failed_batch_only() -> None:
     np.testing.assert_array_equal(again[0], vector_of("after the error"))
 
 
+def test_an_interrupt_in_the_leader_frees_the_other_callers() -> None:
+    class Interrupt(BaseException):
+        """Stands for KeyboardInterrupt (which pytest would take for its own)."""
+
+    fake = FakeEmbedder(hold=True)
+    batcher = BatchingEmbedder(fake, window_s=0, max_batch=32)
+    leader = in_threads(batcher, [["first"]])
+    until(fake.started.is_set)
+    others = in_threads(batcher, [["q1"], ["q2"]])
+    until(lambda: queued(batcher) == 2)
+
+    def interrupt_the_second_call() -> None:
+        if len(fake.calls) == 2:
+            fake.fail = Interrupt()  # type: ignore[assignment]
+
+    fake.on_call = interrupt_the_second_call
+    fake.release()
+    joined(leader)
+    got = joined(others)
+    # whoever led the second batch is interrupted; the other caller gets a plain error
+    assert sorted(type(r).__name__ for r in got) == ["Interrupt", "RuntimeError"]
+    assert isinstance(batcher.embed_queries(["after"]), np.ndarray)  # the line still works
+
+
 def test_a_bad_shape_from_the_embedder_is_an_error_for_its_callers() -> None:
     class Short(FakeEmbedder):
         def embed_queries(self, texts: Sequence[str]) -> np.ndarray:

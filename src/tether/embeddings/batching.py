@@ -214,8 +214,8 @@ class BatchingEmbedder(ForwardingEmbedder):
                 )
         except Exception as exc:
             error = exc
-        except BaseException as exc:  # an interrupt: the waiting callers must not hang
-            error = exc
+        except BaseException:  # an interrupt here: the callers waiting must not hang on it
+            error = RuntimeError("the query batch was interrupted")
             raise
         finally:
             row = {t: i for i, t in enumerate(texts)}
@@ -224,7 +224,7 @@ class BatchingEmbedder(ForwardingEmbedder):
                     if error is None and vectors is not None:
                         q.vector = vectors[row[q.text]].copy()
                     else:
-                        q.error = error or RuntimeError("the batch was interrupted")
+                        q.error = error or RuntimeError("the query batch was interrupted")
                     q.done = True
                 c = self._counts
                 c["batches"] += 1
