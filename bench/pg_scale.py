@@ -378,6 +378,14 @@ def sweep(args, admin, store, queries, truth, warm) -> list[dict]:
     efs = [int(e) for e in args.ef.split(",") if e]
     builds = [tuple(int(x) for x in b.split(":")) for b in args.builds.split(",") if b]
     rows: list[dict] = []
+    try:
+        _sweep(efs, builds, admin, store, queries, truth, warm, rows)
+    except KeyboardInterrupt:  # SIGINT stops the sweep; the rows measured are reported
+        print("sweep interrupted", file=sys.stderr)
+    return rows
+
+
+def _sweep(efs, builds, admin, store, queries, truth, warm, rows) -> None:
     default = pg_module.EF_SEARCH
     name = hnsw_index_name(store.cid, DIM)
     for m, efc in [(HNSW_M, HNSW_EF_CONSTRUCTION), *builds] if efs or builds else []:
@@ -401,7 +409,6 @@ def sweep(args, admin, store, queries, truth, warm) -> list[dict]:
             rows.append({"m": m, "ef_construction": efc, "ef_search": ef, "build_s": build_s,
                          "dense": got, "load_avg": loads()})  # fmt: skip
             print(json.dumps(rows[-1]), file=sys.stderr)
-    return rows
 
 
 def report(r: dict) -> str:
