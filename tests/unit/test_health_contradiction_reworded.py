@@ -73,8 +73,8 @@ def test_different_groups_of_people_are_not_one_subject() -> None:
         "Undergraduate students receive £15 of printing credit each term.",
         "Postgraduate research students receive £40 of printing credit each term.",
     )
-    f = number_features(a, b, 0.95, 0.95, corpus)
-    assert f is not None and f.groups
+    # the numbers name their groups ("undergraduate", "postgraduate"): never one slot
+    assert number_features(a, b, 0.95, 0.95, corpus) is None
     assert _check(a, b, 0.95, corpus) is None
     a, b, corpus = _pair(
         "You get 1 TB of CalderDrive storage for your coursework.",
@@ -216,3 +216,37 @@ def test_two_instructions_for_two_options_are_no_rule_conflict() -> None:
     )
     assert rule_features(a, b, 0.95, 0.95, corpus) is None
     assert _check(a, b, 0.95, corpus) is None
+
+
+def test_a_table_cell_and_prose_for_the_same_group_conflict() -> None:
+    ua = _doc("a", "| Passenger | Full fare | Reduced fare |\n|---|---|---|\n| Adult | £50 | £25 |")
+    ub = _doc("b", "The full fare is £60 for an adult and £25 for a child aged 5 to 15.")
+    corpus = Corpus.build([*ua, *ub])
+    row = next(u for u in ua if u.slots)
+    f = number_features(row, ub[0], 0.93, 0.93, corpus)
+    assert f is not None and not f.groups and f.detail == "£50 against £60"
+
+
+def test_numbers_said_of_two_named_things_are_not_one_slot() -> None:
+    a, b, corpus = _pair(
+        "A replacement Gold Card costs £5 at any reception desk.",
+        "A replacement Silver Pass costs £10 at any reception desk.",
+    )
+    assert number_features(a, b, 0.95, 0.95, corpus) is None
+
+
+def test_a_retention_said_from_both_ends_conflicts_when_the_passages_are_close() -> None:
+    a, b, corpus = _pair(
+        "Lost property is kept at the front desk for four weeks.",
+        "Anything still unclaimed after 20 days is donated to the charity shop.",
+    )
+    f = number_features(a, b, 0.86, 0.90, corpus)
+    assert f is not None and {f.x.role, f.y.role} == {"hold", "end"}  # type: ignore[union-attr]
+    assert check_reworded(a, b, 0.86, 0.90, corpus) is not None
+    assert check_reworded(a, b, 0.86, 0.84, corpus) is None  # passages about other things
+    # two holding periods of other things are no retention pair
+    a, b, corpus = _pair(
+        "Lost property is kept at the front desk for four weeks.",
+        "Camera footage is kept for 20 days unless the police ask for it.",
+    )
+    assert check_reworded(a, b, 0.86, 0.90, corpus) is None

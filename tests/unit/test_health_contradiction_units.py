@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from tether.health.contradiction_units import Unit, read_units, same_unit, same_value
+from tether.health.contradiction_units import (
+    Unit,
+    read_units,
+    same_unit,
+    same_value,
+    slots_differ,
+)
 from tether.types import Chunk, DocMeta
 from tether.verify.stems import content_stem
 
@@ -162,3 +168,102 @@ def test_the_words_that_qualify_a_noun() -> None:
         in modifiers(_one("Computer bookings are released."))[content_stem("bookings")]
     )
     assert content_stem("bookings") not in modifiers(_one("Bookings are released."))
+
+
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [
+        ("The pool opens to members from 06:45 on weekdays.", 405),
+        ("The pool opens to members from a quarter to seven in the morning.", 405),
+        ("Lane swimming ends at 5.30pm on Fridays.", 1050),
+        ("Lane swimming ends at half past five in the evening on Fridays.", 1050),
+        ("Accept the pass on any journey starting at or after 9 o'clock in the morning.", 540),
+        ("The car park closes at midnight every day.", 0),
+        ("Late returns are accepted until noon on the next day.", 720),
+        ("Doors open at 12am for the new year swim.", 0),
+    ],
+)
+def test_a_time_of_day_reads_as_minutes_after_midnight(text: str, minutes: int) -> None:
+    clocks = [s for s in _one(text).slots if s.unit == "clock"]
+    assert [s.value for s in clocks] == [minutes]
+
+
+def test_what_is_not_a_time_of_day() -> None:
+    assert not [s for s in _one("A day pass costs £9.30 at the desk.").slots if s.unit == "clock"]
+    stamp = _one("This page was last modified on 2022-08-10 18:45:48 UTC by the editors.")
+    assert not [s for s in stamp.slots if s.unit == "clock"]
+    # "at or after" is one bound: the words before it are still the number's
+    near = _one("Accept the pass on any journey starting at or after 9 o'clock.").slots[0].near
+    assert content_stem("journey") in near
+
+
+def test_a_number_names_its_own_group_and_named_thing() -> None:
+    both = _one("The full fare is £60 for an adult and £25 for a child aged 5 to 15.").slots
+    assert [sorted(s.groups) for s in both[:2]] == [
+        [content_stem("adult")],
+        [content_stem("child")],
+    ]
+    units = _units("| Passenger | Full fare | Reduced fare |\n|---|---|---|\n| Adult | £50 | £25 |")
+    (row,) = [u for u in units if u.slots]
+    assert all(content_stem("adult") in s.groups for s in row.slots)
+    gold = _one("A replacement Gold Card costs £5 at reception.").slots[0]
+    silver = _one("A replacement Silver Pass costs £10 at reception.").slots[0]
+    assert gold.names == {"gold", "card"} and silver.names == {"silver", "pass"}
+    assert slots_differ(gold, silver) is True
+    assert slots_differ(both[0], row.slots[0]) is False  # an adult's price on both sides
+    plain = _one("A replacement card costs £10 at reception.").slots[0]
+    assert slots_differ(gold, plain) is None  # the numbers alone do not say
+
+
+@pytest.mark.parametrize(
+    ("text", "role"),
+    [
+        ("Lost items are kept at reception for 30 days.", "hold"),
+        ("Once we tell you it is ready, you have 7 days to collect it.", "hold"),
+        ("Anything left unclaimed after 20 days is donated to charity.", "end"),
+        ("Recordings older than sixty days are deleted every night.", "end"),
+        ("A day pass is valid for 30 days from the date you buy it.", ""),
+    ],
+)
+def test_a_retention_period_is_read_from_either_end(text: str, role: str) -> None:
+    assert _one(text).slots[0].role == role
+
+
+def test_a_contrast_a_prefix_an_anaphor_and_a_list_are_no_rules() -> None:
+    contrast = _one("Passes start on the day you first use them, not the day you buy them.")
+    assert not contrast.negative
+    assert _one("Passes do not start on the day you buy them.").negative
+    non = _one("Non-members cannot use the non-folding racks.")
+    assert content_stem("folding") not in non.stems
+    anaphor = _one("We can freeze a membership, but we cannot do this for a guest pass.")
+    assert all(rule[0] >= 0 for rule in anaphor.rules)
+    assert _one("Do not issue a refund to:").rules == ()
+    listed = _one("Members are welcome at every centre, including the climbing wall at Hartley.")
+    assert len(listed.rules) == 1  # "including ..." is the clause's own object
+
+
+def test_a_numbered_heading_holds_no_value() -> None:
+    assert not _one("2. Creating partial indexes for the reports").slots
+    assert _one("Allow 2 hours for the induction.").slots
+
+
+def test_template_lines_boilerplate_and_commands_are_not_compared() -> None:
+    from tether.health.contradictions import _without_templates
+
+    def doc(n: int, sentence: str) -> list[Unit]:
+        text = f"# Page\n\n{sentence}"
+        meta = DocMeta(doc_id=f"d{n}", version="1", title="Page")
+        chunk = Chunk(chunk_id=f"c{n}", meta=meta, text=text, heading_path=("Page",), start=0,
+                      end=len(text), ordinal=0)  # fmt: skip
+        return read_units(chunk)
+
+    footers = [
+        u for n in range(5) for u in doc(n, f"Last modified on 2022-0{n + 1}-10 1{n}:45 UTC.")
+    ]
+    assert len(footers) == 5 and _without_templates(footers) == []
+    # one fact in several documents with one value changed (a planted contradiction) stays
+    fact = [u for n in range(5) for u in doc(n, f"A swim lesson costs £{7 if n else 9}.")]
+    assert len(_without_templates(fact)) == 5
+    shared = [u for n in range(6) for u in doc(n, "Everything below this line is included.")]
+    assert _without_templates(shared) == []
+    assert _without_templates(doc(9, "$ git diff HEAD <3>")) == []

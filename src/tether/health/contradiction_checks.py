@@ -37,6 +37,7 @@ from tether.health.contradiction_units import (
     groups_differ,
     same_unit,
     same_value,
+    slots_differ,
 )
 from tether.text import fold_fast, words_of
 from tether.types import Chunk, Contradiction, Quote
@@ -93,7 +94,7 @@ def check_close(
         rule = _rule_conflict(a, b)
     if number is None and rule is None:
         return None
-    if groups_differ(a, b):
+    if (slots_differ(*number[:2]) is None if number else True) and groups_differ(a, b):
         return None  # said of different groups of people
     if excluded(a, b, cache) or excluded(b, a, cache):
         return None
@@ -142,8 +143,8 @@ def _number_conflict(a: Unit, b: Unit) -> tuple[Slot, Slot, frozenset[str]] | No
                 continue
             if any(same_unit(y, z) and same_value(y, z) for z in a.slots):
                 continue
-            if not (names_row(x, b) and names_row(y, a)):
-                continue  # a table row the other side does not name
+            if not (names_row(x, b) and names_row(y, a)) or slots_differ(x, y):
+                continue  # a table row the other side does not name, or another group
             bound = (x.near & b.content) | (y.near & a.content)
             if (
                 not all(

@@ -8,11 +8,18 @@ subject in other words).
 A slot's unit is canonical so that one value said two ways reads the same: money ("$75",
 "£15", "20p" is £0.20), durations in minutes ("two weeks" and "14 days", "48 hours" and
 "2 days"), working days apart from days, months (a year is 12), data sizes in MB (1 TB is
-1024 GB), percentages, and counts of a noun ("10 failed sign-in attempts": unit
-"#attempt"; "twelve or more characters": "#charact"). Numbers written as words ("twelve",
-"sixty", "twenty-one") are read when a unit or counted noun follows them. A table row's
-numbers are bound to the row's label and the column's heading. A one-letter prefix is joined
-to its word ("e-books" is "ebooks": an e-book is not a book). Also read: each main clause's
+1024 GB), percentages, counts of a noun ("10 failed sign-in attempts": unit
+"#attempt"; "twelve or more characters": "#charact"), and times of day in minutes after
+midnight (unit "clock": "09:30", "half past nine in the morning", "9.30am" are one value).
+Numbers written as words ("twelve", "sixty", "twenty-one") are read when a unit or counted
+noun follows them. A table row's numbers are bound to the row's label and the column's
+heading. Each number also names what it is said of, read from the number itself rather than
+the whole sentence (`slots_differ`): the groups of people among its bound words ("£60 for an
+adult", a cell under "Adult"), the capitalised words near it ("A replacement Valley Card
+costs £5"), and a duration's role in a retention period ("held for two weeks": hold;
+"unclaimed after 10 days ... is disposed of": end). A one-letter prefix, and "non-", is
+joined to its word ("e-books" is "ebooks", "non-folding" is "nonfolding": an e-book is not a
+book). A sentence's or step's own number ("2. Creating indexes") is no value. Also read: each main clause's
 rule (`Unit.rules`: a modal's polarity and verb, or a plain statement's possible verbs),
 the words of the clause a negation is said of (`Unit.denied`), the words that qualify each
 noun (`modifiers`: "computer bookings", "holds on e-books") and the title's and headings'
@@ -25,7 +32,12 @@ words (students, staff, members, adults, teens, card holders, customers on the
 accessibility register, ...; a visitor card is the visitors') and by a condition on the reader's state ("If you have a
 concession on your card", "if you are over 65"), so a group named otherwise ("people who
 joined before 2020") is not seen, and a condition in other words ("for those on means-tested
-benefits") neither; ranges and dates are left out.
+benefits") neither; ranges and dates are left out; a time without am/pm or "in the
+morning/evening" is read as written ("6 o'clock" is 06:00); a retention is recognised by a
+short list of English verbs (kept, held, stored ...; deleted, disposed, cleared, donated ...),
+so "goes to the charity shop" is no end of one. A negation said of a noun phrase after a
+comma ("..., not the day you buy them") is a contrast, not a negated main clause; "cannot do
+this" and a clause ending in a colon (a list follows) state no rule of their own.
 """
 
 from __future__ import annotations
@@ -42,6 +54,7 @@ from tether.verify.quantities import UNIT_AFTER, UNITS, qualify, read_quantities
 from tether.verify.stems import WORD_RE, content_stem, stem_set
 
 __all__ = [
+    "GROUP_STEMS",
     "NOISE",
     "PERMISSION_OPPOSITES",
     "PLAIN",
@@ -53,6 +66,7 @@ __all__ = [
     "read_units",
     "same_unit",
     "same_value",
+    "slots_differ",
 ]
 
 _NEARBY = 300  # characters either side of a sentence that count as its passage
@@ -89,7 +103,7 @@ NOISE = (
             "day days week weeks month months year years hour hours minute minutes dollar"
             " dollars percent cent cents km kg points point times business working calendar"
             " extra within most least up over under more less only all every any each also"
-            " jours jour semaines mois ans heures fois gb tb mb kb pence"
+            " jours jour semaines mois ans heures fois gb tb mb kb pence am pm"
         ).split()
     )
     | GENERIC
@@ -123,6 +137,16 @@ _FIRST_PERSON = re.compile(r"(?:I|I'm|I’m|I've|I’ve|My)\b")  # the reader's 
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _CODE = re.compile(r"\b[a-z]{1,3}\d{1,2}\b")  # A4, A3, B2: a size or grade (folded)
 _LETTER_PREFIX = re.compile(r"\b([A-Za-z])-(?=[A-Za-z]{2})")
+_ORDINAL = re.compile(r"\d{1,3}[.)]\s")
+_LISTED = re.compile(r",\s+(including|such as|especially|even)\b")
+_NON_PREFIX = re.compile(r"\bnon-(?=[A-Za-z]{2})", re.I)
+# ", not the day you buy them": a contrast said of a noun phrase, not a negated rule
+_CONTRAST = re.compile(
+    r"^(?:and |but )?not (?:(?:on|in|at|for|by|from|to|with|just|only) )?"
+    r"(?:the|a|an|your|our|its|their|this|that|these|those|any)\b"
+)
+# "we cannot do this": the rule is said of what came before (no content of its own)
+_ANAPHORIC = re.compile(r"\s*do (?:this|that|so|it)\b")
 _WORKING = re.compile(r"\s?-?\s?(?:working|business)\s+days?\b", re.I)
 
 # Numbers written as words (English), read when a unit or a counted noun follows.
@@ -165,6 +189,9 @@ _READER_STATE = re.compile(
     r"([^,;:.]+)",
     re.I,
 )
+GROUP_STEMS = frozenset(content_stem(w) for w in _GROUP_WORDS) - {""}
+_AT_OR = re.compile(r"\b(?:at|on|by) or (after|before|later|earlier)\b", re.I)
+_CAPITALISED = re.compile(r"\b[A-Z][a-z][\w'’-]*")
 _GROUP_NOT_BEFORE = re.compile(r"\s+(?:days?|hours?|weeks?|account|accounts)\b")
 
 
@@ -194,6 +221,16 @@ class Slot:
     near: frozenset[str]
     label: frozenset[str] = frozenset()  # a table row's label: the other side must name it
     codes: frozenset[str] = frozenset()  # sizes or grades in that label ("A4")
+    # the groups of people the number is said of ("£60 for an adult", a table cell under
+    # "Adult"): its bound words (and a cell's row label and column heading) of `_GROUP_WORDS`
+    groups: frozenset[str] = frozenset()
+    # capitalised words of its clause near it, but a sentence's first: the named thing the
+    # number is said of ("A replacement Valley Card costs £5"); none for a table cell
+    names: frozenset[str] = frozenset()
+    # "hold": how long something is kept ("held for two weeks", "7 days to collect it");
+    # "end": after how long it goes ("unclaimed after 10 days ... is disposed of", "older
+    # than sixty days have been deleted"); "" for any other number (`_role`)
+    role: str = ""
 
 
 @dataclass
@@ -265,6 +302,20 @@ def groups_differ(a: Unit, b: Unit) -> bool:
     if not a.groups and a.title_groups and b.title_groups:
         return not (a.title_groups & b.title_groups)
     return False
+
+
+def slots_differ(x: Slot, y: Slot) -> bool | None:
+    """Whether two numbers are said of different things, read from the numbers themselves:
+    True when both name groups of people and not the same ("£50" under "Adult" against
+    "£25 for a child", "undergraduate students" against "postgraduate students"), or both are bound to capitalised names and no name is shared
+    ("A replacement Valley Card costs £5" against "A replacement Young Person card costs
+    £10"); False when both name the same group; None when the numbers do not say (the
+    sentences' groups decide: `groups_differ`)."""
+    if x.names and y.names and not (x.names & y.names):
+        return True
+    if x.groups and y.groups:
+        return x.groups != y.groups
+    return None
 
 
 def same_unit(x: Slot, y: Slot) -> bool:
@@ -349,21 +400,27 @@ def _negated_clause(plain: str) -> frozenset[str]:
 
 def _joined(text: str) -> str:
     """The text with a one-letter prefix joined to its word ("e-books" is "ebooks", "x-ray"
-    "xray"): an e-book is not a book."""
-    return _LETTER_PREFIX.sub(r"\1", text)
+    "xray"): an e-book is not a book; so is "non-" ("non-folding bicycles" are not folding
+    ones)."""
+    return _NON_PREFIX.sub("non", _LETTER_PREFIX.sub(r"\1", text))
 
 
 def _negative(plain: str) -> bool:
     """True when the main clause of a folded sentence holds a negation: its condition ("if
     ..."), and the clauses a subordinating word opens ("when a user cannot reset ...",
     "whatever data you don't use"), are left out, each up to its clause's end."""
-    kept = [_SUBORDINATE.sub("", part) for part in re.split(r"[,;:]\s", plain)]
+    kept = [
+        _SUBORDINATE.sub("", part)
+        for part in re.split(r"[,;:]\s", plain)
+        if not _CONTRAST.match(part)
+    ]
     return polarity(main_clause(" ".join(WORD_RE.findall(" , ".join(kept))))) > 0
 
 
 def _main_parts(plain: str) -> list[str]:
     """The clauses of a folded sentence without what a subordinating word opens."""
     text = _CONTRACTION.sub(lambda m: _CONTRACTIONS[m.group(0)], plain.replace("’", "'"))
+    text = _LISTED.sub(r" \1", text)  # "every route, including the X50": one clause
     return [p for part in re.split(r"[,;:]\s", text) if (p := _SUBORDINATE.sub("", part).strip())]
 
 
@@ -407,12 +464,16 @@ def _rules(plain: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
     post a bicycle back?")."""
     denied = _ANSWER_NO.match(plain) is not None
     out: list[tuple[int, str, frozenset[str]]] = []
+    if plain.rstrip().endswith(":"):
+        return ()  # "Do not issue a penalty fare to:": said of the list that follows
     for part in _main_parts(plain):
         stems = stem_set(part) - NOISE
         for polarity_, pattern in ((-1, _NEG_MODAL), (1, _POS_MODAL)):
             m = pattern.search(part)
             if m is None:
                 continue
+            if _ANAPHORIC.match(part, m.end()):
+                break  # "cannot do this": what it is said of is elsewhere
             after = [content_stem(w) for w in WORD_RE.findall(part[m.end() :])[:4]]
             verb = next((w for w in after if w and w not in ("be", "been")), "")
             if not (denied and polarity_ > 0):
@@ -487,7 +548,8 @@ def _names(text: str) -> dict[str, str]:
 def _slots(sentence: str, header: str | None, language: str) -> list[Slot]:
     if header is not None:
         return _cell_slots(sentence, header, language)
-    out: list[Slot] = []
+    out = _clock_slots(sentence)
+    clocks = [(m.start(), m.end()) for m in _CLOCK.finditer(sentence)]
     q = read_quantities(sentence, language)
     if q.items:
         units, ranges = qualify(sentence, q)
@@ -495,6 +557,10 @@ def _slots(sentence: str, header: str | None, language: str) -> list[Slot]:
         for k, ((key, display), at, unit) in enumerate(zip(q.items, q.where, units, strict=True)):
             if k in in_range or not key.startswith("n:") or unit == "version":
                 continue
+            if any(start <= at < end for start, end in clocks):
+                continue  # a time of day, read above
+            if _ORDINAL.match(sentence, at) and not sentence[:at].strip():
+                continue  # "2. Creating Partial Indexes": a section's or a step's number
             if _YEAR.fullmatch(key[2:]) and not unit:
                 continue  # a year
             if not unit and _MODEL_BEFORE.search(sentence[max(0, at - 20) : at]):
@@ -503,7 +569,51 @@ def _slots(sentence: str, header: str | None, language: str) -> list[Slot]:
             if slot is not None:
                 out.append(slot)
     if language == "en":
-        out += _word_slots(sentence)
+        out += [w for w in _word_slots(sentence) if w.unit != "#o'clock"]
+    return out
+
+
+# A time of day: "09:30", "9.30am", "9 am", "9 o'clock in the morning", "half past six in
+# the evening", "noon", "midnight" (English; a time without am/pm is read as written).
+_CLOCK_WORD = "|".join([*list(_ONES)[:12], r"\d{1,2}"])
+_CLOCK = re.compile(
+    r"(?<![\d:.,])\b(?:(?P<half>half|quarter)\s+(?P<rel>past|to)\s+(?P<h4>" + _CLOCK_WORD + r")\b"
+    r"|(?P<h>\d{1,2}):(?P<m>[0-5]\d)(?![\d:])(?:\s?(?P<ap1>[ap])\.?m\b\.?)?"
+    r"|(?P<h5>\d{1,2})\.(?P<m5>[0-5]\d)\s?(?P<ap5>[ap])\.?m\b\.?"
+    r"|(?P<h2>\d{1,2})\s?(?P<ap2>[ap])\.?m\b\.?"
+    r"|(?P<h3>" + _CLOCK_WORD + r")\s+o['’]clock"
+    r"|(?P<noon>noon|midday|midnight))"
+    r"(?:\s+in\s+the\s+(?P<part>morning|afternoon|evening))?",
+    re.I,
+)
+
+
+def _clock_slots(sentence: str) -> list[Slot]:
+    """The times of day of a sentence as numbers of unit "clock" (minutes after midnight):
+    "09:30" and "half past nine in the morning" are one value; "9 o'clock" is 540."""
+    out: list[Slot] = []
+    for m in _CLOCK.finditer(sentence):
+        if m.group("noon"):
+            minutes = 0 if m.group("noon").lower() == "midnight" else 720
+        else:
+            word = next(w for w in (m.group(g) for g in ("h", "h5", "h2", "h3", "h4")) if w)
+            hour = int(word) if word.isdigit() else _ONES[word.lower()]
+            if hour > 24:
+                continue
+            minutes = hour * 60 + int(m.group("m") or m.group("m5") or 0)
+            meridiem = (m.group("ap1") or m.group("ap5") or m.group("ap2") or "").lower()
+            part = (m.group("part") or "").lower()
+            if (meridiem == "p" or part in ("afternoon", "evening")) and hour < 12:
+                minutes += 720
+            elif meridiem == "a" and hour == 12:
+                minutes -= 720
+            if m.group("half"):
+                step = 30 if m.group("half").lower() == "half" else 15
+                minutes += step if m.group("rel").lower() == "past" else -step
+        slot = _slot(sentence, str(minutes), m.group(0), m.start(), "")
+        if slot is not None:
+            out.append(Slot("clock", float(minutes), m.group(0), slot.near,
+                            groups=slot.groups, names=slot.names))  # fmt: skip
     return out
 
 
@@ -538,7 +648,7 @@ def _slot(sentence: str, number: str, display: str, at: int, unit: str) -> Slot 
         unit, factor = "wday", 1.0
     else:
         unit, factor = _BASE.get(unit, (unit, 1.0))
-    head = _CLAUSE_CUT.split(sentence[:at])[-1]
+    head = _CLAUSE_CUT.split(_AT_OR.sub(r"\1", sentence[:at]))[-1]  # "at or after 9 o'clock"
     tail = _CLAUSE_CUT.split(sentence[end:])[0]
     before = [
         s for w in words_of(_joined(head)).split() if (s := content_stem(w)) and s not in NOISE
@@ -547,7 +657,46 @@ def _slot(sentence: str, number: str, display: str, at: int, unit: str) -> Slot 
         s for w in words_of(_joined(tail)).split() if (s := content_stem(w)) and s not in NOISE
     ]
     before, after = before[-_WINDOW:], after[:_WINDOW]
-    return Slot(unit, value * factor, _shown(sentence, at, display), frozenset(before + after))
+    near = frozenset(before + after)
+    unit, value = unit, value * factor
+    return Slot(unit, value, _shown(sentence, at, display), near, groups=near & GROUP_STEMS,
+                names=_near_names(sentence, at - len(head), end, tail),
+                role=_role(sentence, at, end, head, tail) if unit in ("minute", "month") else "")  # fmt: skip
+
+
+# How long something is kept, and after how long it goes: a retention period said either way
+_HOLD = re.compile(r"\b(?:kept|keep|keeps|held|hold|holds|stored|retained|retain|retains)\b", re.I)
+_HOLD_AFTER = re.compile(r"\s*(?:[a-z]+\s+)?(?:to|in which to)\s+(?:collect|claim|pick)\b", re.I)
+_END = re.compile(
+    r"\b(?:deleted|disposed|destroyed|cleared|discarded|removed|donated|recycled|shredded"
+    r"|thrown away|goes out|go out|sent back|returned to (?:stock|the shelves?))\b",
+    re.I,
+)
+_END_BEFORE = re.compile(r"\b(?:after|older than|more than|over|longer than|beyond)\s+$", re.I)
+
+
+def _role(sentence: str, at: int, end: int, head: str, tail: str) -> str:
+    """A duration's role in its sentence: "hold" ("held at the office for two weeks", "you
+    have 7 days to collect it"), "end" ("still unclaimed after 10 days ... goes out",
+    "older than sixty days have been deleted"), or "" (`Slot.role`)."""
+    if _END_BEFORE.search(sentence[max(0, at - 20) : at]) and _END.search(sentence):
+        return "end"
+    if _HOLD.search(head) or _HOLD.search(tail) or _HOLD_AFTER.match(sentence, end):
+        return "hold"
+    return ""
+
+
+def _near_names(sentence: str, head_start: int, end: int, tail: str) -> frozenset[str]:
+    """The capitalised words of a number's clause, a few either side of it, but the
+    sentence's first word and words of `_GROUP_WORDS` (folded)."""
+    first = len(sentence) - len(sentence.lstrip())
+    found = [
+        m for m in _CAPITALISED.finditer(sentence, head_start, end + len(tail))
+        if m.start() != first and m.group(0).lower() not in _GROUP_WORDS
+    ]  # fmt: skip
+    before = [m.group(0) for m in found if m.end() <= end][-_WINDOW:]
+    after = [m.group(0) for m in found if m.start() >= end][:_WINDOW]
+    return frozenset(fold_fast(w) for w in before + after)
 
 
 def _more_unit(sentence: str, end: int) -> str:
@@ -622,5 +771,6 @@ def _cell_slots(row: str, header: str, language: str) -> list[Slot]:
         if slot is None:
             continue
         near = (label | stem_set(head) | slot.near) - NOISE
-        out.append(Slot(slot.unit, slot.value, slot.shown, near, label, codes))
+        groups = near & GROUP_STEMS
+        out.append(Slot(slot.unit, slot.value, slot.shown, near, label, codes, groups))
     return out

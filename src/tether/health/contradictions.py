@@ -18,7 +18,10 @@ each quoting both sentences:
 
 How. The sentences worth comparing are those of the chunks in force on `as_of` (the same
 sentences `tether.text.sentence_spans` gives sentence vectors to; a table row is read with
-its table's header row), read once (`contradiction_units`). Candidate pairs
+its table's header row), read once (`contradiction_units`), but template lines (one
+sentence with other numbers in `TEMPLATE_DOCS` documents: a page's "last modified" footer, a
+mail header's date), boilerplate (one sentence in `BOILERPLATE_DOCS` documents) and command
+lines ("$ git diff HEAD <3>"). Candidate pairs
 (`contradiction_pairs`) are the nearest sentences of other documents by the index's sentence
 vectors (else the `embedder`'s, else none), the sentences sharing most rare content words,
 and the nearest sentences holding a number of the same unit. Each pair goes to two checks:
@@ -66,9 +69,8 @@ sentence vectors (then those sentences are embedded once, which is the slow part
 What it cannot do: it compares sentences two at a time, so a contradiction that needs two
 sentences of one side (a rule in one sentence, its number in the next) or a table cell whose
 row or column is named only in an earlier chunk is missed; a reworded contradiction needs
-close vectors and shared words bound to both numbers, so one worded with synonyms only
-("snapshots older than sixty days are deleted" against "backups are kept for 90 days";
-"does not roll over" against "carries over"; "must be accompanied by an adult" against
+close vectors and shared words bound to both numbers (or a retention said from both
+ends), so one worded with synonyms only ("does not roll over" against "carries over"; "must be accompanied by an adult" against
 "can use the computers by themselves") is missed, counts of different nouns ("10 e-books"
 against "eight digital titles") are not compared, and a rule stated as an instruction
 ("turn on forwarding") against a prohibition ("forwarding is not permitted") is missed;
@@ -82,6 +84,7 @@ ranges ("3 to 7 days") and dates are not compared.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
@@ -136,7 +139,7 @@ def find_contradictions(
         if c.meta.in_force(as_of) and c.meta.doc_type not in exception_types
     ]  # fmt: skip
     step("read sentences", 0, len(chunks))
-    units = [u for c in chunks for u in read_units(c)]
+    units = _without_templates([u for c in chunks for u in read_units(c)])
     step("read sentences", len(chunks), len(chunks))
     if len({u.doc for u in units}) < 2:
         return []
@@ -164,6 +167,47 @@ def find_contradictions(
 
 def _silent(_phase: str, _done: int, _total: int) -> None:
     return None
+
+
+TEMPLATE_DOCS = 4  # a sentence shape in this many documents ...
+TEMPLATE_VALUES = 3  # ... with this many different numbers in it is a template line
+BOILERPLATE_DOCS = 6  # a sentence (numbers aside) in this many documents is boilerplate
+_DIGITS = re.compile(r"\d+")
+# a command line and its callout ("$ git diff HEAD <3>", ">>> len(x)"): code, not a statement
+_COMMAND = re.compile(r"^\s*(?:\$|>>>|%)\s|<\d{1,2}>\s*$")
+# words of a date or time stamp that change with it (a mail header's "Mon, 26 Jan 1998 PST")
+_DATE_WORDS = frozenset(
+    "mon tue wed thu fri sat sun monday tuesday wednesday thursday friday saturday sunday"
+    " jan feb mar apr may jun jul aug sep sept oct nov dec january february march april june"
+    " july august september october november december utc gmt pst pdt est edt cst cdt cet"
+    " cest bst am pm".split()
+)
+
+
+def _without_templates(units: list[Unit]) -> list[Unit]:
+    """The units but template lines: one sentence with its numbers changed in many documents
+    ("This page last modified on 2022-08-10 18:45:48 UTC", "Date: Fri, 04 Oct 1996 11:42:18
+    PDT") is a page footer or a mail header, not a value stated for one subject. A fact
+    repeated in several documents with one of them changed (the planted kind) keeps its few
+    values and stays. A sentence in `BOILERPLATE_DOCS` documents or more is boilerplate
+    (a page included in many: "Everything below this line in this section is selectively
+    included ..."). Command lines of a shell or an interpreter ("$ git diff HEAD <3>") are
+    left out too: code, not a statement."""
+    shapes: dict[str, tuple[set[str], set[tuple[str, ...]]]] = {}
+    keys = []
+    for u in units:
+        key = " ".join(w for w in _DIGITS.sub("#", u.words).split() if w not in _DATE_WORDS)
+        keys.append(key)
+        docs, values = shapes.setdefault(key, (set(), set()))
+        docs.add(u.doc)
+        values.add(tuple(_DIGITS.findall(u.words)))
+    return [
+        u for u, key in zip(units, keys, strict=True)
+        if not ("#" in key and len(shapes[key][0]) >= TEMPLATE_DOCS
+                and len(shapes[key][1]) >= TEMPLATE_VALUES)
+        and len(shapes[key][0]) < BOILERPLATE_DOCS
+        and not _COMMAND.search(u.text)
+    ]  # fmt: skip
 
 
 def _with_cosine(pairs: Iterable[tuple[int, int, float]]) -> Iterable[tuple[int, int, float]]:
