@@ -125,6 +125,7 @@ _CONTRACTION = re.compile("|".join(re.escape(c) for c in _CONTRACTIONS))
 _NEG_MODAL = re.compile(
     r"\b(?:cannot|can not|may not|must not|need not|(?:do|does|did) not (?:have|need) to"
     r"|(?:is|are) not (?:allowed|permitted|required)|prohibited|forbidden)\b"
+    r"|^no [a-z]+(?: [a-z]+)? (?:is|are) (?:allowed|permitted)\b"
     r"|^(?:please )?(?:do not|never)\b"
 )
 _POS_MODAL = re.compile(
@@ -192,6 +193,8 @@ _READER_STATE = re.compile(
 GROUP_STEMS = frozenset(content_stem(w) for w in _GROUP_WORDS) - {""}
 _AT_OR = re.compile(r"\b(?:at|on|by) or (after|before|later|earlier)\b", re.I)
 _CAPITALISED = re.compile(r"\b[A-Z][a-z][\w'’-]*")
+_ASIDE = re.compile(r"\([^)]*\)")
+_IN_NAME = re.compile(r"\s+[A-Z][a-z]+\s+(?:Club|Team|Society|Union|Centre|Center|Scheme|Programme|Program)\b|\s+(?:Club|Team|Society|Union|Scheme|Programme|Program)\b")
 _GROUP_NOT_BEFORE = re.compile(r"\s+(?:days?|hours?|weeks?|account|accounts)\b")
 
 
@@ -495,6 +498,8 @@ def _groups(text: str) -> frozenset[str]:
         word = m.group(0).lower()
         if word not in _GROUP_WORDS or _GROUP_NOT_BEFORE.match(text, m.end()):
             continue
+        if _IN_NAME.match(text, m.end()) and m.group(0)[0].isupper():
+            continue  # "Junior Climbing Club", "Student Union": a name, not its members
         non = text[max(0, m.start() - 4) : m.start()].lower() == "non-"
         out.add(("non-" if non else "") + content_stem(word))  # non-members are not members
         if word in ("members", "member", "holders", "holder") and not non:
@@ -757,7 +762,8 @@ def _cell_slots(row: str, header: str, language: str) -> list[Slot]:
     heads = [c.strip() for c in header.strip().strip("|").split("|")]
     if len(cells) < 2:
         return []
-    label = stem_set(cells[0])
+    # "Fitness class (up to 60 minutes)" is named by "fitness class": an aside is no name
+    label = stem_set(_ASIDE.sub("", cells[0])) or stem_set(cells[0])
     codes = frozenset(_CODE.findall(fold_fast(cells[0])))
     out: list[Slot] = []
     for j, cell in enumerate(cells[1:], start=1):
