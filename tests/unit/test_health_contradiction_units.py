@@ -267,3 +267,12 @@ def test_template_lines_boilerplate_and_commands_are_not_compared() -> None:
     shared = [u for n in range(6) for u in doc(n, "Everything below this line is included.")]
     assert _without_templates(shared) == []
     assert _without_templates(doc(9, "$ git diff HEAD <3>")) == []
+
+
+def test_an_aside_a_name_and_no_x_allowed() -> None:
+    units = _units("| Activity | Standard |\n|---|---|\n| Spin class (up to 45 minutes) | £6.50 |")
+    (row,) = [u for u in units if u.slots]
+    assert row.slots[0].label == {content_stem("spin"), content_stem("class")}
+    assert not _one("The Junior Climbing Club meets on Saturdays at 10:00.").groups
+    assert _one("Junior members may climb on Saturdays at 10:00.").groups
+    assert _one("No dogs are allowed in the changing rooms.").rules[0][0] == -1
