@@ -13,7 +13,8 @@ A slot's unit is canonical so that one value said two ways reads the same: money
 midnight (unit "clock": "09:30", "half past nine in the morning", "9.30am" are one value).
 Numbers written as words ("twelve", "sixty", "twenty-one") are read when a unit or counted
 noun follows them. A table row's numbers are bound to the row's label and the column's
-heading. Each number also names what it is said of, read from the number itself rather than
+heading (the label without its aside: "Fitness class (up to 60 minutes)" is named by
+"fitness class"). Each number also names what it is said of, read from the number itself rather than
 the whole sentence (`slots_differ`): the groups of people among its bound words ("£60 for an
 adult", a cell under "Adult"), the capitalised words near it ("A replacement Valley Card
 costs £5"), and a duration's role in a retention period ("held for two weeks": hold;
@@ -37,7 +38,9 @@ morning/evening" is read as written ("6 o'clock" is 06:00); a retention is recog
 short list of English verbs (kept, held, stored ...; deleted, disposed, cleared, donated ...),
 so "goes to the charity shop" is no end of one. A negation said of a noun phrase after a
 comma ("..., not the day you buy them") is a contrast, not a negated main clause; "cannot do
-this" and a clause ending in a colon (a list follows) state no rule of their own.
+this" and a clause ending in a colon (a list follows) state no rule of their own; "No dogs
+are allowed ..." is a negated rule. A group word that opens a name ("Junior Climbing Club",
+"Student Union") names no group.
 """
 
 from __future__ import annotations
