@@ -30,3 +30,23 @@ def test_a_negation_said_of_a_narrower_case_is_not_a_rule_conflict() -> None:
     a = _unit("a", "The system works out late fees automatically when an item is checked in.")
     b = _unit("b", "There are no late fees on items borrowed with an Access card.")
     assert check_close(a, b, 0.95, VerifierCache()) is None
+
+
+def test_an_instruction_after_the_denied_clause_does_not_hide_the_conflict() -> None:
+    a = _unit("a", "Old paint tins are accepted at Hollow Road, in the bay beside the oil bank.")
+    b = _unit("b", "Old paint tins are not accepted at Hollow Road; please take them to Eastgate.")
+    found = check_close(a, b, 0.93, VerifierCache())
+    assert found is not None and found[0].kind == "rule"
+    # the same sentence with its foreign words in the denied clause itself says another thing
+    c = _unit("c", "Old paint tins from Eastgate traders are not accepted at Hollow Road.")
+    assert check_close(a, c, 0.93, VerifierCache()) is None
+
+
+def test_a_price_for_households_on_a_named_benefit_is_another_group() -> None:
+    a = _unit("a", "A bulky waste collection of up to three items costs £40.")
+    b = _unit("b", "If someone in your household gets Pension Credit, a bulky waste collection of "
+                   "up to three items costs £20.")  # fmt: skip
+    assert b.groups and check_close(a, b, 0.95, VerifierCache()) is None
+    c = _unit("c", "A bulky waste collection of up to three items costs £45.")
+    found = check_close(a, c, 0.95, VerifierCache())
+    assert found is not None and found[0].kind == "number"

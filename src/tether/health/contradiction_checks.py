@@ -46,7 +46,7 @@ from tether.verify.cues import condition, periods
 from tether.verify.negation import CUE_STEMS, negation_mismatch
 from tether.verify.passages import Prepared, VerifierCache
 from tether.verify.reading import claim_info
-from tether.verify.stems import content_stem
+from tether.verify.stems import content_stem, stem_set
 
 __all__ = ["check_close", "clause", "excluded", "names_row", "other_model", "quote", "subject"]
 
@@ -89,7 +89,7 @@ def check_close(
     rule = None
     if number is None:
         claim, passage = (a, b) if len(sa) <= len(sb) else (b, a)
-        if len(claim.content - passage.context) > FOREIGN_MAX:
+        if len(_first_clause(claim) - passage.context) > FOREIGN_MAX:
             return None  # the shorter side speaks of something the other's passage does not
         rule = _rule_conflict(a, b)
     if number is None and rule is None:
@@ -122,6 +122,14 @@ def check_close(
         score=round(0.3 + 0.6 * closeness, 3),
     )
     return found, None
+
+
+def _first_clause(u: Unit) -> frozenset[str]:
+    """The content stems of a sentence's first independent clause (up to ";" or ":"): what
+    "Plasterboard is not accepted at Ashcombe Lane; please take it to Millfield" states; the
+    instruction after it is its own."""
+    first = re.split(r"[;:]\s", u.text, maxsplit=1)[0]
+    return u.content if first == u.text else frozenset(stem_set(first)) - NOISE
 
 
 def other_model(a: Unit, b: Unit) -> bool:

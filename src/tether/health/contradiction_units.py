@@ -197,7 +197,14 @@ GROUP_STEMS = frozenset(content_stem(w) for w in _GROUP_WORDS) - {""}
 _AT_OR = re.compile(r"\b(?:at|on|by) or (after|before|later|earlier)\b", re.I)
 _CAPITALISED = re.compile(r"\b[A-Z][a-z][\w'’-]*")
 _ASIDE = re.compile(r"\([^)]*\)")
-_IN_NAME = re.compile(r"\s+[A-Z][a-z]+\s+(?:Club|Team|Society|Union|Centre|Center|Scheme|Programme|Program)\b|\s+(?:Club|Team|Society|Union|Scheme|Programme|Program)\b")
+_NAME_END = r"(?:Club|Team|Society|Union|Centre|Center|Scheme|Programme|Program)\b"
+_IN_NAME = re.compile(rf"\s+[A-Z][a-z]+\s+{_NAME_END}|\s+{_NAME_END}")
+# ... and so does a named benefit or scheme the reader's household gets ("If someone in your
+# household gets Council Tax Reduction", "if you receive Pension Credit")
+_READER_GETS = re.compile(
+    r"\b(?i:if|unless)\s+(?i:you|someone in your household|anyone in your household)\s+"
+    r"(?i:get|gets|receive|receives|claim|claims)\s+((?:[A-Z][\w'’-]*\s?)+)"
+)
 _GROUP_NOT_BEFORE = re.compile(r"\s+(?:days?|hours?|weeks?|account|accounts)\b")
 
 
@@ -512,6 +519,8 @@ def _groups(text: str) -> frozenset[str]:
     if staff in out:
         out.discard(content_stem("member"))
     for m in _READER_STATE.finditer(text):
+        out.update(stem_set(m.group(1)) - NOISE)
+    for m in _READER_GETS.finditer(text):
         out.update(stem_set(m.group(1)) - NOISE)
     return frozenset(s for s in out if s)
 
