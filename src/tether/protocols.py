@@ -51,6 +51,17 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class SharedQueryCache(Protocol):
+    """An `Embedder` whose `embed_queries` answers from a cache of query vectors shared with
+    other callers (`tether.embeddings.cache.CachedQueryEmbedder`): a retriever over it keeps
+    no cache of its own, so each search's lookup is seen (and counted) there."""
+
+    def clear_query_cache(self) -> None:
+        """Forget the cached query vectors (every caller's)."""
+        ...
+
+
+@runtime_checkable
 class StoreReader(Protocol):
     """The index read by ID: chunks, documents and their versions, and what the index is.
 

@@ -441,6 +441,34 @@ def test_the_cache_in_front_of_the_batcher_sends_only_misses_to_the_line() -> No
     assert batcher.counts()["texts"] == 3
 
 
+def test_a_retriever_over_a_shared_cache_keeps_none_of_its_own() -> None:
+    """Over the server's cached embedder every search looks its query up in the shared cache
+    once (so /metrics counts each search), and the retriever's own cache stays empty."""
+    fake = FakeEmbedder()
+    cache = QueryVectorCache()
+    retriever, _ = _retriever(CachedQueryEmbedder(fake, cache))
+    for _ in range(3):
+        retriever.search("parking rule", 3, Filters(), method="rerank")
+    assert fake.calls == [["parking rule"]]  # embedded once, by the shared cache
+    assert cache.counts() == {"hits": 2, "misses": 1, "entries": 1}  # one lookup a search
+    assert len(retriever._query_vectors) == 0
+    retriever.clear_query_cache()  # a timing that must include the embedding: the shared one
+    assert len(cache) == 0
+
+
+def test_a_retriever_over_a_plain_embedder_keeps_its_own_cache() -> None:
+    fake = FakeEmbedder()
+    retriever, _ = _retriever(fake)
+    for _ in range(3):
+        retriever.search("parking rule", 3, Filters(), method="rerank")
+    assert fake.calls == [["parking rule"]]
+    np.testing.assert_array_equal(retriever.query_vector("parking rule"), vector_of("parking rule"))
+    assert fake.calls == [["parking rule"]]  # outside a search too
+    retriever.clear_query_cache()
+    retriever.query_vector("parking rule")
+    assert fake.calls == [["parking rule"]] * 2
+
+
 # ---- wiring: Models and the server's metrics ----------------------------------------------
 
 

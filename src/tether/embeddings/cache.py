@@ -12,10 +12,11 @@ protocol.
   arrays of its own. `embed_passages` and every other attribute go to `inner`
   (`ForwardingEmbedder`, the base of this module's and the batcher's wrappers).
 
-The server's readers each hold a retriever with a small cache of its own (per thread); this
-one sits behind them, in the process's `Models` (`tether.app`), so a query any reader has
-embedded is not embedded again by another. Its hits count only queries that missed the
-reader's own cache.
+It sits in the process's `Models` (`tether.app`), behind every reader thread's retriever, so
+a query any reader has embedded is not embedded again by another. A retriever over a
+`CachedQueryEmbedder` (a `tether.protocols.SharedQueryCache`) keeps no cache of query vectors
+of its own (only the current search's, so one search asks once): every search's lookup is
+counted here, and `/metrics` shows them all.
 
 What it cannot do: it keys on the exact text (a query with one more space is embedded
 again); entries never expire but by use, which is right as long as the embedder's weights
@@ -26,13 +27,12 @@ same text recently (as with the readers' own caches).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
 
+from tether.lru import LRU
 from tether.protocols import Embedder
 
 __all__ = [
@@ -63,26 +63,24 @@ def embedder_identity(embedder: Embedder) -> tuple[Hashable, ...]:
 
 
 class QueryVectorCache:
-    """The `size` most recently used query vectors by (embedder identity, text)."""
+    """The `size` most recently used query vectors by (embedder identity, text): a
+    `tether.lru.LRU` of read-only copies."""
 
     def __init__(self, size: int = DEFAULT_SIZE) -> None:
-        self.size = max(0, int(size))
-        self._vectors: OrderedDict[tuple[Hashable, str], np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        self._vectors: LRU[tuple[tuple[Hashable, ...], str], np.ndarray] = LRU(size)
+        self.size = self._vectors.size
+
+    @property
+    def hits(self) -> int:
+        return self._vectors.hits
+
+    @property
+    def misses(self) -> int:
+        return self._vectors.misses
 
     def get(self, identity: tuple[Hashable, ...], text: str) -> np.ndarray | None:
         """The vector kept for `text` under `identity` (counted as a hit), or None (a miss)."""
-        key = (identity, text)
-        with self._lock:
-            found = self._vectors.get(key)
-            if found is None:
-                self.misses += 1
-                return None
-            self._vectors.move_to_end(key)
-            self.hits += 1
-            return found
+        return self._vectors.get((identity, text))
 
     def put(self, identity: tuple[Hashable, ...], text: str, vector: np.ndarray) -> None:
         """Keep `vector` (a copy, read-only) for `text` under `identity`."""
@@ -90,26 +88,18 @@ class QueryVectorCache:
             return
         kept = np.array(vector, dtype=np.float32, copy=True)
         kept.flags.writeable = False
-        key = (identity, text)
-        with self._lock:
-            self._vectors[key] = kept
-            self._vectors.move_to_end(key)
-            while len(self._vectors) > self.size:
-                self._vectors.popitem(last=False)
+        self._vectors.put((identity, text), kept)
 
     def clear(self) -> None:
         """Forget every vector (the counts stay)."""
-        with self._lock:
-            self._vectors.clear()
+        self._vectors.clear()
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._vectors)
+        return len(self._vectors)
 
     def counts(self) -> dict[str, int]:
         """Hits, misses and entries so far."""
-        with self._lock:
-            return {"hits": self.hits, "misses": self.misses, "entries": len(self._vectors)}
+        return self._vectors.counts()
 
 
 class ForwardingEmbedder:
@@ -172,6 +162,10 @@ class CachedQueryEmbedder(ForwardingEmbedder):
     def __init__(self, inner: Embedder, cache: QueryVectorCache | None = None) -> None:
         super().__init__(inner)
         self.cache = cache if cache is not None else QueryVectorCache()
+
+    def clear_query_cache(self) -> None:
+        """Forget every vector in `cache` (it may be shared: every caller's; the counts stay)."""
+        self.cache.clear()
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """The vectors of `texts` (rows in order): kept ones from the cache, the others from

@@ -69,7 +69,8 @@ rewriter costs one model call per query.
 from __future__ import annotations
 
 import re
-from collections import Counter, OrderedDict
+import threading
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -80,7 +81,15 @@ from tether import deadlines
 from tether.config import DEFAULT_PROFILE, Profile
 from tether.errors import ConflictError, TetherError
 from tether.linear import LinearModel
-from tether.protocols import Embedder, Provider, Reranker, SearchableStore, Store
+from tether.lru import LRU
+from tether.protocols import (
+    Embedder,
+    Provider,
+    Reranker,
+    SearchableStore,
+    SharedQueryCache,
+    Store,
+)
 from tether.retrieval.query import QueryShape, query_shape
 from tether.standing import TYPE_ALIASES, source_rank
 from tether.text import fold
@@ -91,6 +100,8 @@ RRF_K = 60
 DIVERSITY_WINDOW = 10  # rerank: the top places the per-document cap holds in
 RULES_WINDOW = 5  # rerank: the top places a standing rule is checked for and put into
 SECOND_LANGUAGE = 0.1  # share of chunks that makes a collection multilingual (adaptive)
+QUERY_VECTORS = 512  # a retriever's own query vectors (none over a shared cache)
+MASKS = 32  # filter masks kept (per generation, date and audience)
 
 
 def check_method(method: str) -> str:
@@ -116,19 +127,6 @@ def rrf_scores(
 
 
 # ---- the retriever --------------------------------------------------------------------------
-
-
-class _LRU(OrderedDict):
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.size = size
-
-    def put(self, key: Any, value: Any) -> Any:
-        self[key] = value
-        self.move_to_end(key)
-        while len(self) > self.size:
-            self.popitem(last=False)
-        return value
 
 
 class Retriever:
@@ -171,8 +169,12 @@ class Retriever:
         self.per_document_one_language = profile.rerank_per_document
         self._rules: tuple[int, list[Chunk]] | None = None
         self._language: dict[Audience, tuple[int, tuple[str | None, bool]]] = {}
-        self._query_vectors: _LRU = _LRU(512)
-        self._masks: _LRU = _LRU(32)
+        # over an embedder with a shared cache (the server's), none of its own: its hits
+        # and misses are then all seen there (and on /metrics); one search asks it once
+        own = 0 if isinstance(embedder, SharedQueryCache) else QUERY_VECTORS
+        self._query_vectors: LRU[str, np.ndarray] = LRU(own)
+        self._searching = threading.local()  # the current search's query vectors, per thread
+        self._masks: LRU[tuple[Any, ...], set[str]] = LRU(MASKS)
         if embedder is not None:
             _check_embedder(store, embedder)
         if reranker is None and embedder is not None:
@@ -216,28 +218,39 @@ class Retriever:
         if method == "bm25":
             return _served(self._bm25(query, k, filters), filters)
         self._need_dense(method)
-        if method == "dense":
-            return _served(self._dense_hits(query, k, filters), filters)
-        if method == "hybrid":
-            return _served(self._hybrid(query, k, filters), filters)
-        return _served(self._rerank(query, k, filters), filters)
+        self._searching.vectors = {}
+        try:
+            if method == "dense":
+                return _served(self._dense_hits(query, k, filters), filters)
+            if method == "hybrid":
+                return _served(self._hybrid(query, k, filters), filters)
+            return _served(self._rerank(query, k, filters), filters)
+        finally:
+            self._searching.vectors = None
 
     def query_vector(self, query: str) -> np.ndarray:
-        """The embedder's vector for a query (cached per query text)."""
+        """The embedder's vector for a query: asked once per search; across searches kept in
+        the retriever's own cache (per query text), or, when the embedder shares a cache
+        (`SharedQueryCache`, the server's), asked of it again, which answers from that cache."""
         if self.embedder is None:
             raise TetherError("no embedder: dense methods are not available")
+        memo: dict[str, np.ndarray] | None = getattr(self._searching, "vectors", None)
+        vec = memo.get(query) if memo is not None else None
+        if vec is not None:
+            return vec
         vec = self._query_vectors.get(query)
         if vec is None:
             vec = np.asarray(self.embedder.embed_queries([query]), dtype=np.float32)[0]
             self._query_vectors.put(query, vec)
-        else:
-            self._query_vectors.move_to_end(query)
+        if memo is not None:
+            memo[query] = vec
         return vec
 
     def warm_queries(self, queries: Sequence[str], batch: int = 32) -> None:
         """Embed the queries not cached yet in batches (one embedder call per `batch`), so a
         loop over many queries (the calibrations at ingest) does not embed them one by one.
-        Nothing happens without an embedder; the cache keeps its size (the last ones stay)."""
+        Nothing happens without an embedder; the cache keeps its size (the last ones stay).
+        Over a shared cache (`SharedQueryCache`) the vectors are kept there."""
         if self.embedder is None:
             return
         todo = list(dict.fromkeys(q for q in queries if q not in self._query_vectors))
@@ -248,8 +261,11 @@ class Retriever:
                 self._query_vectors.put(query, vec)
 
     def clear_query_cache(self) -> None:
-        """Forget cached query vectors (so a timing includes embedding the query)."""
+        """Forget cached query vectors (so a timing includes embedding the query): the
+        retriever's own, or the shared cache's (every caller's) when its embedder has one."""
         self._query_vectors.clear()
+        if isinstance(self.embedder, SharedQueryCache):
+            self.embedder.clear_query_cache()
 
     # ---- methods ------------------------------------------------------------------------------
 
@@ -612,11 +628,12 @@ class LLMRewriter:
     def __init__(self, provider: Provider, *, max_tokens: int = 64) -> None:
         self.provider = provider
         self.max_tokens = max_tokens
-        self._cache: _LRU = _LRU(1024)
+        self._cache: LRU[str, str] = LRU(1024)
 
     def __call__(self, query: str) -> str:
-        if query in self._cache:
-            return self._cache[query]
+        found = self._cache.get(query)
+        if found is not None:
+            return found
         from tether.prompts import load_prompt
 
         template, prompt_id = load_prompt("rewrite")
