@@ -106,6 +106,30 @@ def test_the_generation_moves_and_another_store_object_sees_the_new_data(
     other.close()
 
 
+def test_get_many_never_answers_from_before_another_objects_write(
+    factory: Factory, store: Store, location: str, collection: Path
+):
+    """A store may keep the chunks `get_many` read (SQLite does, for one generation): after
+    another object relabels the document (same text, so the same chunk ID), the next read
+    gives the new label; a chunk removed elsewhere is gone."""
+    ingest(store, collection)
+    other = factory.open(location)
+    (chunk,) = other.chunks("public-0")
+    cid = chunk.chunk_id
+    for _ in range(2):  # the second read may be served from memory
+        assert other.get_many([cid, "no-such-chunk"]) == {cid: chunk}
+    body = "# Animals 0\n\nA zebra visits the farm 0."
+    (collection / "public-0.md").write_text(md("public-0", body, access="staff"))
+    ingest(store, collection)
+    (relabelled,) = store.chunks("public-0")
+    assert relabelled.chunk_id == cid and relabelled.meta.access == "staff"
+    assert other.get_many([cid])[cid].meta.access == "staff"
+    (collection / "public-0.md").unlink()
+    ingest(store, collection)
+    assert other.get_many([cid]) == {}
+    other.close()
+
+
 def test_concurrent_readers_see_consistent_generations_while_one_writer_applies(
     factory: Factory, location: str, tmp_path: Path
 ):

@@ -4,7 +4,8 @@ BM25 and, when the index was built with an embedder, one vector per chunk (and p
 - reads see one committed generation: each read runs in one read transaction and first reads
   the `generation` counter of the meta table; when it moved (a write by this object, another
   object or another process) the in-memory caches (document metadata, the vector matrix, the
-  dense index, filter masks) are dropped and rebuilt on demand;
+  dense index, filter masks, the `CHUNKS_KEPT` chunks `get_many` read last) are dropped and
+  rebuilt on demand (and after a write, committed or rolled back);
 - writes: `apply(changes)` writes a `ChangeSet` (planned by `tether.ingest.sync`) in ONE
   transaction and bumps the generation, so a crash, a kill or an exception mid-apply leaves
   the index as it was; `set_meta` records values such as the gate floors the same way;
@@ -48,6 +49,7 @@ import numpy as np
 
 from tether._version import __version__
 from tether.errors import NotFoundError, TetherError
+from tether.lru import LRU
 from tether.stores.dense import ANN_THRESHOLD, DenseIndex, hnsw_cache_path, remove_hnsw_caches
 from tether.stores.rows import bm25_hits, document_infos, spans_by_document
 from tether.stores.sqlite_open import LOCK_TIMEOUT, clear_errors, connect, meta_int
@@ -84,6 +86,13 @@ SCHEMA_VERSION = 6  # 2: the instructions table; 3: the audit table; 4: every an
 READS_FROM = 4  # the oldest schema a reader serves as it is (a reader needs the anchors column)
 
 
+CHUNKS_KEPT = 2048  # chunks `get_many` keeps per store object and generation (about 1-3 KB each)
+
+
+def _kept_chunks() -> LRU[str, Chunk]:
+    return LRU(CHUNKS_KEPT)
+
+
 @dataclass
 class _Caches:
     """What one store object keeps in memory for one generation of the index."""
@@ -96,6 +105,7 @@ class _Caches:
     masks: dict[tuple[Any, str], np.ndarray] = field(default_factory=dict)
     public_lexicon: bool | None = None  # whether the public lexical table exists (schema 5)
     review_by: bool | None = None  # whether documents has the review_by column (schema 6)
+    chunks: LRU[str, Chunk] = field(default_factory=_kept_chunks)  # by ID, read by get_many
 
 
 class SqliteStore:
@@ -299,6 +309,7 @@ class SqliteStore:
                 db.execute("COMMIT")
             except BaseException:
                 rollback(db)
+                self._cache = _Caches()  # nothing read inside the rolled-back write stays
                 raise
         self._generation = generation
         self._cache = _Caches()
@@ -445,16 +456,19 @@ class SqliteStore:
             return self._chunk(row) if row else None
 
     def get_many(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:
-        ids = list(dict.fromkeys(chunk_ids))
-        found: dict[str, Chunk] = {}
+        """The chunks of these IDs that exist (in the order asked), in one read: those read
+        since the generation last moved from memory (`CHUNKS_KEPT`), the others from the file."""
         with self._reading():
-            for part in batches(ids):
+            kept = self._cache.chunks
+            found: dict[str, Chunk | None] = {cid: kept.get(cid) for cid in chunk_ids}
+            missing = [cid for cid, c in found.items() if c is None]
+            for part in batches(missing):
                 marks = ",".join("?" * len(part))
                 for row in self.db.execute(
                     f"SELECT {self._CHUNK_COLS} FROM chunks c WHERE c.chunk_id IN ({marks})", part
                 ):
-                    found[row[0]] = self._chunk(row)
-        return found
+                    found[row[0]] = kept.put(row[0], self._chunk(row))
+        return {cid: c for cid, c in found.items() if c is not None}
 
     def chunks(self, doc_id: str | None = None, version: str | None = None) -> list[Chunk]:
         """Chunks of one document (all versions unless `version`), or of the whole index."""
