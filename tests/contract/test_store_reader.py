@@ -109,15 +109,21 @@ def test_the_generation_moves_and_another_store_object_sees_the_new_data(
 def test_get_many_never_answers_from_before_another_objects_write(
     factory: Factory, store: Store, location: str, collection: Path
 ):
-    """A store may keep the chunks `get_many` read (SQLite does, for one generation): after
-    another object relabels the document (same text, so the same chunk ID), the next read
-    gives the new label; a chunk removed elsewhere is gone."""
+    """A store may keep the chunks `get_many` and the sentence vectors `sentence_vectors`
+    read (SQLite does, for one generation): after another object relabels the document (same
+    text, so the same chunk ID), the next read gives the new label; a chunk removed
+    elsewhere is gone, its sentence vectors too."""
     ingest(store, collection)
     other = factory.open(location)
     (chunk,) = other.chunks("public-0")
     cid = chunk.chunk_id
+    sentences = store.sentence_vectors([cid])
+    assert sentences
     for _ in range(2):  # the second read may be served from memory
         assert other.get_many([cid, "no-such-chunk"]) == {cid: chunk}
+        found = other.sentence_vectors([cid, "no-such-chunk"])
+        assert list(found) == [cid] and found[cid][0] == sentences[cid][0]
+        assert (found[cid][1] == sentences[cid][1]).all()
     body = "# Animals 0\n\nA zebra visits the farm 0."
     (collection / "public-0.md").write_text(md("public-0", body, access="staff"))
     ingest(store, collection)
@@ -127,6 +133,7 @@ def test_get_many_never_answers_from_before_another_objects_write(
     (collection / "public-0.md").unlink()
     ingest(store, collection)
     assert other.get_many([cid]) == {}
+    assert other.sentence_vectors([cid]) == {}
     other.close()
 
 

@@ -4,8 +4,9 @@ BM25 and, when the index was built with an embedder, one vector per chunk (and p
 - reads see one committed generation: each read runs in one read transaction and first reads
   the `generation` counter of the meta table; when it moved (a write by this object, another
   object or another process) the in-memory caches (document metadata, the vector matrix, the
-  dense index, filter masks, the `CHUNKS_KEPT` chunks `get_many` read last) are dropped and
-  rebuilt on demand (and after a write, committed or rolled back);
+  dense index, filter masks, the `CHUNKS_KEPT` chunks `get_many` and the sentence vectors
+  `sentence_vectors` read last) are dropped and rebuilt on demand (and after a write,
+  committed or rolled back);
 - writes: `apply(changes)` writes a `ChangeSet` (planned by `tether.ingest.sync`) in ONE
   transaction and bumps the generation, so a crash, a kill or an exception mid-apply leaves
   the index as it was; `set_meta` records values such as the gate floors the same way;
@@ -87,10 +88,17 @@ READS_FROM = 4  # the oldest schema a reader serves as it is (a reader needs the
 
 
 CHUNKS_KEPT = 2048  # chunks `get_many` keeps per store object and generation (about 1-3 KB each)
+# chunks whose sentence vectors `sentence_vectors` keeps (1.5 KB a sentence of 384 dimensions)
+SENTENCES_KEPT = 1024
+Sentences = tuple[list[tuple[int, int]], np.ndarray]  # spans in the chunk's text, vectors
 
 
 def _kept_chunks() -> LRU[str, Chunk]:
     return LRU(CHUNKS_KEPT)
+
+
+def _kept_sentences() -> LRU[str, Sentences]:
+    return LRU(SENTENCES_KEPT)
 
 
 @dataclass
@@ -106,6 +114,8 @@ class _Caches:
     public_lexicon: bool | None = None  # whether the public lexical table exists (schema 5)
     review_by: bool | None = None  # whether documents has the review_by column (schema 6)
     chunks: LRU[str, Chunk] = field(default_factory=_kept_chunks)  # by ID, read by get_many
+    sentences: LRU[str, Sentences] = field(default_factory=_kept_sentences)  # read-only arrays
+    no_sentences: LRU[str, bool] = field(default_factory=lambda: LRU(SENTENCES_KEPT))  # none
 
 
 class SqliteStore:
@@ -624,12 +634,31 @@ class SqliteStore:
             rows, scores = self.dense_index().search(vector, k, self._mask(filters))
             return [(ids[r], float(s)) for r, s in zip(rows, scores, strict=True)]
 
-    def sentence_vectors(
-        self, chunk_ids: Iterable[str]
-    ) -> dict[str, tuple[list[tuple[int, int]], np.ndarray]]:
+    def sentence_vectors(self, chunk_ids: Iterable[str]) -> dict[str, Sentences]:
         """Sentence vectors of the given chunks: {chunk_id: (spans in the chunk's text,
-        float32 matrix)}; chunks without sentence vectors are absent."""
-        ids = list(dict.fromkeys(chunk_ids))
+        float32 matrix, read-only)}; chunks without sentence vectors are absent. Those read
+        since the generation last moved come from memory (`SENTENCES_KEPT` chunks)."""
+        with self._reading():
+            kept, none = self._cache.sentences, self._cache.no_sentences
+            out: dict[str, Sentences] = {}
+            ids = []
+            for cid in dict.fromkeys(chunk_ids):
+                held = kept.get(cid)
+                if held is not None:
+                    out[cid] = held
+                elif cid not in none:
+                    ids.append(cid)
+            if not ids:
+                return out
+            read = self._read_sentences(ids)
+            for cid in ids:
+                if cid in read:
+                    out[cid] = kept.put(cid, read[cid])
+                else:
+                    none.put(cid, True)
+        return out
+
+    def _read_sentences(self, ids: list[str]) -> dict[str, Sentences]:
         found: dict[str, tuple[list[tuple[int, int]], list[bytes]]] = {}
         with self._reading():
             dim = meta_int(self.meta_value("embedder_dim") or 0, "embedder_dim", self.path)
