@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tether.text import codes, detect_language
 
@@ -86,8 +87,10 @@ def _mixed_case(word: str) -> bool:
     return any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)
 
 
+@lru_cache(maxsize=4096)
 def query_shape(query: str, collection_language: str | None = None) -> QueryShape:
-    """Classify a query (module docstring): deterministic, microseconds; with
+    """Classify a query (module docstring): deterministic, tens of microseconds, remembered
+    for the last 4,096 (query, language) pairs (a rerank search asks twice); with
     `collection_language` (the language most of the collection is written in), a question
     in another language without identifiers is `cross-language`."""
     quoted = tuple(m.group(0)[1:-1] for m in _QUOTED.finditer(query))
