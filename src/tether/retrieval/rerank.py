@@ -37,9 +37,10 @@
 
 `SentenceReranker` reads each candidate's words (content words, its title's and headings',
 its codes) from a `ChunkWordsCache`: what a chunk's text gives whatever the query, derived
-once and kept, keyed by the chunk's ID and a digest of the text, title and headings it was
-derived from (a chunk whose text changed is read anew), bounded (`CHUNK_WORDS` chunks, least
-recently used dropped) and shared by every thread of the process (`SHARED_CHUNK_WORDS`).
+once and kept, keyed by the chunk's ID and the very text, title and headings they were
+derived from (compared in full: a chunk whose text changed is read anew), bounded
+(`CHUNK_WORDS` chunks, least recently used dropped) and shared by every thread of the
+process (`SHARED_CHUNK_WORDS`).
 Splitting 20 candidates into words on every query was half of a cached rerank search's time.
 
 What it cannot do: `SentenceReranker` knows no more than e5-small's sentence vectors and
@@ -52,7 +53,6 @@ yes/no; `CrossEncoderReranker` needs `sentence-transformers` (and torch) and a l
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -82,7 +82,8 @@ BM25_HALF = 5.0  # the BM25 score that maps to 0.5
 LEXICAL_NEUTRAL = 0.5  # adaptive: the BM25 share at which the lexical weights count as listed
 MIN_LANGUAGE_CHUNKS = 3  # fewer chunks in a language: centre it on the mean of all chunks
 # chunks whose words `SHARED_CHUNK_WORDS` keeps: measured 3.3 KB a demo chunk (225 characters),
-# 7 KB a Python manual section (910 characters), so about 30 MB at most for such sections
+# 7 KB a Python manual section (910 characters), plus the text the key holds (shared with the
+# chunk while it is read): about 35 MB at most for such sections
 CHUNK_WORDS = 4096
 ORDER_MODEL_PATH = Path(__file__).with_name("rerank_model.json")
 ORDER_REBUILD = "make rerank-model"
@@ -171,24 +172,21 @@ def chunk_words(chunk: Chunk) -> ChunkWords:
     )
 
 
-def _derived_from(chunk: Chunk) -> tuple[str, bytes]:
-    """The key of `chunk`'s words: its ID and a digest of exactly what they are derived from
-    (`repr` of the strings tells every text, title and heading path apart)."""
-    source = repr((chunk.text, chunk.meta.title, chunk.heading_path)).encode()
-    return chunk.chunk_id, hashlib.blake2b(source, digest_size=16).digest()
+_WordsKey = tuple[str, str, str, tuple[str, ...]]
 
 
 class ChunkWordsCache:
-    """The `ChunkWords` of the `size` most recently read chunks, keyed by chunk ID and a
-    digest of their text, title and headings (a changed chunk is read anew); thread-safe.
-    A size of 0 keeps nothing (every read derives them)."""
+    """The `ChunkWords` of the `size` most recently read chunks, keyed by chunk ID, text,
+    title and headings (compared in full: a changed chunk is read anew; the strings' hashes
+    are computed once per string object, and a store that keeps the chunks it read hands
+    the same ones back); thread-safe. A size of 0 keeps nothing (every read derives them)."""
 
     def __init__(self, size: int = CHUNK_WORDS) -> None:
-        self._kept: LRU[tuple[str, bytes], ChunkWords] = LRU(size)
+        self._kept: LRU[_WordsKey, ChunkWords] = LRU(size)
 
     def of(self, chunk: Chunk) -> ChunkWords:
         """`chunk`'s words: kept ones, or derived now (and kept)."""
-        key = _derived_from(chunk)
+        key = (chunk.chunk_id, chunk.text, chunk.meta.title, chunk.heading_path)
         found = self._kept.get(key)
         if found is None:
             found = self._kept.put(key, chunk_words(chunk))
