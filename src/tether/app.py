@@ -720,8 +720,10 @@ class Workspace:
         self, *, rewrite: Callable[[str], str] | None = None, dense: bool = True
     ) -> Retriever:
         """The retriever over the index, with the Profile's fusion weights; one is kept (and
-        its query-vector cache with it) while the index's generation stays, unless a query
-        rewriter or `dense=False` (BM25 only, no embedder loaded) is asked for."""
+        its caches with it) while the index's generation stays, unless a query rewriter or
+        `dense=False` (BM25 only, no embedder loaded) is asked for. Its query vectors are
+        the Models' query cache's (`Models.query_embedder`), or, with an embedder given to
+        this Workspace, a cache of the retriever's own."""
         generation = self.store.generation()
         if rewrite is None and dense and self._retriever is not None:
             if self._retriever_generation == generation:
