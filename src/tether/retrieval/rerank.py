@@ -85,6 +85,7 @@ MIN_LANGUAGE_CHUNKS = 3  # fewer chunks in a language: centre it on the mean of 
 # 7 KB a Python manual section (910 characters), plus the text the key holds (shared with the
 # chunk while it is read): about 35 MB at most for such sections
 CHUNK_WORDS = 4096
+CENTRED = 4096  # a reranker's chunk vectors centred on their language's mean, per audience
 ORDER_MODEL_PATH = Path(__file__).with_name("rerank_model.json")
 ORDER_REBUILD = "make rerank-model"
 _GAPS = ("maxsim", "dense", "xdense", "bm25", "coverage", "page")
@@ -245,6 +246,8 @@ class SentenceReranker:
         self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
         self._positions: tuple[Any, dict[str, int], np.ndarray] | None = None
         self._means: dict[str, tuple[Any, dict[str, np.ndarray], np.ndarray]] = {}
+        # (row, language) -> the chunk vector less its language's mean, unit length (xdense)
+        self._centred: dict[str, tuple[Any, LRU[tuple[int, str], np.ndarray]]] = {}
         self._firsts: tuple[Any, dict[tuple[str, str], str]] | None = None
 
     def features(
@@ -263,6 +266,7 @@ class SentenceReranker:
         sentences = self.store.sentence_vectors(h.chunk.chunk_id for h in hits)
         positions = self._chunk_rows()
         means, overall = self._language_means(audience)
+        centred = self._centred_rows(audience)
         qc = _unit(q - means.get(_query_language(query), overall))
         qterms = _terms(query)
         qcodes = _code_keys(query)
@@ -276,14 +280,16 @@ class SentenceReranker:
                 row = positions[1].get(c.chunk_id)
                 dense = float(positions[2][row] @ q) if row is not None else 0.0
             found = sentences.get(c.chunk_id)
-            maxsim = float(np.max(found[1] @ q)) if found is not None and len(found[0]) else dense
+            maxsim = float((found[1] @ q).max()) if found is not None and len(found[0]) else dense
             maxsim = max(maxsim, dense)
             row = positions[1].get(c.chunk_id)
-            xdense = (
-                float(_unit(positions[2][row] - means.get(c.meta.language, overall)) @ qc)
-                if row is not None
-                else 0.0
-            )
+            xdense = 0.0
+            if row is not None:  # the centred chunk vector is the query's own: kept
+                unit = centred.get((row, c.meta.language))
+                if unit is None:
+                    unit = _unit(positions[2][row] - means.get(c.meta.language, overall))
+                    centred.put((row, c.meta.language), unit)
+                xdense = float(unit @ qc)
             bm25 = float(h.signals.get("bm25", 0.0) or 0.0)
             known = self.words.of(c)
             rrf = float(h.signals.get("rrf", 0.0) or 0.0)
@@ -397,6 +403,15 @@ class SentenceReranker:
         if self._positions is None or self._positions[0] is not ids:
             self._positions = (ids, {c: i for i, c in enumerate(ids)}, matrix)
         return self._positions
+
+    def _centred_rows(self, audience: Audience) -> LRU[tuple[int, str], np.ndarray]:
+        """The centred chunk vectors kept for `audience` (`CENTRED`), dropped with the means
+        when the store's vectors change."""
+        ids = self._chunk_rows()[0]
+        found = self._centred.get(audience)
+        if found is None or found[0] is not ids:
+            found = self._centred[audience] = (ids, LRU(CENTRED))
+        return found[1]
 
     def _language_means(
         self, audience: Audience = "public"
