@@ -35,6 +35,7 @@ from tether.health.contradiction_units import (
     Slot,
     Unit,
     groups_differ,
+    said_of_others,
     same_unit,
     same_value,
     slots_differ,
@@ -94,7 +95,7 @@ def check_close(
         rule = _rule_conflict(a, b)
     if number is None and rule is None:
         return None
-    if (slots_differ(*number[:2]) is None if number else True) and groups_differ(a, b):
+    if said_of_others(a, b, *number[:2]) if number else groups_differ(a, b):
         return None  # said of different groups of people
     if excluded(a, b, cache) or excluded(b, a, cache):
         return None

@@ -92,8 +92,8 @@ from tether.health.contradiction_units import (
     PLAIN,
     Slot,
     Unit,
-    groups_differ,
     modifiers,
+    said_of_others,
     same_unit,
     same_value,
     slots_differ,
@@ -206,7 +206,7 @@ def number_features(
     low, high = sorted((abs(x.value), abs(y.value)))
     ratio = high / low if low else math.inf
     kind = _narrower(a, b, x.near & y.near) or _narrower(b, a, x.near & y.near)
-    groups = groups_differ(a, b) if slots_differ(x, y) is None else False
+    groups = said_of_others(a, b, x, y)  # False here when the numbers name their groups
     return Features(cosine, chunk, share, shared, bound, cross, foreign, groups, ratio,
                     f"{x.shown} against {y.shown}", x, y, kind)  # fmt: skip
 

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tether.text import fold_fast, sentence_spans, words_of
 from tether.types import Chunk
@@ -67,6 +67,7 @@ __all__ = [
     "groups_differ",
     "modifiers",
     "read_units",
+    "said_of_others",
     "same_unit",
     "same_value",
     "slots_differ",
@@ -320,8 +321,8 @@ def groups_differ(a: Unit, b: Unit) -> bool:
 def slots_differ(x: Slot, y: Slot) -> bool | None:
     """Whether two numbers are said of different things, read from the numbers themselves:
     True when both name groups of people and not the same ("£50" under "Adult" against
-    "£25 for a child", "undergraduate students" against "postgraduate students"), or both are bound to capitalised names and no name is shared
-    ("A replacement Valley Card costs £5" against "A replacement Young Person card costs
+    "£25 for a child", "undergraduate students" against "postgraduate students"), or both
+    are bound to capitalised names and no name is shared ("A replacement Valley Card costs £5" against "A replacement Young Person card costs
     £10"); False when both name the same group; None when the numbers do not say (the
     sentences' groups decide: `groups_differ`)."""
     if x.names and y.names and not (x.names & y.names):
@@ -329,6 +330,13 @@ def slots_differ(x: Slot, y: Slot) -> bool | None:
     if x.groups and y.groups:
         return x.groups != y.groups
     return None
+
+
+def said_of_others(a: Unit, b: Unit, x: Slot, y: Slot) -> bool:
+    """Whether the numbers `x` of `a` and `y` of `b` are said of different groups or things:
+    as the numbers say (`slots_differ`), else as the sentences do (`groups_differ`)."""
+    differ = slots_differ(x, y)
+    return groups_differ(a, b) if differ is None else differ
 
 
 def same_unit(x: Slot, y: Slot) -> bool:
@@ -565,8 +573,9 @@ def _names(text: str) -> dict[str, str]:
 def _slots(sentence: str, header: str | None, language: str) -> list[Slot]:
     if header is not None:
         return _cell_slots(sentence, header, language)
-    out = _clock_slots(sentence)
-    clocks = [(m.start(), m.end()) for m in _CLOCK.finditer(sentence)]
+    clocked = _clock_slots(sentence)
+    out = [slot for slot, _span in clocked]
+    clocks = [span for _slot, span in clocked]
     q = read_quantities(sentence, language)
     if q.items:
         units, ranges = qualify(sentence, q)
@@ -605,10 +614,11 @@ _CLOCK = re.compile(
 )
 
 
-def _clock_slots(sentence: str) -> list[Slot]:
-    """The times of day of a sentence as numbers of unit "clock" (minutes after midnight):
-    "09:30" and "half past nine in the morning" are one value; "9 o'clock" is 540."""
-    out: list[Slot] = []
+def _clock_slots(sentence: str) -> list[tuple[Slot, tuple[int, int]]]:
+    """The times of day of a sentence as numbers of unit "clock" (minutes after midnight),
+    each with where it is written: "09:30" and "half past nine in the morning" are one
+    value; "9 o'clock" is 540."""
+    out: list[tuple[Slot, tuple[int, int]]] = []
     for m in _CLOCK.finditer(sentence):
         if m.group("noon"):
             minutes = 0 if m.group("noon").lower() == "midnight" else 720
@@ -627,10 +637,9 @@ def _clock_slots(sentence: str) -> list[Slot]:
             if m.group("half"):
                 step = 30 if m.group("half").lower() == "half" else 15
                 minutes += step if m.group("rel").lower() == "past" else -step
-        slot = _slot(sentence, str(minutes), m.group(0), m.start(), "")
+        slot = _slot(sentence, str(minutes), m.group(0), m.start(), "clock")
         if slot is not None:
-            out.append(Slot("clock", float(minutes), m.group(0), slot.near,
-                            groups=slot.groups, names=slot.names))  # fmt: skip
+            out.append((replace(slot, shown=m.group(0)), (m.start(), m.end())))
     return out
 
 
@@ -675,7 +684,7 @@ def _slot(sentence: str, number: str, display: str, at: int, unit: str) -> Slot 
     ]
     before, after = before[-_WINDOW:], after[:_WINDOW]
     near = frozenset(before + after)
-    unit, value = unit, value * factor
+    value *= factor
     return Slot(unit, value, _shown(sentence, at, display), near, groups=near & GROUP_STEMS,
                 names=_near_names(sentence, at - len(head), end, tail),
                 role=_role(sentence, at, end, head, tail) if unit in ("minute", "month") else "")  # fmt: skip
