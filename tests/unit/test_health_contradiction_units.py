@@ -45,6 +45,8 @@ def _slot(text: str, n: int = 0) -> tuple[str, float]:
         ("As a student, your CalderDrive space is 1000 GB.", "Every student gets 1 TB of storage."),
         ("Passwords need twelve or more characters.", "Passwords must be at least 12 characters."),
         ("The fee is twenty-one dollars per month here.", "The fee is $21 per month here."),
+        ("The height barrier is 2.1 metres high.", "Vans under 210 cm high fit under the barrier."),
+        ("Branches up to six inches thick are fine.", "Branches up to 15 cm thick are fine."),
     ],
 )
 def test_one_value_said_two_ways_reads_the_same(a: str, b: str) -> None:
@@ -62,6 +64,8 @@ def test_one_value_said_two_ways_reads_the_same(a: str, b: str) -> None:
         ),
         ("A single-sided colour A4 page costs 30p.", "A colour page costs £0.20 to print."),
         ("Backups are kept for 90 days in all.", "Snapshots older than sixty days are deleted."),
+        ("Branches must be no thicker than 10 cm.", "Branches up to six inches thick are fine."),
+        ("Hedges may be 2 metres tall.", "Hedges may be six feet tall."),
     ],
 )
 def test_other_values_of_one_unit_differ(a: str, b: str) -> None:
@@ -276,3 +280,14 @@ def test_an_aside_a_name_and_no_x_allowed() -> None:
     assert not _one("The Junior Climbing Club meets on Saturdays at 10:00.").groups
     assert _one("Junior members may climb on Saturdays at 10:00.").groups
     assert _one("No dogs are allowed in the changing rooms.").rules[0][0] == -1
+
+
+def test_a_bare_number_in_a_table_counts_the_noun_its_column_names() -> None:
+    table = (
+        "| Vehicle | Visits allowed per permit | Notes |\n|---|---|---|\n"
+        "| Car-derived van | 12 | No height limit |"
+    )
+    cells = [s for u in _units(table) for s in u.slots]
+    prose = _one("The permit allows up to 10 visits during that time.").slots[0]
+    assert [c.unit for c in cells] == ["#" + content_stem("visits")] == [prose.unit]
+    assert same_unit(cells[0], prose) and not same_value(cells[0], prose)

@@ -90,13 +90,17 @@ _BASE = {
     "week": ("minute", 7 * 1440.0), "day": ("minute", 1440.0), "hour": ("minute", 60.0),
     "year": ("month", 12.0), "kb": ("mb", 1 / 1024), "gb": ("mb", 1024.0),
     "tb": ("mb", 1024.0 * 1024), "p": ("$", 0.01),
+    "m": ("mm", 1000.0), "cm": ("mm", 10.0), "in": ("mm", 25.4), "ft": ("mm", 304.8),
 }  # fmt: skip
 # Units the verifier's reader does not know (it reads them as no unit): data sizes and pence.
 _MORE_UNITS = {
     "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb", "kilobytes": "kb", "megabytes": "mb",
     "gigabytes": "gb", "terabytes": "tb", "p": "p", "pence": "p", "cents": "p", "cent": "p",
+    "inch": "in", "inches": "in", "foot": "ft", "feet": "ft", "ft": "ft",
 }  # fmt: skip
-_TOLERANT = frozenset({"mb"})  # 1 TB said as 1000 GB or 1024 GB: one value
+# One value within a few percent: 1 TB said as 1000 GB or 1024 GB; a length converted between
+# inches and centimetres ("six inches (15 cm)")
+_TOLERANT = {"mb": 0.03, "mm": 0.05}
 _CLAUSE_CUT = re.compile(r"[;:()]|,\s|\s(?:and|or|but|while|whereas|et|ou|mais)\s", re.I)
 # Words that do not name a subject: units, scope words, the generic words of cost, time and
 # permission (`verify.cues.GENERIC`), and the negation cues.
@@ -107,7 +111,8 @@ NOISE = (
             "day days week weeks month months year years hour hours minute minutes dollar"
             " dollars percent cent cents km kg points point times business working calendar"
             " extra within most least up over under more less only all every any each also"
-            " jours jour semaines mois ans heures fois gb tb mb kb pence am pm"
+            " jours jour semaines mois ans heures fois gb tb mb kb pence am pm cm mm metre metres"
+            " meter meters inch inches foot feet"
         ).split()
     )
     | GENERIC
@@ -344,8 +349,9 @@ def same_unit(x: Slot, y: Slot) -> bool:
 
 
 def same_value(x: Slot, y: Slot) -> bool:
-    """One value (1 TB and 1000 GB are one data size; else equal to rounding)."""
-    tolerance = 0.03 if x.unit in _TOLERANT else 1e-9
+    """One value (1 TB and 1000 GB are one data size, six inches and 15 cm one length; else
+    equal to rounding)."""
+    tolerance = _TOLERANT.get(x.unit, 1e-9)
     return abs(x.value - y.value) <= tolerance * max(abs(x.value), abs(y.value), 1e-12)
 
 
@@ -773,7 +779,8 @@ def _shown(text: str, at: int, display: str) -> str:
 
 _UNIT_WORDS = frozenset(
     "day days week weeks month months year years hour hours minute minutes percent km kg points"
-    " point times jours jour semaines mois ans heures gb tb mb kb pence characters attempts".split()
+    " point times jours jour semaines mois ans heures gb tb mb kb pence characters attempts"
+    " cm mm metre metres meter meters inch inches foot feet".split()
 )
 
 
@@ -797,6 +804,8 @@ def _cell_slots(row: str, header: str, language: str) -> list[Slot]:
         slot = _slot(cell, key[2:], display, q.where[0], units[0])
         if slot is None:
             continue
+        if not slot.unit and cell.strip() == display.strip():  # a bare number: the noun its
+            slot = replace(slot, unit=_more_unit(" " + head, 0))  # column counts ("Visits")
         near = (label | stem_set(head) | slot.near) - NOISE
         groups = near & GROUP_STEMS
         out.append(Slot(slot.unit, slot.value, slot.shown, near, label, codes, groups))
