@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -93,6 +94,9 @@ class FakeReader:
 
     def generation(self) -> int:
         return 1
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        return nullcontext()
 
     def close(self) -> None:
         self.closed = True

@@ -13,6 +13,7 @@ the behaviour (filters before ranking, fail-closed audience, atomic apply, gener
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from tether.types import (
@@ -90,6 +91,13 @@ class StoreReader(Protocol):
     def info(self) -> dict[str, object]: ...
 
     def generation(self) -> int: ...
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A scope whose reads (by this object, in this thread) all see one committed state
+        of the index, read once: one read transaction, `generation()` asked of the index once
+        (a search's several reads pay for one). Nested scopes share the outer one. Reads
+        outside a scope each see the latest state."""
+        ...
 
     def close(self) -> None: ...
 

@@ -137,6 +137,42 @@ def test_get_many_never_answers_from_before_another_objects_write(
     other.close()
 
 
+def test_a_snapshot_sees_one_state_until_it_ends(
+    factory: Factory, store: Store, location: str, collection: Path
+):
+    """Inside `snapshot()` every read sees the state of the index as it was when the scope
+    began, while another object writes (a search's several reads agree): PostgreSQL commits
+    the write meanwhile, SQLite's writer waits for the scope to end. Nested scopes share it;
+    after the scope the next read sees the write."""
+    ingest(store, collection)
+    other = factory.open(location)
+    before = other.generation()
+    (collection / "public-0.md").unlink()
+    failed: list[BaseException] = []
+
+    def write() -> None:  # an object of its own: a SQLite connection serves one thread
+        try:
+            ingest(factory.open(location), collection)
+        except BaseException as exc:
+            failed.append(exc)
+
+    writer = threading.Thread(target=write)
+    with other.snapshot():
+        ids = {c.chunk_id for c in other.chunks("public-0")}
+        writer.start()
+        writer.join(timeout=3)  # PostgreSQL: committed; SQLite: waiting for this scope
+        with other.snapshot():  # nested: the same state
+            assert other.generation() == before
+            assert {c.chunk_id for c in other.chunks("public-0")} == ids
+        assert ids and set(other.get_many(ids)) == ids
+        assert other.search_lexical("zebra farm 0", 5, STAFF)
+    writer.join(timeout=60)
+    assert not writer.is_alive() and not failed, failed
+    assert other.generation() == store.generation() != before
+    assert other.chunks("public-0") == [] and other.get_many(ids) == {}
+    other.close()
+
+
 def test_concurrent_readers_see_consistent_generations_while_one_writer_applies(
     factory: Factory, location: str, tmp_path: Path
 ):

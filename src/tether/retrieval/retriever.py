@@ -216,15 +216,18 @@ class Retriever:
             rewritten = self.rewrite(query)
             query = rewritten.strip() or query
         if method == "bm25":
-            return _served(self._bm25(query, k, filters), filters)
+            with self.store.snapshot():
+                return _served(self._bm25(query, k, filters), filters)
         self._need_dense(method)
         self._searching.vectors = {}
         try:
-            if method == "dense":
-                return _served(self._dense_hits(query, k, filters), filters)
-            if method == "hybrid":
-                return _served(self._hybrid(query, k, filters), filters)
-            return _served(self._rerank(query, k, filters), filters)
+            self.query_vector(query)  # first: no read of the index is held while it is embedded
+            with self.store.snapshot():  # the search's reads see one state of the index
+                if method == "dense":
+                    return _served(self._dense_hits(query, k, filters), filters)
+                if method == "hybrid":
+                    return _served(self._hybrid(query, k, filters), filters)
+                return _served(self._rerank(query, k, filters), filters)
         finally:
             self._searching.vectors = None
 

@@ -81,6 +81,9 @@ from tether.types import (
 )
 
 EF_SEARCH = HNSW_EF_SEARCH  # hnsw.ef_search, as the SQLite store's faiss graph (raised to k)
+# the type the HNSW graph is built over (`postgres_write.ensure_hnsw` builds `vector`);
+# bench/pg_scale.py sets "halfvec" while it measures a graph it built so (--builds M:EFC:halfvec)
+HNSW_KIND = "vector"
 
 
 @dataclass
@@ -213,6 +216,13 @@ class PostgresStore:
         if generation != self._generation:
             self._generation, self._cache = generation, _Caches()
         return self._generation
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one committed state of the collection (one REPEATABLE READ
+        transaction on this store's connection; see `StoreReader.snapshot`)."""
+        with self._reading():
+            yield
 
     # ---- writing ---------------------------------------------------------------------------
 
@@ -542,7 +552,8 @@ class PostgresStore:
             if dim is not None and self._use_ann(k):
                 db.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(EF_SEARCH, k))}")
                 db.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                distance = f"c.embedding::vector({dim}) <=> %(q)s::vector({dim})"
+                kind = HNSW_KIND
+                distance = f"c.embedding::{kind}({dim}) <=> %(q)s::{kind}({dim})"
                 sql = (
                     f"WITH nn AS MATERIALIZED (SELECT c.chunk_id, c.seq, {distance} AS d"
                     f" FROM tether_chunks c WHERE {where} AND {hnsw_predicate(self.cid, dim)}"

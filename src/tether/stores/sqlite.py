@@ -113,6 +113,7 @@ class _Caches:
     masks: dict[tuple[Any, str], np.ndarray] = field(default_factory=dict)
     public_lexicon: bool | None = None  # whether the public lexical table exists (schema 5)
     review_by: bool | None = None  # whether documents has the review_by column (schema 6)
+    has_vectors: bool | None = None  # whether any chunk has a vector
     chunks: LRU[str, Chunk] = field(default_factory=_kept_chunks)  # by ID, read by get_many
     sentences: LRU[str, Sentences] = field(default_factory=_kept_sentences)  # read-only arrays
     no_sentences: LRU[str, bool] = field(default_factory=lambda: LRU(SENTENCES_KEPT))  # none
@@ -273,6 +274,13 @@ class SqliteStore:
         """The index's write counter: it moves with every committed apply or set_meta."""
         self._fresh()
         return self._generation
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one committed state of the index (one read transaction; see
+        `StoreReader.snapshot`)."""
+        with self._reading():
+            yield
 
     # ---- writing ----------------------------------------------------------------------------
 
@@ -570,8 +578,13 @@ class SqliteStore:
     # ---- vectors and dense search ---------------------------------------------------------
 
     def has_vectors(self) -> bool:
-        with self._reading():
-            return self.db.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
+        """Whether any chunk has a vector (read once a generation)."""
+        self._fresh()
+        if self._cache.has_vectors is None:
+            with self._reading():
+                row = self.db.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone()
+                self._cache.has_vectors = row is not None
+        return self._cache.has_vectors
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """Every stored vector as (chunk IDs, float32 matrix), cached for this generation."""
