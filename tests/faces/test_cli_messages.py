@@ -78,6 +78,7 @@ FLAG_ERRORS = [
     (["calibrate", "--max-wrongly-refused", "2"], "--max-wrongly-refused: must be at most 1 (got 2)"),
     (["serve", "--port", "99999"], "--port: must be at most 65535 (got 99999)"),
     (["serve", "--rate", "-1"], "--rate: must be at least 0 (got -1)"),
+    (["serve", "--readers", "0"], "--readers: must be at least 1 (got 0)"),
     (["serve", "--forwarded-allow-ips", "proxy.local"], "--forwarded-allow-ips: 'proxy.local' is not"),
     (["mcp", "--transport", "foo"], "--transport: 'foo' is not stdio or http"),
     (["mcp", "--port", "0"], "--port: must be at least 1 (got 0)"),

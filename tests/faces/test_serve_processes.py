@@ -349,6 +349,88 @@ def test_workers_on_an_index_file_say_each_counts_its_own(tmp_path: Path) -> Non
     assert "2 processes" in " ".join(stderr.split())
 
 
+def _connections_by_worker(supervisor: int, port: int) -> dict[int, int]:
+    """The established connections to `port` that each child process of `supervisor` holds
+    (read from /proc: /proc/net/tcp's sockets on that local port, matched to the children's
+    file descriptors)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].split(":")[1], 16) == port and fields[3] == "01":  # ESTABLISHED
+            inodes.add(fields[9])
+    held: dict[int, int] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) != supervisor:
+                continue
+            links = [os.readlink(fd) for fd in (proc / "fd").iterdir()]
+        except OSError:  # gone meanwhile
+            continue
+        mine = sum(link.startswith("socket:[") and link[8:-1] in inodes for link in links)
+        if mine:
+            held[int(proc.name)] = mine
+    return held
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; SO_REUSEPORT spreads on Linux")
+def test_workers_each_take_a_share_of_connections_opened_at_once(tmp_path: Path) -> None:
+    """16 kept-alive connections opened at once to `tether serve --workers 2` are served by
+    both workers (each listens on a socket of its own; with one shared socket the first worker
+    to wake often took them all)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "parking.md").write_text("# Parking\n\nParking is free on Sundays.\n")
+    index = tmp_path / "index.sqlite"
+    Workspace(index=index, create=True).ingest(folder, embed=False)
+    keys = tmp_path / "keys.toml"
+    add_key(keys, "ops", "staff")
+    process, base = _serve(str(index), keys, tmp_path, "--workers", "2", "--no-warm")
+    port = int(base.rsplit(":", 1)[1])
+    opened: list[socket.socket] = []
+    try:
+        _wait_up(process, base)
+        began = time.monotonic()
+        while len(_listening_children(process.pid, port)) < 2:  # both workers serve
+            assert time.monotonic() - began < 120, "the second worker did not start"
+            time.sleep(0.3)
+        opened = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(16)]
+        for conn in opened:
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        for conn in opened:
+            assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+        held = _connections_by_worker(process.pid, port)
+        assert sum(held.values()) == 16 and len(held) == 2, held
+    finally:
+        for conn in opened:
+            conn.close()
+        stderr = _stop(process)
+    assert "Traceback" not in stderr, stderr
+
+
+def _listening_children(supervisor: int, port: int) -> set[int]:
+    """The children of `supervisor` that listen on `port` (an asyncio server on a socket)."""
+    listening = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].split(":")[1], 16) == port and fields[3] == "0A":  # LISTEN
+            listening.add(fields[9])
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) != supervisor:
+                continue
+            links = {os.readlink(fd) for fd in (proc / "fd").iterdir()}
+        except OSError:
+            continue
+        if any(f"socket:[{inode}]" in links for inode in listening):
+            found.add(int(proc.name))
+    return found
+
+
 def test_workers_that_cannot_start_stop_the_server_with_one_line(tmp_path: Path) -> None:
     """Workers that cannot build their app (here: a collection that does not exist, which the
     CLI would have refused before starting them) each say why in one line, and the supervisor

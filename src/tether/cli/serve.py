@@ -115,6 +115,15 @@ def serve(
             min=1,
         ),
     ] = 1,
+    readers: Annotated[
+        int,
+        typer.Option(
+            help="Searches and lookups each process runs at once (threads, each with its own"
+            " store connection); more wait in line.",
+            min=1,
+            max=64,
+        ),
+    ] = 4,
 ) -> None:
     """Serve the HTTP API (/v1, OpenAPI at /openapi.json) and the web page (/) over one index."""
     from tether.errors import TetherError
@@ -141,7 +150,9 @@ def serve(
         port_free(host, port)
         opened = open_workspace(index, demo, store)  # the demo index is built when missing
         shown_at = opened.store.location  # opens it: a missing index is an error here
-        url = opened.location if isinstance(opened.location, str) else None  # --store, else TETHER_STORE
+        url = (
+            opened.location if isinstance(opened.location, str) else None
+        )  # --store, else TETHER_STORE
         path = opened.index if url is None else None
         where = shown_at if url is not None else path
         shared = opened.open_shared_state()  # None: an index file, whose servers share nothing
@@ -152,7 +163,7 @@ def serve(
     config = ServeConfig(
         rate=rate, burst=burst or max(1, int(rate * 2)), model_waiting=queue, deadline_s=deadline,
         cors_origins=tuple(cors_origin or ()), docs=docs, body_timeout_s=body_timeout,
-        anonymous_audit_per_day=anonymous_audit_per_day, warm=warm,
+        anonymous_audit_per_day=anonymous_audit_per_day, warm=warm, readers=readers,
     )  # fmt: skip
     who = "anonymous callers are public" if ring.allow_anonymous else "a key is needed"
     warming = "; loading the models: GET /readyz says when they are ready" if warm else ""

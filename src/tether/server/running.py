@@ -3,9 +3,12 @@ trusted, how long a request's headers may take.
 
 - `Plan`: what a server is built from (the index or store, the keys file, the ServeConfig);
   `Plan.app()` builds the app. `serve(plan, …, workers=N)` runs it: with N 1 in this process;
-  with N > 1 uvicorn's own supervisor binds the port once and starts N worker processes
-  (spawned, not forked) that share it, restarts one that dies, and stops them all on SIGINT
-  or SIGTERM. The shared socket is marked TCP (`tcp_listener`) so that the workers' accepted
+  with N > 1 a supervisor (uvicorn's, `tether.server.spread.Spread` on Linux) starts N
+  worker processes (spawned, not forked), restarts one that dies, and stops them all on
+  SIGINT or SIGTERM. On Linux each worker listens on a socket of its own, all bound to the
+  port with SO_REUSEPORT, so the kernel spreads new connections evenly
+  (`tether.server.spread`); elsewhere uvicorn binds the port once and the workers share that
+  socket. A socket uvicorn binds is marked TCP (`tcp_listener`) so that the workers' accepted
   connections get TCP_NODELAY, as one process's do: uvicorn binds it with protocol 0, and
   asyncio then leaves Nagle's algorithm on, so each response on a kept-alive connection
   waited about 40 ms for the client's delayed ACK (uvicorn issue #3149). Each worker reads the plan from the environment (`WORKER_ENV`, JSON) and builds
@@ -183,17 +186,22 @@ def serve(plan: Plan, host: str, port: int, *, workers: int = 1, **options: Any)
     from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
 
+    from tether.server.spread import Spread, spread_sockets
+
     config = uvicorn_config(WORKER_APP, host, port, workers=workers, **options)
     before = os.environ.get(WORKER_ENV)
     os.environ[WORKER_ENV] = plan.to_json()  # the spawned workers inherit it
-    sock = tcp_listener(config.bind_socket())  # else 40 ms a response: see the docstring
+    socks = spread_sockets(host, port, workers)  # one a worker: see tether.server.spread
+    if socks is None:  # no SO_REUSEPORT here: one socket, shared
+        socks = [tcp_listener(config.bind_socket())]  # else 40 ms a response: the docstring
     try:
-        supervisor = Multiprocess(config, sockets=[sock])
+        supervisor = Spread(config, socks) if len(socks) > 1 else Multiprocess(config, socks)
         supervisor.run()
         if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
             raise TetherError("the workers of tether serve did not start (the reason is above)")
     finally:
-        sock.close()
+        for sock in socks:
+            sock.close()
         if before is None:
             os.environ.pop(WORKER_ENV, None)
         else:
