@@ -19,7 +19,8 @@ unfiltered (staff) and filtered (public, as of a date) through the store's HNSW 
 store's own filter SQL lets through; the store's exact scan, `ann="none"`, is timed and
 checked against it on 30 queries); BM25 p50/p95 (2-3 word queries); then 8 reader threads
 (filtered dense and BM25) for `--seconds` while 1 writer rewrites a 10-chunk document in a
-loop. `--ef` and `--builds` sweep hnsw.ef_search and the index's m / ef_construction on the
+loop. `--ef` and `--builds` sweep hnsw.ef_search and the index's m / ef_construction (and its
+type: `32:80:halfvec` builds the graph over half-precision copies of the vectors) on the
 same rows. Each run writes bench/results/pg_scale_<vectors>_<N>.md and appends its figures
 to bench/results/pg_scale_runs.jsonl; `--summary` writes the growth table across runs
 (bench/results/pg_scale_1m.md).
@@ -247,7 +248,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=0, help="chunks per apply (0: one apply)")
     parser.add_argument("--reindex", action="store_true", help="also time a REINDEX alone")
     parser.add_argument("--ef", default="", help="hnsw.ef_search values to sweep, e.g. 100,200")
-    parser.add_argument("--builds", default="", help="m:ef_construction pairs to sweep (rebuilds)")
+    parser.add_argument(
+        "--builds", default="", help="m:ef_construction[:halfvec] graphs to sweep (rebuilds)"
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--reference", type=Path, help="an .npz keeping the real e5 vectors")
     parser.add_argument("--summary", action="store_true", help="only write the growth table")
@@ -376,7 +379,7 @@ def sweep(args, admin, store, queries, truth, warm) -> list[dict]:
     """recall@10 and p50/p95 per ef_search on the index as built, then per m:ef_construction
     (each a rebuild of the collection's index, timed)."""
     efs = [int(e) for e in args.ef.split(",") if e]
-    builds = [tuple(int(x) for x in b.split(":")) for b in args.builds.split(",") if b]
+    builds = [build_spec(b) for b in args.builds.split(",") if b]
     rows: list[dict] = []
     try:
         _sweep(efs, builds, admin, store, queries, truth, warm, rows)
@@ -385,29 +388,40 @@ def sweep(args, admin, store, queries, truth, warm) -> list[dict]:
     return rows
 
 
+def build_spec(text: str) -> tuple[int, int, str]:
+    """(m, ef_construction, vector type) of "M:EFC" or "M:EFC:halfvec"."""
+    m, efc, *kind = text.split(":")
+    if kind and kind[0] not in ("vector", "halfvec"):
+        raise SystemExit(f"--builds: {text!r}: the type is vector or halfvec")
+    return int(m), int(efc), kind[0] if kind else "vector"
+
+
 def _sweep(efs, builds, admin, store, queries, truth, warm, rows) -> None:
     default = pg_module.EF_SEARCH
     name = hnsw_index_name(store.cid, DIM)
-    for m, efc in [(HNSW_M, HNSW_EF_CONSTRUCTION), *builds] if efs or builds else []:
+    first = (HNSW_M, HNSW_EF_CONSTRUCTION, "vector")
+    for m, efc, kind in [first, *builds] if efs or builds else []:
         build_s = None
-        if (m, efc) != (HNSW_M, HNSW_EF_CONSTRUCTION):
-            print(f"rebuilding with m {m}, ef_construction {efc} …", file=sys.stderr)
+        if (m, efc, kind) != first:
+            print(f"rebuilding with m {m}, ef_construction {efc}, {kind} …", file=sys.stderr)
             admin.execute(f"DROP INDEX {name}")
             began = time.perf_counter()
             admin.execute(
                 f"CREATE INDEX {name} ON tether_chunks USING hnsw"
-                f" ((embedding::vector({DIM})) vector_cosine_ops)"
+                f" ((embedding::{kind}({DIM})) {kind}_cosine_ops)"
                 f" WITH (m = {m}, ef_construction = {efc}) WHERE {hnsw_predicate(store.cid, DIM)}"
             )
             build_s = time.perf_counter() - began
+        size = admin.execute("SELECT pg_relation_size(%s::regclass)", (name,)).fetchone()[0]
         for ef in efs or [default]:
-            pg_module.EF_SEARCH = ef
+            pg_module.EF_SEARCH, pg_module.HNSW_KIND = ef, kind
             try:
                 got = measure(store, queries, truth, warm)
             finally:
-                pg_module.EF_SEARCH = default
-            rows.append({"m": m, "ef_construction": efc, "ef_search": ef, "build_s": build_s,
-                         "dense": got, "load_avg": loads()})  # fmt: skip
+                pg_module.EF_SEARCH, pg_module.HNSW_KIND = default, "vector"
+            rows.append({"m": m, "ef_construction": efc, "kind": kind, "ef_search": ef,
+                         "build_s": build_s, "hnsw_bytes": size, "dense": got,
+                         "load_avg": loads()})  # fmt: skip
             print(json.dumps(rows[-1]), file=sys.stderr)
 
 
@@ -499,15 +513,17 @@ def report(r: dict) -> str:
             "Sweep (the same rows and queries; m and ef_construction other than the store's"
             " are rebuilds of the index):",
             "",
-            "| m | ef_construction | build s | ef_search | unfiltered p50 / p95 ms | unfiltered"
-            " recall@10 | filtered p50 / p95 ms | filtered recall@10 | load avg |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| m | ef_construction | type | HNSW MB | build s | ef_search | unfiltered p50 / p95 ms"
+            " | unfiltered recall@10 | filtered p50 / p95 ms | filtered recall@10 | load avg |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for w in r["sweep"]:
             u, f = w["dense"]["unfiltered (staff)"], w["dense"]["filtered (public, as of)"]
             build = f"{w['build_s']:.1f}" if w["build_s"] is not None else "(above)"
+            size = f"{w['hnsw_bytes'] / 2**20:,.0f}" if "hnsw_bytes" in w else ""
             lines.append(
-                f"| {w['m']} | {w['ef_construction']} | {build} | {w['ef_search']} |"
+                f"| {w['m']} | {w['ef_construction']} | {w.get('kind', 'vector')} | {size} |"
+                f" {build} | {w['ef_search']} |"
                 f" {u['p50']:.1f} / {u['p95']:.1f} | {u['recall']:.3f} |"
                 f" {f['p50']:.1f} / {f['p95']:.1f} | {f['recall']:.3f} | {w['load_avg']} |"
             )

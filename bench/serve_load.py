@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -105,41 +106,102 @@ async def latencies_of(
     base: str, path: str, bodies: Bodies, clients: int, seconds: float, warmup: float = 0.0
 ) -> tuple[list[float], Counter[str]]:
     """What `phase` measures: the latencies (ms) of the requests begun in the counted
-    seconds, and the errors by kind."""
+    seconds, and the errors by kind. Each client holds one kept-alive connection
+    (`Connection`)."""
     latencies: list[float] = []
     errors: Counter[str] = Counter()
     count_from = time.monotonic() + warmup  # set again after the first request
     stop = count_from + seconds
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     body_of = bodies if callable(bodies) else (lambda i: bodies[i % len(bodies)])
 
-    async def client_loop(n: int, client: httpx.AsyncClient) -> None:
+    async def client_loop(n: int) -> None:
         i = n
-        while time.monotonic() < stop:
-            body = body_of(i)
-            i += clients
-            counted = time.monotonic() >= count_from
-            began = time.perf_counter()
-            try:
-                r = await client.post(base + path, json=body)
-                if r.status_code != 200:
+        connection = Connection(base)
+        try:
+            while time.monotonic() < stop:
+                body = body_of(i)
+                i += clients
+                counted = time.monotonic() >= count_from
+                began = time.perf_counter()
+                try:
+                    status, _ = await connection.post(path, body)
+                except (OSError, asyncio.IncompleteReadError, ValueError, TimeoutError) as exc:
                     if counted:
-                        errors[f"HTTP {r.status_code}"] += 1
+                        errors[type(exc).__name__] += 1
+                    await connection.close()
                     continue
-            except httpx.HTTPError as exc:
-                if counted:
-                    errors[type(exc).__name__] += 1
-                continue
-            if counted:  # began in the counted time (it may end just after)
-                latencies.append(time.perf_counter() - began)
+                if status != 200:
+                    if counted:
+                        errors[f"HTTP {status}"] += 1
+                    continue
+                if counted:  # began in the counted time (it may end just after)
+                    latencies.append(time.perf_counter() - began)
+        finally:
+            await connection.close()
 
-    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-        # one warm-up request per phase (loads the embedder and reranker once)
-        await client.post(base + path, json=body_of(-1))
-        count_from = time.monotonic() + warmup
-        stop = count_from + seconds
-        await asyncio.gather(*(client_loop(n, client) for n in range(clients)))
+    # one warm-up request per phase (loads the embedder and reranker once)
+    first = Connection(base, timeout=600)
+    try:
+        await first.post(path, body_of(-1))
+    finally:
+        await first.close()
+    count_from = time.monotonic() + warmup
+    stop = count_from + seconds
+    await asyncio.gather(*(client_loop(n) for n in range(clients)))
     return [x * 1000 for x in latencies], errors
+
+
+class Connection:
+    """One kept-alive HTTP/1.1 connection to `base` (http://HOST:PORT) that POSTs JSON and
+    reads the answer by its Content-Length; it reconnects after an error or a close.
+
+    Hand-written rather than httpx because the load generator shares the 2 cores with the
+    server it measures: httpx's AsyncClient spent 1.7 ms of CPU a request at one server
+    process and 4.8 ms at two (its pool's work grows with the answers arriving together),
+    which made the generator the limit at two workers; this spends 0.14-0.22 ms (measured
+    2026-12-02, bench/results/serve_load.md). It speaks only what `tether serve` answers:
+    no chunked bodies (a ValueError), no TLS, no redirects."""
+
+    def __init__(self, base: str, timeout: float = 120.0) -> None:
+        host, _, port = base.removeprefix("http://").rstrip("/").partition(":")
+        self.host, self.port, self.timeout = host, int(port or 80), timeout
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, body: Any) -> tuple[int, bytes]:
+        """(status, body) of POST `path` with `body` as JSON (TimeoutError past `timeout`)."""
+        async with asyncio.timeout(self.timeout):
+            return await self._post(path, body)
+
+    async def _post(self, path: str, body: Any) -> tuple[int, bytes]:
+        if self.writer is None or self.reader is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        payload = json.dumps(body).encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\nhost: {self.host}:{self.port}\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + payload)
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        headers = dict(
+            (name.strip().lower(), value.strip())
+            for name, _, value in (line.partition(":") for line in lines[1:] if line)
+        )
+        if "content-length" not in headers:
+            raise ValueError("an answer without Content-Length (chunked?)")
+        data = await self.reader.readexactly(int(headers["content-length"]))
+        if headers.get("connection", "").lower() == "close":
+            await self.close()
+        return status, data
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(OSError):
+                await self.writer.wait_closed()
+        self.reader = self.writer = None
 
 
 def summary(latencies_ms: list[float], errors: Counter[str] | dict, seconds: float) -> dict:
