@@ -291,3 +291,12 @@ def test_a_bare_number_in_a_table_counts_the_noun_its_column_names() -> None:
     prose = _one("The permit allows up to 10 visits during that time.").slots[0]
     assert [c.unit for c in cells] == ["#" + content_stem("visits")] == [prose.unit]
     assert same_unit(cells[0], prose) and not same_value(cells[0], prose)
+
+
+def test_a_number_whose_clause_names_nothing_is_bound_to_the_sentences_earlier_words() -> None:
+    """In "We change the lock and charge you £65" the number's clause ("charge you") holds no
+    content word; the sentence's earlier clause names what it is said of."""
+    slot = _one("We change the lock and charge you £65, whatever time of day you call.").slots[0]
+    assert {content_stem("change"), content_stem("lock")} <= slot.near
+    plain = _one("The locksmith comes within the hour and charges £65 for the visit.").slots[0]
+    assert content_stem("change") not in plain.near  # a clause with words keeps its own

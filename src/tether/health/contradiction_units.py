@@ -688,6 +688,12 @@ def _slot(sentence: str, number: str, display: str, at: int, unit: str) -> Slot 
     after = [
         s for w in words_of(_joined(tail)).split() if (s := content_stem(w)) and s not in NOISE
     ]
+    if not before and not after:  # "... and charge you £65": its clause names nothing, the
+        before = [  # sentence's earlier clauses do ("We change the lock")
+            s
+            for w in words_of(_joined(sentence[:at])).split()
+            if (s := content_stem(w)) and s not in NOISE
+        ]
     before, after = before[-_WINDOW:], after[:_WINDOW]
     near = frozenset(before + after)
     value *= factor
