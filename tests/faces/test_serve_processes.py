@@ -323,14 +323,20 @@ def test_workers_share_the_port_and_one_rate_limit(collection, tmp_path: Path) -
     assert _live_workers(url) == 0  # each worker left as it stopped
 
 
-def test_workers_on_an_index_file_say_each_counts_its_own(tmp_path: Path) -> None:
-    """`tether serve --workers 2` over an index file: allowed, says in one line that rate
-    limits, metrics and revocations are per process, and /metrics says so too."""
+def _parking_index(tmp_path: Path) -> Path:
+    """An index file of one unlabelled document, without vectors."""
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "parking.md").write_text("# Parking\n\nParking is free on Sundays.\n")
     index = tmp_path / "index.sqlite"
     Workspace(index=index, create=True).ingest(folder, embed=False)
+    return index
+
+
+def test_workers_on_an_index_file_say_each_counts_its_own(tmp_path: Path) -> None:
+    """`tether serve --workers 2` over an index file: allowed, says in one line that rate
+    limits, metrics and revocations are per process, and /metrics says so too."""
+    index = _parking_index(tmp_path)
     keys = tmp_path / "keys.toml"
     ops = {"Authorization": f"Bearer {add_key(keys, 'ops', 'staff')}"}
     process, base = _serve(str(index), keys, tmp_path, "--workers", "2", "--no-warm")
@@ -349,16 +355,20 @@ def test_workers_on_an_index_file_say_each_counts_its_own(tmp_path: Path) -> Non
     assert "2 processes" in " ".join(stderr.split())
 
 
-def _connections_by_worker(supervisor: int, port: int) -> dict[int, int]:
-    """The established connections to `port` that each child process of `supervisor` holds
-    (read from /proc: /proc/net/tcp's sockets on that local port, matched to the children's
-    file descriptors)."""
-    inodes = set()
+def _tcp_inodes(port: int, state: str) -> set[str]:
+    """The socket inodes of /proc/net/tcp's entries on local `port` in `state` (01:
+    ESTABLISHED, 0A: LISTEN)."""
+    found = set()
     for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
         fields = line.split()
-        if int(fields[1].split(":")[1], 16) == port and fields[3] == "01":  # ESTABLISHED
-            inodes.add(fields[9])
-    held: dict[int, int] = {}
+        if int(fields[1].split(":")[1], 16) == port and fields[3] == state:
+            found.add(fields[9])
+    return found
+
+
+def _children_sockets(supervisor: int) -> dict[int, set[str]]:
+    """The socket inodes each child process of `supervisor` holds (from /proc)."""
+    held: dict[int, set[str]] = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -368,10 +378,15 @@ def _connections_by_worker(supervisor: int, port: int) -> dict[int, int]:
             links = [os.readlink(fd) for fd in (proc / "fd").iterdir()]
         except OSError:  # gone meanwhile
             continue
-        mine = sum(link.startswith("socket:[") and link[8:-1] in inodes for link in links)
-        if mine:
-            held[int(proc.name)] = mine
+        held[int(proc.name)] = {link[8:-1] for link in links if link.startswith("socket:[")}
     return held
+
+
+def _connections_by_worker(supervisor: int, port: int) -> dict[int, int]:
+    """The established connections to `port` that each child process of `supervisor` holds."""
+    inodes = _tcp_inodes(port, "01")
+    held = {pid: len(socks & inodes) for pid, socks in _children_sockets(supervisor).items()}
+    return {pid: n for pid, n in held.items() if n}
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; SO_REUSEPORT spreads on Linux")
@@ -379,11 +394,7 @@ def test_workers_each_take_a_share_of_connections_opened_at_once(tmp_path: Path)
     """16 kept-alive connections opened at once to `tether serve --workers 2` are served by
     both workers (each listens on a socket of its own; with one shared socket the first worker
     to wake often took them all)."""
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "parking.md").write_text("# Parking\n\nParking is free on Sundays.\n")
-    index = tmp_path / "index.sqlite"
-    Workspace(index=index, create=True).ingest(folder, embed=False)
+    index = _parking_index(tmp_path)
     keys = tmp_path / "keys.toml"
     add_key(keys, "ops", "staff")
     process, base = _serve(str(index), keys, tmp_path, "--workers", "2", "--no-warm")
@@ -411,24 +422,8 @@ def test_workers_each_take_a_share_of_connections_opened_at_once(tmp_path: Path)
 
 def _listening_children(supervisor: int, port: int) -> set[int]:
     """The children of `supervisor` that listen on `port` (an asyncio server on a socket)."""
-    listening = set()
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if int(fields[1].split(":")[1], 16) == port and fields[3] == "0A":  # LISTEN
-            listening.add(fields[9])
-    found = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) != supervisor:
-                continue
-            links = {os.readlink(fd) for fd in (proc / "fd").iterdir()}
-        except OSError:
-            continue
-        if any(f"socket:[{inode}]" in links for inode in listening):
-            found.add(int(proc.name))
-    return found
+    listening = _tcp_inodes(port, "0A")
+    return {pid for pid, socks in _children_sockets(supervisor).items() if socks & listening}
 
 
 def test_workers_that_cannot_start_stop_the_server_with_one_line(tmp_path: Path) -> None:
