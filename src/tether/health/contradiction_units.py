@@ -682,24 +682,20 @@ def _slot(sentence: str, number: str, display: str, at: int, unit: str) -> Slot 
         unit, factor = _BASE.get(unit, (unit, 1.0))
     head = _CLAUSE_CUT.split(_AT_OR.sub(r"\1", sentence[:at]))[-1]  # "at or after 9 o'clock"
     tail = _CLAUSE_CUT.split(sentence[end:])[0]
-    before = [
-        s for w in words_of(_joined(head)).split() if (s := content_stem(w)) and s not in NOISE
-    ]
-    after = [
-        s for w in words_of(_joined(tail)).split() if (s := content_stem(w)) and s not in NOISE
-    ]
-    if not before and not after:  # "... and charge you £65": its clause names nothing, the
-        before = [  # sentence's earlier clauses do ("We change the lock")
-            s
-            for w in words_of(_joined(sentence[:at])).split()
-            if (s := content_stem(w)) and s not in NOISE
-        ]
+    before, after = _subject_stems(head), _subject_stems(tail)
+    if not before and not after:  # "... and charge you £65": its clause names nothing; the
+        before = _subject_stems(sentence[:at])  # earlier clauses do ("We change the lock")
     before, after = before[-_WINDOW:], after[:_WINDOW]
     near = frozenset(before + after)
     value *= factor
     return Slot(unit, value, _shown(sentence, at, display), near, groups=near & GROUP_STEMS,
                 names=_near_names(sentence, at - len(head), end, tail),
                 role=_role(sentence, at, end, head, tail) if unit in ("minute", "month") else "")  # fmt: skip
+
+
+def _subject_stems(text: str) -> list[str]:
+    """The content stems of `text` in order, but those of `NOISE`."""
+    return [s for w in words_of(_joined(text)).split() if (s := content_stem(w)) and s not in NOISE]
 
 
 # How long something is kept, and after how long it goes: a retention period said either way
