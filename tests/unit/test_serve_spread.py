@@ -5,6 +5,7 @@ them, where one shared socket let the first worker to wake accept every waiting 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 
@@ -82,3 +83,21 @@ def test_connections_opened_at_once_are_spread_over_the_sockets() -> None:
         for s in socks:
             s.close()
     assert sum(counts) == 32 and min(counts) >= 4, counts
+
+
+@linux
+def test_workers_on_a_port_taken_meanwhile_stop_with_one_line() -> None:
+    """The port checked free by `tether serve` but taken before the workers' sockets are
+    bound: a TetherError naming the address (the CLI prints it as one line), no traceback."""
+    from tether.errors import TetherError
+    from tether.server.api import ServeConfig
+    from tether.server.running import WORKER_ENV, Plan, serve
+
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        plan = Plan(None, "", None, False, ServeConfig(warm=False))
+        with pytest.raises(TetherError, match=rf"cannot listen on 127\.0\.0\.1:{port} \("):
+            serve(plan, "127.0.0.1", port, workers=2)
+    assert WORKER_ENV not in os.environ  # nothing left for a later start

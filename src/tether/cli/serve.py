@@ -150,9 +150,8 @@ def serve(
         port_free(host, port)
         opened = open_workspace(index, demo, store)  # the demo index is built when missing
         shown_at = opened.store.location  # opens it: a missing index is an error here
-        url = (
-            opened.location if isinstance(opened.location, str) else None
-        )  # --store, else TETHER_STORE
+        # --store, else TETHER_STORE
+        url = opened.location if isinstance(opened.location, str) else None
         path = opened.index if url is None else None
         where = shown_at if url is not None else path
         shared = opened.open_shared_state()  # None: an index file, whose servers share nothing

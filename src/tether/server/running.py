@@ -189,11 +189,14 @@ def serve(plan: Plan, host: str, port: int, *, workers: int = 1, **options: Any)
     from tether.server.spread import Spread, spread_sockets
 
     config = uvicorn_config(WORKER_APP, host, port, workers=workers, **options)
-    before = os.environ.get(WORKER_ENV)
-    os.environ[WORKER_ENV] = plan.to_json()  # the spawned workers inherit it
-    socks = spread_sockets(host, port, workers)  # one a worker: see tether.server.spread
+    try:
+        socks = spread_sockets(host, port, workers)  # one a worker: see tether.server.spread
+    except OSError as exc:  # taken since `tether serve` checked it: one line, no traceback
+        raise TetherError(f"cannot listen on {host}:{port} ({exc.strerror})") from None
     if socks is None:  # no SO_REUSEPORT here: one socket, shared
         socks = [tcp_listener(config.bind_socket())]  # else 40 ms a response: the docstring
+    before = os.environ.get(WORKER_ENV)
+    os.environ[WORKER_ENV] = plan.to_json()  # the spawned workers inherit it
     try:
         supervisor = Spread(config, socks) if len(socks) > 1 else Multiprocess(config, socks)
         supervisor.run()
