@@ -123,22 +123,26 @@ def rows_of(name: str, cache: Path) -> tuple[list[dict[str, Any]], dict[str, Any
         a, b = units[i], units[j]
         close = check_close(a, b, cos, verifier)
         chunk = float(vectors.chunk_cosine(a, b))
-        found = assess(a, b, float(vectors.cosine(i, j)), chunk, corpus)
+        cosine = float(vectors.cosine(i, j))
+        found = assess(a, b, cosine, chunk, corpus)
+        reworded = bool(found and decide(found[1], found[0]))
         rows.append({
-            "label": positive.get((i, j)), "x": _features(a, b, float(vectors.cosine(i, j)),
-                                                         chunk, close, found),
-            "shipped": close is not None or bool(found and decide(found[1], found[0])),
+            "label": positive.get((i, j)),
+            "x": _features(a, b, cosine, chunk, close, found, reworded),
+            "shipped": close is not None or reworded,
         })  # fmt: skip
     store.close()
     return rows, {"labels": [lab["id"] for lab in labels["contradictions"]], "located": located,
                   "candidates": {r["label"] for r in rows if r["label"]}}  # fmt: skip
 
 
-def _features(a: Unit, b: Unit, cos: float, chunk: float, close: Any, found: Any) -> list[float]:
+def _features(
+    a: Unit, b: Unit, cos: float, chunk: float, close: Any, found: Any, reworded: bool
+) -> list[float]:
     chunk = cos if math.isnan(chunk) else chunk
     x = [cos, chunk, (cos + chunk) / 2, float(close is not None),
          close[0].score if close else 0.0,
-         float(bool(found and decide(found[1], found[0]))),
+         float(reworded),
          float(a.chunk.meta.access != b.chunk.meta.access),
          float(a.chunk.meta.doc_type == b.chunk.meta.doc_type)]  # fmt: skip
     if found is None:
