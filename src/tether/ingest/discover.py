@@ -4,9 +4,14 @@
 the files tether can read (.md/.markdown, .html/.htm, .pdf, .txt, .docx, .rst; hidden files and
 folders and `inventory.csv` skipped), the other files counted by suffix (`unsupported`: ".gz"
 -> 2, "(no suffix)" for a name without one), the entries it skipped with the reason (`skipped`: a link that leads
-out of the folder, a link to a folder, a name that is not UTF-8) and the sub-folders it could
-not list (`unreadable`: their documents keep their previous version). `discover(folder)` is
-its list of files. `SUFFIXES` maps a suffix to its format (`tether.ingest.parse.formats`).
+out of the folder, a link to a folder, a name that is not UTF-8), the second paths to a file
+already found (`aliases`) and the sub-folders it could not list (`unreadable`: their documents
+keep their previous version). `discover(folder)` is its list of files. `SUFFIXES` maps a suffix
+to its format (`tether.ingest.parse.formats`).
+
+One file is one document, read once: of the paths that lead to one file (a link to a file
+that is also found at its own path, two links to one file, hard links), the first by name that
+is not a link is read, else the first link; the others are its `aliases`.
 
 Links: a link to a file inside the folder is read at the link's path; a link that leads out of
 the folder (file or folder) is not followed unless `follow_links=True`; a link to a folder
@@ -46,6 +51,8 @@ class Scan:
 
     files: list[Path] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (relative path, reason)
+    # (relative path, the relative path it is read at): a second path to a file already found
+    aliases: list[tuple[str, str]] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (relative folder, reason)
     unsupported: dict[str, int] = field(default_factory=dict)  # suffix -> files not read
 
@@ -66,7 +73,7 @@ def scan(folder: Path, *, follow_links: bool = False) -> Scan:
         raise TetherError(f"collection folder not found: {folder}")
     root = os.path.realpath(folder)
     result = Scan()
-    found: list[tuple[str, Path]] = []
+    found: list[tuple[str, Path, tuple[int, int] | None, bool]] = []
     walked = {root}
     pending: list[tuple[Path, str]] = [(folder, "")]
     while pending:
@@ -106,12 +113,49 @@ def scan(folder: Path, *, follow_links: bool = False) -> Scan:
                     walked.add(real)
                     pending.append((Path(entry.path), child))
             else:
-                found.append((child, Path(entry.path)))
+                found.append((child, Path(entry.path), _identity(entry), _is_link(entry)))
     found.sort(key=lambda item: item[0])
-    result.files = [path for _, path in found]
+    result.files, result.aliases = _read_once(found)
     result.skipped.sort()
     result.unreadable.sort()
     return result
+
+
+def _identity(entry: os.DirEntry[str]) -> tuple[int, int] | None:
+    """(device, inode) of the file an entry leads to; None when unknown."""
+    try:
+        st = entry.stat()  # follows a link
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if st.st_ino else None
+
+
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
+def _read_once(
+    found: list[tuple[str, Path, tuple[int, int] | None, bool]],
+) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The files to read, in `found`'s order, each file once: of the paths that lead to one
+    file (links, hard links), the first that is not a link is read, else the first; the
+    others are its aliases, (alias, the path read)."""
+    keeper: dict[tuple[int, int], str] = {}
+    for child, _, identity, _link in sorted(found, key=lambda item: (item[3], item[0])):
+        if identity is not None:
+            keeper.setdefault(identity, child)
+    files: list[Path] = []
+    aliases: list[tuple[str, str]] = []
+    for child, path, identity, _ in found:
+        read = keeper.get(identity, child) if identity is not None else child
+        if read == child:
+            files.append(path)
+        else:
+            aliases.append((child, read))
+    return files, aliases
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

@@ -16,6 +16,11 @@
   language detected with py3langid among en/fr/de/es/it/pt/nl; no review date). Dates
   (effective_from, effective_to, review_by) must be YYYY-MM-DD;
   language codes are reduced to their primary subtag ("en-GB" -> "en").
+- doc_ids (`clean_doc_id`), wherever they come from: NFKC (a fullwidth "ｐolicy" is "policy"),
+  surrounding whitespace stripped ("policy " is "policy"); one that holds a format character
+  (category Cf: a zero-width space or joiner, a bidi mark, a soft hyphen) is refused.
+  `lookalike_doc_ids` names the different doc_ids that look alike (a Cyrillic "о" for a Latin
+  "o": one UTS #39 skeleton, `doc_id_skeleton`), for a warning.
 
 Access labels fail closed: labels that disagree within one file (two `access` keys, `Access:`
 beside `access:`, two meta tags, an alias beside the key) make it staff, with a warning
@@ -23,7 +28,10 @@ beside `access:`, two meta tags, an alias beside the key) make it staff, with a 
 one only in another case (those rows are not applied).
 
 What it cannot do: it knows the fields of `META_FIELDS` only (other keys are ignored in files
-and refused in inventory.csv); other fields given twice keep the first canonical spelling.
+and refused in inventory.csv); other fields given twice keep the first canonical spelling; two
+doc_ids that differ only by plain ASCII characters ("doc-I" and "doc-l") are not called
+look-alikes, nor are two that differ by an accent or a letter case; a look-alike is a warning,
+not a refusal (a French doc_id beside an English one is legitimate).
 """
 
 from __future__ import annotations
@@ -272,9 +280,8 @@ def build_meta(
         return (out or None), origin
 
     stem = PurePosixPath(source).stem or PurePosixPath(source).name or "document"
-    doc_id = scalar("doc_id")[0] or path_doc_id(source)
-    if not doc_id.strip():
-        raise ParseError("doc_id is empty")
+    given, origin = scalar("doc_id")
+    doc_id = clean_doc_id(given, origin) if given else clean_doc_id(path_doc_id(source), None)
     version = scalar("version")[0] or "1"
     title = clean(scalar("title")[0] or "") or first_heading or stem
     doc_type = scalar("doc_type")[0] or "document"
@@ -325,6 +332,94 @@ def has_access_label(file_meta: Mapping[str, Any], inventory_row: Mapping[str, s
         value is not None and str(value).strip()
         for value in (file_meta.get("access"), row.get("access"))
     )
+
+
+def clean_doc_id(value: str, origin: str | None) -> str:
+    """A doc_id as it is stored: NFKC (a fullwidth or compatibility form is the letter it
+    stands for: "ｐolicy" is "policy"), surrounding whitespace stripped. `ParseError` when it is
+    empty or holds a format character (category Cf: zero-width space and joiners, bidi marks,
+    soft hyphen, word joiner, tags), invisible in a listing; `origin` is where the value came
+    from ("" the file, "inventory.csv: " its row, None the file's path)."""
+    doc_id = unicodedata.normalize("NFKC", value).strip()
+    where = "the doc_id that the file's path gives" if origin is None else f"{origin}doc_id"
+    if not doc_id:
+        raise ParseError(f"{where} is empty")
+    hidden = [ch for ch in dict.fromkeys(doc_id) if unicodedata.category(ch) == "Cf"]
+    if hidden:
+        shown = "".join(f"\\u{ord(ch):04x}" if ch in hidden else ch for ch in doc_id)
+        names = ", ".join(_character(ch) for ch in hidden)
+        fix = "rename the file or give it a doc_id" if origin is None else "write it without one"
+        raise ParseError(f"{where} '{shown}' holds an invisible character ({names}); {fix}")
+    return doc_id
+
+
+def _character(ch: str) -> str:
+    """`U+200B ZERO WIDTH SPACE`."""
+    return f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}"
+
+
+# Default-ignorable code points that are not format characters: invisible, left out of a
+# doc_id's skeleton (the combining grapheme joiner, Hangul fillers, variation selectors...)
+_IGNORABLE = frozenset(
+    (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, *range(0x180B, 0x1810))
+).union(range(0xFE00, 0xFE10), range(0xE0100, 0xE01F0))
+# ASCII characters that look alike in common fonts (UTS #39 maps them so too)
+_ASCII_ALIKE = str.maketrans({"I": "l", "1": "l", "|": "l", "0": "O"})
+# letters that look Latin but whose UTS #39 prototype is not ASCII
+_LOOKALIKES = {"к": "k", "κ": "k", "ĸ": "k", "ᴋ": "k"}
+
+
+def doc_id_skeleton(doc_id: str) -> str:
+    """What a doc_id looks like (after UTS #39's skeleton): NFKC, invisible characters left
+    out, each letter of another script that imitates an ASCII one (Cyrillic "о", Greek "ο")
+    replaced by it, from the Unicode confusables data of `confusable_homoglyphs`. Two doc_ids
+    with one skeleton are look-alikes."""
+    text = unicodedata.normalize("NFKC", doc_id)
+    if not text.isascii():
+        from confusable_homoglyphs.confusables import confusables_data
+
+        out: list[str] = []
+        for ch in text:
+            if ch.isascii():
+                out.append(ch)
+            elif unicodedata.category(ch) == "Cf" or ord(ch) in _IGNORABLE:
+                continue
+            elif ch in _LOOKALIKES:
+                out.append(_LOOKALIKES[ch])
+            else:
+                like = (g["c"] for g in confusables_data.get(ch, ()) if str(g["c"]).isascii())
+                out.append(next(like, ch))
+        text = "".join(out)
+    return text.translate(_ASCII_ALIKE)
+
+
+def lookalike_doc_ids(doc_ids: Mapping[str, str]) -> list[str]:
+    """A warning for each set of different doc_ids that look alike (one skeleton, at least one
+    of them not plain ASCII), naming each with its source; `doc_ids` maps a source to its
+    doc_id."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for source, doc_id in doc_ids.items():
+        if doc_id.isascii() and doc_id.translate(_ASCII_ALIKE) == doc_id:
+            key = doc_id  # the common case, without the confusables table
+        else:
+            key = doc_id_skeleton(doc_id)
+        groups.setdefault(key, {}).setdefault(doc_id, []).append(source)
+    warnings: list[str] = []
+    for group in groups.values():
+        if len(group) < 2 or all(doc_id.isascii() for doc_id in group):
+            continue
+        ordered = sorted(group, key=lambda d: (not d.isascii(), d))
+        named = [
+            f"'{doc_id}' ({', '.join(sorted(group[doc_id]))}"
+            + "".join(f", {_character(ch)}" for ch in dict.fromkeys(doc_id) if not ch.isascii())
+            + ")"
+            for doc_id in ordered
+        ]
+        warnings.append(
+            f"doc_ids that look alike: {' and '.join(named)}; a reader cannot tell them apart"
+            " (give one another doc_id)"
+        )
+    return sorted(warnings)
 
 
 def path_doc_id(source: str) -> str:

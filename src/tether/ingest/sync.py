@@ -13,6 +13,12 @@
   reported with its reason and left out, while the other files sync; a file that parsed
   before and fails now keeps its previous version in the index, and so do the documents of a
   sub-folder that cannot be listed. `strict=True` writes nothing when any file has a problem;
+- first come, first kept: of the files that claim one doc_id + version, the one that held it
+  in the index before this sync keeps it (even on a rebuild) and the newcomers are the
+  problem files; when none held it, all of them are (nothing tells the original from a copy);
+  a second path to one file (a link to it, a hard link) is that file, read once (a warning
+  names it); doc_ids that look alike (`tether.ingest.metadata.lookalike_doc_ids`) are named
+  in a warning at every sync while they last;
 - explicit about emptied files: a file indexed before that is now empty (0 bytes, or only
   whitespace) is a problem that says its previous version is still served; with
   `strict=True` it is removed from the index instead (a problem that says so), unless another
@@ -62,7 +68,12 @@ import numpy as np
 from tether.errors import ConflictError, TetherError
 from tether.ingest.discover import INVENTORY_FILE, leads_inside, read_regular, scan
 from tether.ingest.executor import Executor, SerialExecutor
-from tether.ingest.metadata import META_FIELDS, inventory_warnings, load_inventory
+from tether.ingest.metadata import (
+    META_FIELDS,
+    inventory_warnings,
+    load_inventory,
+    lookalike_doc_ids,
+)
 from tether.ingest.parse.dispatch import format_of
 from tether.ingest.tasks import ParseTask, problem_of
 from tether.ingest.vector_cache import EmbedProgress, VectorCache, embed_cached
@@ -90,6 +101,8 @@ class _Plan:
     """What reading the folder found, before embedding."""
 
     known: dict[str, FileState]
+    # the index as it stood before this sync, even for a rebuild: who holds a doc_id first
+    indexed: dict[str, FileState] = field(default_factory=dict)
     files: list[FileChange] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     touched: list[FileState] = field(default_factory=list)
@@ -278,7 +291,8 @@ def read_folder(
     inventory = load_inventory(folder)
     found = scan(folder, follow_links=follow_links)
     paths = found.files
-    plan = _Plan(known={} if rebuild else store.file_states())
+    indexed = store.file_states()
+    plan = _Plan(known={} if rebuild else indexed, indexed=indexed)
     plan.unsupported = tuple(sorted(found.unsupported.items(), key=lambda kv: (-kv[1], kv[0])))
     seen: set[str] = set()
     batch: list[ParseTask] = []
@@ -288,6 +302,12 @@ def read_folder(
     run = SerialExecutor() if window is not None else executor or SerialExecutor()
     for source, reason in found.skipped:  # what was read through such a link is removed
         plan.problems.append(FileProblem(source, reason))
+    for alias, read in found.aliases:  # one file, one document: read once, at `read`
+        row = f"; its {INVENTORY_FILE} row is not applied" if alias in inventory else ""
+        plan.warnings.append(
+            f"{alias} is the same file as {read} (a link to it, or a second name): read once,"
+            f" as {read}{row}"
+        )
     for rel, reason in found.unreadable:  # its documents keep their previous version
         plan.problems.append(FileProblem(rel + "/", reason))
         kept = sorted(s for s in plan.known if s.startswith(rel + "/"))
@@ -308,10 +328,11 @@ def read_folder(
             _parse_window(plan, batch, run)
     _parse_window(plan, batch, run)
     step("read", len(paths), len(paths))
-    plan.warnings += inventory_warnings(inventory, seen)
+    plan.warnings += inventory_warnings(inventory, seen | {alias for alias, _ in found.aliases})
     plan.removed = sorted(s for s in plan.known if s not in seen)
     _settle_emptied(plan, remove=strict)
     plan.files = _refuse_duplicates(plan)
+    plan.warnings += _lookalikes(plan)
     return plan
 
 
@@ -420,13 +441,15 @@ def _keep_previous(plan: _Plan, source: str, reason: str) -> None:
 
 
 def _refuse_duplicates(plan: _Plan) -> list[FileChange]:
-    """Two files with one doc_id + version: the one already indexed stays, newcomers are
-    refused; when neither was indexed, both are refused."""
+    """Two files with one doc_id + version: the one that held it in the index before this
+    sync keeps it (unchanged, or read again and still claiming it; on a rebuild too) and the
+    others are refused; when none held it, all are refused."""
     holders: dict[tuple[str, str], str] = {}
     for source in plan.unchanged:
         if source in plan.known:
             state = plan.known[source]
             holders[(state.doc_id, state.version)] = source
+    first = {(state.doc_id, state.version): source for source, state in plan.indexed.items()}
     claims: dict[tuple[str, str], list[FileChange]] = {}
     for change in plan.files:
         key = (change.file.doc_id, change.file.version)
@@ -434,27 +457,46 @@ def _refuse_duplicates(plan: _Plan) -> list[FileChange]:
     kept: list[FileChange] = []
     for key, group in claims.items():
         holder = holders.get(key)
-        if holder is None and len(group) == 1:
-            kept.extend(group)
-            continue
+        if holder is None:
+            incumbent = next((c for c in group if c.file.source == first.get(key)), None)
+            if incumbent is not None:  # it held the doc_id before: it keeps it
+                kept.append(incumbent)
+                holder = incumbent.file.source
+                group = [c for c in group if c is not incumbent]
+            elif len(group) == 1:
+                kept.extend(group)
+                continue
         others = [holder] if holder else []
         for change in group:
             rivals = [*others, *(c.file.source for c in group if c is not change)]
-            plan.problems.append(FileProblem(change.file.source, _duplicate(key, change, rivals)))
+            plan.problems.append(
+                FileProblem(change.file.source, _duplicate(key, change, rivals, holder))
+            )
             if change.file.source in plan.known:
                 plan.unchanged.append(change.file.source)
     return kept
 
 
-def _duplicate(key: tuple[str, str], change: FileChange, rivals: list[str]) -> str:
+def _duplicate(
+    key: tuple[str, str], change: FileChange, rivals: list[str], holder: str | None = None
+) -> str:
     """Why a file that claims another file's doc_id + version is left out, naming every file
-    that claims it, with the fix."""
+    that claims it (and the one that keeps it), with the fix."""
+    keeps = f"; {holder} held it first and keeps it" if holder else ""
     return (
         f"doc_id {key[0]!r} version {key[1]!r} is also in {', '.join(rivals)}"
-        f" ({' and '.join([change.file.source, *rivals])} claim the same document); give one"
-        f" its own doc_id (front matter `doc_id:` or a row in {INVENTORY_FILE}), or, if they"
-        " are two versions of one document, its own version"
+        f" ({' and '.join([change.file.source, *rivals])} claim the same document{keeps});"
+        f" give one its own doc_id (front matter `doc_id:` or a row in {INVENTORY_FILE}), or,"
+        " if they are two versions of one document, its own version"
     )
+
+
+def _lookalikes(plan: _Plan) -> list[str]:
+    """Warnings for doc_ids that look alike (`tether.ingest.metadata.lookalike_doc_ids`)
+    among the documents the index holds after this sync."""
+    doc_ids = {s: plan.known[s].doc_id for s in plan.unchanged if s in plan.known}
+    doc_ids.update({c.file.source: c.file.doc_id for c in plan.files})
+    return lookalike_doc_ids(doc_ids)
 
 
 def plan_changes(
@@ -608,9 +650,10 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# How a file without a doc_id is named (`tether.ingest.metadata.path_doc_id`); part of every
-# file's fingerprint, so an index built when it was the file stem is read again once.
-DOC_ID_SCHEME = "path"
+# How a doc_id is made (`tether.ingest.metadata.path_doc_id` for a file without one, and
+# `clean_doc_id`: NFKC, stripped); part of every file's fingerprint, so an index built when it
+# was the file stem, or before doc_ids were NFKC, is read again once.
+DOC_ID_SCHEME = "path nfkc"
 
 
 def _row_hash(row: dict[str, str] | None, default_access: str) -> str:

@@ -19,6 +19,12 @@ same edge of other pages, or carrying the page's number). Lines are joined with 
 line ending in "-" is joined without one (the hyphen is kept). Metadata comes from the info fields (Title, Author, Keywords "key=value" pairs and
 custom keys such as /DocId).
 
+Before pypdf or PDFium reads a stream, `tether.ingest.parse.pdf_inflate.check_inflation`
+counts what every stream inflates to, in pieces: a file with a stream over 100 MB inflated
+(`MAX_STREAM_INFLATED`), streams over 200 MB in all (`MAX_INFLATED`), or an inline image that
+inflates past its declared size is refused with one line (a compression bomb), in a few MB of
+memory whatever the bomb's size; an encrypted file is counted again decrypted.
+
 What it cannot do: no OCR (a scanned PDF without a text layer is refused); tables come out as
 paragraphs; reading order is top to bottom, then left to right, by text box (two columns side
 by side interleave line by line); lines set closer than their font's height pick up fragments
@@ -36,6 +42,7 @@ from typing import Any
 from tether.errors import ParseError
 from tether.ingest.metadata import properties_meta, squash
 from tether.ingest.parse.blocks import Builder, Parsed, short
+from tether.ingest.parse.pdf_inflate import check_inflation, decrypter
 from tether.types import BlockKind
 
 _PAGE_NUMBER = re.compile(
@@ -225,6 +232,7 @@ def _pdf_info_meta(info: Mapping[str, Any] | None) -> dict[str, Any]:
 def parse(data: bytes) -> Parsed:
     if b"%PDF-" not in data[:1024]:
         raise ParseError("PDF cannot be read: no %PDF header (not a PDF file)")
+    check_inflation(data)  # before pypdf or PDFium inflates a stream (a compression bomb)
     import pypdf
 
     try:
@@ -236,6 +244,13 @@ def parse(data: bytes) -> Parsed:
                 ok = False
             if not ok:
                 raise ParseError("PDF cannot be read: it is encrypted (password protected)")
+            decrypt = decrypter(reader)
+            if decrypt is None:
+                raise ParseError(
+                    "PDF cannot be read: it is encrypted, and this pypdf cannot decrypt its"
+                    " streams to check what they inflate to"
+                )
+            check_inflation(data, decrypt)
         pages = list(reader.pages)
         try:
             info = reader.metadata
