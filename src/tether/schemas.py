@@ -11,9 +11,20 @@ ISO strings) and `model_json_schema()` its JSON Schema. `MODELS` names every mod
 The keys are those the CLI printed before these models existed; the models only add keys
 (a chunk's doc_type, dates and source; a hit inside an answer carries its text).
 
+`AskResult.from_ask_result` is also where a public reader's view of an answer is decided,
+for every face (the API's JSON and stream events, MCP, `ask --json`): a public reader never
+receives the text of a claim the checks withheld (`Check.withheld_from_public`: no claim,
+citations, evidence, details or entailment, and its flags without their arguments, which
+quote the claim: a count and a reason), nor the model's unchecked reply: no `completion`
+(its text, and its length in tokens and cost, which measure the reply; who answered stays in
+`provider`, `model` and `provider_note`), and a problem's detail that quotes the reply is said
+in general words. Staff readers get everything.
+
 What it cannot do: it describes and converts, it never reads an index or calls a model; the
 converters read the engine's dataclasses by attribute and do not validate what they mean (a
-score is any float, a flag any string).
+score is any float, a flag any string). What is withheld from a public reader is what the
+checks marked `withheld` (`tether.verify.flags.withhold`): a claim they let through is shown
+as it is, and an answer asked with the checks off (`verify` false) is not checked at all.
 """
 
 from __future__ import annotations
@@ -194,7 +205,9 @@ class Request(_Wire):
 
 
 class Completion(_Wire):
-    """What came back from the model: its text, tokens, latency and cost."""
+    """What came back from the model: its text, tokens, latency and cost; a staff reader's
+    only (a public reader's AskResult has none: the raw reply is unchecked, may hold the claims
+    the checks withhold, and is as long as the model made it)."""
 
     model: str
     provider: str
@@ -223,7 +236,8 @@ class Answer(_Wire):
 
 
 class Problem(_Wire):
-    """Why a completion could not be read as an answer."""
+    """Why a completion could not be read as an answer (for a public reader, a detail that
+    would quote the model's reply is said in general words)."""
 
     kind: str
     detail: str
@@ -275,6 +289,23 @@ class Check(_Wire):
             details=[Detail(**_fields(d, Detail)) for d in ch.details],
         )  # fmt: skip
 
+    @classmethod
+    def withheld_from_public(cls, ch: types.ClaimCheck) -> Check:
+        """A check withheld from a public reader as that reader gets it: that a claim was
+        withheld and the kinds of its flags (why), never what it said: no claim text, no
+        citations, evidence, details or entailment, no flag arguments (a number, a word or an
+        ID out of the claim)."""
+        kinds = list(dict.fromkeys(_flag_kind(f) for f in ch.flags))
+        return cls(
+            claim="", chunk_ids=[], ok=ch.ok, flags=kinds, entailment=None, removed=ch.removed,
+            withheld=True, evidence=[], details=[],
+        )  # fmt: skip
+
+
+def _flag_kind(flag: str) -> str:
+    """`flag`'s kind, without its argument (`number_not_found:45` → `number_not_found`)."""
+    return flag.partition(":")[0]
+
 
 class AgentStep(_Wire):
     """One step of the agent loop: the action, its argument, the chunk IDs it saw."""
@@ -320,11 +351,12 @@ class AskResult(_Wire):
     answerability: Answerability | None = None  # null: not judged (refused before, or off)
     context: Context | None
     request: Request | None
-    completion: Completion | None
+    completion: Completion | None  # null: no model call, or a public reader (see Completion)
     answer: Answer | None
     problem: Problem | None
     checks: list[Check]
-    # answered: every claim passed; flagged: a claim did not; refused: see refused_by;
+    # answered: every claim shown passed (a public reader is not shown the withheld ones);
+    # flagged: a shown claim did not; refused: see refused_by;
     # no_answer: the provider failed or its output was unusable (never a refusal)
     status: Literal["answered", "flagged", "refused", "no_answer"]
     refused: bool
@@ -345,21 +377,43 @@ class AskResult(_Wire):
 
     @classmethod
     def from_ask_result(cls, r: types.AskResult) -> AskResult:
+        """The wire form of `r` for its reader: a staff reader's holds everything; a public
+        reader's never holds a withheld claim (`Check.withheld_from_public`) nor the model's
+        unchecked reply (see the module docstring)."""
+        public = r.audience != "staff"
+        completion = None if public else _optional(r.completion, Completion)
+        problem = _optional(r.problem, Problem)
+        if public and problem is not None and problem.kind in _REPLY_QUOTED:
+            problem = problem.model_copy(update={"detail": _REPLY_QUOTED[problem.kind]})
+        checks = [
+            Check.withheld_from_public(ch) if public and ch.withheld else Check.from_check(ch)
+            for ch in r.checks
+        ]
         return cls(
             question=r.question, as_of=r.as_of, audience=r.audience, language=r.language,
             method=r.method, hits=[Hit.from_hit(h) for h in r.hits],
             gate=_optional(r.gate, Gate), context=_context(r.context),
             answerability=_optional(r.answerability, Answerability),
-            request=_optional(r.request, Request), completion=_optional(r.completion, Completion),
-            answer=_answer(r.answer), problem=_optional(r.problem, Problem),
-            checks=[Check.from_check(ch) for ch in r.checks], status=r.status,
-            refused=r.refused, refused_by=r.refused_by, why_refused=_why_refused(r),
+            request=_optional(r.request, Request), completion=completion,
+            answer=_answer(r.answer), problem=problem,
+            checks=checks, status=r.status,
+            refused=r.refused, refused_by=r.refused_by,
+            why_refused=_why_refused(r, problem.detail if problem is not None else ""),
             notice=r.notice, provider=r.provider,
             model=r.completion.model if r.completion is not None else "",
             provider_note=r.provider_note, timings=dict(r.timings),
             agent=None if r.agent is None else AgentTrace.from_trace(r.agent),
             audit_id=r.audit_id,
         )  # fmt: skip
+
+
+# The problems whose detail quotes the model's reply (a slice of it, or its refusal in its own
+# words), and what a public reader is told instead: the reply is unchecked.
+_REPLY_QUOTED: dict[str, str] = {
+    "not_json": "the model's reply was not JSON",
+    "cut": "the model's reply hit the token limit",
+    "refused": "the provider refused to answer",
+}
 
 
 def _fields(obj: object, model: type[BaseModel], skip: Container[str] = ()) -> dict[str, Any]:
@@ -393,8 +447,9 @@ def _answer(a: types.Answer | None) -> Answer | None:
     return Answer(answerable=a.answerable, answer=a.answer, mode=a.mode, claims=claims)
 
 
-def _why_refused(r: types.AskResult) -> str | None:
-    """One line saying why no answer was given (None when one was)."""
+def _why_refused(r: types.AskResult, detail: str) -> str | None:
+    """One line saying why no answer was given (None when one was); `detail` is the
+    problem's, as the reader may see it."""
     if not r.refused:
         return None
     if r.gate is not None and not r.gate.passed:
@@ -402,7 +457,7 @@ def _why_refused(r: types.AskResult) -> str | None:
     if r.answerability is not None and not r.answerability.answerable:
         return f"refused before the model: {r.answerability.reason}"
     if r.problem is not None:
-        return f"the provider refused: {r.problem.detail}"
+        return f"the provider refused: {detail}"
     if r.refused_by == "strict":
         return "--strict removed every claim (each failed an exact check)"
     if r.refused_by == "verifier":

@@ -181,14 +181,18 @@ def test_ask_output_shows_nothing_of_a_disallowed_citation(
         # the verifier (the text output prints the notice, never a withheld claim)
         assert result.exit_code == 5, result.output
         assert "withheld" in result.output and "not_allowed" not in result.output
-        # flagged exactly as a made-up ID would be: nothing says the staff chunk exists
-        assert not extra or f"missing_id:{staff_id}" in result.output
+        # flagged exactly as a made-up ID would be: nothing says the staff chunk exists; and a
+        # withheld claim's check names no ID at all (issue 47: its flags' kinds only)
+        assert not extra or '"missing_id"' in result.output
+        assert staff_id not in result.output and "Managers can extend" not in result.output
         assert SECRET not in result.output and "60 days" not in result.output
         assert "Staff returns" not in result.output
     data = json.loads(result.output)
-    first, second = data["checks"]
-    assert first["evidence"] == [] and first["entailment"] is None
-    assert {e["chunk_id"] for e in second["evidence"]} == {public_id}
+    for check in data["checks"]:  # both withheld: nothing of what they said or cited
+        assert check["withheld"] and (check["claim"], check["chunk_ids"]) == ("", [])
+        assert check["evidence"] == [] and check["entailment"] is None
+    assert data["checks"][0]["flags"] == ["missing_id"]
+    assert data["completion"] is None  # nor the raw reply
 
 
 # ---- 2. a bundled question ID belongs to the demo index and never changes the audience ------

@@ -228,7 +228,8 @@ def shown(value: object, *, one_line: bool = False) -> str:
 # Exit statuses, in this one place (`ask --help`, the app's epilog and the README print
 # EXIT_TABLE). `ask`'s status (AskResult.status, the `status` of --json) decides among
 # 0, 3, 4 and 5; the other commands exit 0, 1, 2 or 130.
-EXIT_ANSWERED = 0  # an answer whose claims all passed their checks (other commands: done)
+EXIT_ANSWERED = 0  # an answer whose claims shown all passed their checks (a public reader is
+#                   not shown a claim the checks withhold; other commands: done)
 EXIT_USER_ERROR = 1  # a TetherError (every class's `exit_code`), said in one `error:` line
 EXIT_USAGE = 2  # a bad option or argument: one `error:` line naming the flag (tether.cli.usage)
 EXIT_NO_ANSWER = 3  # `ask`: no answer could be produced (the provider failed, or its output
@@ -244,12 +245,13 @@ EXIT_CODES: dict[str, int] = {
     "refused": EXIT_REFUSED,
 }
 EXIT_TABLE = (
-    f"Exit status: {EXIT_ANSWERED} answered, every claim checked ok;"
+    f"Exit status: {EXIT_ANSWERED} answered, every claim shown checked ok (a claim withheld"
+    " from a public reader is not shown);"
     f" {EXIT_USER_ERROR} a user error (one `error:` line);"
     f" {EXIT_USAGE} a bad option or argument;"
     f" {EXIT_NO_ANSWER} no answer could be produced (the provider failed or its output was"
     " unusable);"
-    f" {EXIT_FLAGGED} answered with flagged claims;"
+    f" {EXIT_FLAGGED} answered with flagged claims shown;"
     f" {EXIT_REFUSED} refused (by the support gate, the model, --strict"
     " removing every claim, or the verifier withholding every claim from a public reader);"
     f" {EXIT_INTERRUPTED} interrupted."
