@@ -259,3 +259,18 @@ def test_cli_ask_json_gives_a_public_asker_no_withheld_claim_and_exits_0(
     assert_public(json.loads(done.stdout), done.stdout, staff_id)
     staff = CliRunner().invoke(cli_app, [*args, "--audience", "staff"])
     assert staff.exit_code == 4 and MADE_UP in staff.stdout
+
+
+def test_a_public_caller_cannot_turn_the_checks_off(index: Path, model: str) -> None:
+    """`verify: false` would hand a public caller every claim unchecked: it is for staff only
+    (a public key, an anonymous caller and a staff key asking for the public view get 403)."""
+    body = {"question": QUESTION, "as_of": "none", "verify": False}
+    with http(index, model) as client:
+        for key in (PUBLIC, None):
+            response = client.post("/v1/ask", json=body, headers=bearer(key))
+            assert response.status_code == 403, response.text
+            assert MADE_UP not in response.text
+        view = client.post("/v1/ask", json={**body, "view": "public"}, headers=bearer(STAFF))
+        assert view.status_code == 403
+        staff = client.post("/v1/ask", json=body, headers=bearer(STAFF))
+        assert staff.status_code == 200 and MADE_UP in staff.text

@@ -312,8 +312,11 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
     from tether.answering.pipeline import AskOptions
 
     s = server_of(request)
+    audience = audience_for(request, key, body.view)
+    if not body.verify and audience != "staff":  # an unchecked answer is for staff only
+        raise Refused(403, "the checks cannot be turned off for a public reader (verify: false)")
     options = AskOptions(
-        as_of=as_of_value(body.as_of), audience=audience_for(request, key, body.view),
+        as_of=as_of_value(body.as_of), audience=audience,
         language=body.language, method=body.method, k=body.k, mode=body.mode,
         strict=body.strict, verify=body.verify, answerability=body.answerability,
         # the work itself stops at its next stage once the deadline has passed
