@@ -15,6 +15,7 @@ the code that wrote its features, which each owner checks by the feature names.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ from typing import Any
 
 from tether.errors import TetherError
 
-__all__ = ["LinearModel", "fit_scaled", "read_model"]
+__all__ = ["FORMAT", "LinearModel", "feature_hash", "fit_scaled", "read_model"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ class LinearModel:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "format": FORMAT,
+            "feature_hash": feature_hash(self.features),
             "features": list(self.features),
             "mean": list(self.mean),
             "scale": list(self.scale),
@@ -100,14 +103,41 @@ def fit_scaled(
     return scaler, regression
 
 
-def read_model(path: Path | str, what: str, rebuild: str) -> LinearModel:
+FORMAT = 1  # the model file's format (a file without one predates it and is read as 1)
+
+
+def feature_hash(features: Sequence[str]) -> str:
+    """A short hash of the feature names in their order: a file records it, and a reader
+    that computes other features refuses the file instead of reading a missing one as its
+    mean."""
+    return hashlib.sha256("\n".join(features).encode("utf-8")).hexdigest()[:16]
+
+
+def read_model(
+    path: Path | str, what: str, rebuild: str, features: Sequence[str] | None = None
+) -> LinearModel:
     """The model stored at `path`; a missing or damaged file is a TetherError naming `what`
-    it is and the command that rebuilds it (`rebuild`)."""
+    it is and the command that rebuilds it (`rebuild`). So is a file of another format, one
+    whose `feature_hash` does not match its own feature names, and, when the caller gives
+    the `features` its code computes, one fitted on other features (a renamed or dropped
+    feature would otherwise be read silently as its training mean)."""
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
         n = len(raw["features"])
         if not (len(raw["mean"]) == len(raw["scale"]) == len(raw["weights"]) == n):
             raise ValueError("feature, mean, scale and weight counts differ")
+        if int(raw.get("format", FORMAT)) != FORMAT:
+            raise ValueError(f"format {raw['format']}, this tether reads {FORMAT}")
+        names = [str(f) for f in raw["features"]]
+        if "feature_hash" in raw and raw["feature_hash"] != feature_hash(names):
+            raise ValueError("its feature_hash does not match its feature names")
+        if features is not None and set(names) != set(features):
+            missing = sorted(set(features) - set(names))
+            unknown = sorted(set(names) - set(features))
+            raise ValueError(
+                f"fitted on other features (not in the file: {', '.join(missing) or '-'};"
+                f" not computed here: {', '.join(unknown) or '-'})"
+            )
         return LinearModel(
             features=tuple(str(f) for f in raw["features"]),
             mean=tuple(float(x) for x in raw["mean"]),

@@ -99,7 +99,7 @@ ORDER_FEATURES: tuple[str, ...] = (
 
 def load_order_model(path: Path | str = ORDER_MODEL_PATH) -> LinearModel:
     """The learned rerank order (see `order_features`); a damaged file is a clear error."""
-    return read_model(path, "the rerank order model", ORDER_REBUILD)
+    return read_model(path, "the rerank order model", ORDER_REBUILD, ORDER_FEATURES)
 
 
 @lru_cache(maxsize=8)
