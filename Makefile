@@ -17,7 +17,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $(VENV)/.demo-installed $@
 
-.PHONY: install install-dev demo test test-fast lint bench bench-judge judge answerability bench-answerability bench-peers bench-peers-answers rerank-model bench-manuals
+.PHONY: install install-dev demo test test-fast lint bench bench-judge judge answerability bench-answerability bench-peers bench-peers-answers rerank-model bench-manuals train-reader bench-reader
 install: $(VENV)/.demo-installed
 install-dev: $(VENV)/.dev-installed
 
@@ -88,3 +88,16 @@ rerank-model: install-dev
 bench-manuals: install-dev
 	$(BIN)/python bench/corpora/setup.py
 	$(BIN)/python bench/bench_real_corpora.py --json bench/results/real_corpora.json
+
+# The reader (tether's own cross-encoder, src/tether/embeddings/reader_model/): train it from
+# the sets training/datasets.toml gives the role `train` (about 50 minutes on 2 cores; it
+# resumes from training/runs/reader/checkpoint.pt when run again), then ship it. ARGS passes
+# options to training/reader/train.py (--help lists them).
+ARGS ?=
+train-reader: install-dev
+	$(BIN)/python training/reader/train.py --ship $(ARGS)
+
+# The reader measured: claims (tuned-on and held-out sets), contradictions (health sets),
+# cost, and the learning curve's runs if present (bench/results/reader.md).
+bench-reader: install-dev
+	$(BIN)/python bench/bench_reader.py

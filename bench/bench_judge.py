@@ -6,11 +6,15 @@ Sets, each on its own index (default embedder, sentence vectors, as `tether eval
 builds it; kept under --work between runs so only changed files are embedded again):
 - tuned on: the bundled claims (demo collection), the Maplebrook claims and the Larkfield
   claims (bench/data/verifier_heldout/; held out once, looked at since);
-- held out: the Coldwater Valley Transit claims (bench/data/judge_heldout/, written and frozen
-  by checksum before the learned judge existed; the script checks the checksums first and
-  refuses a set whose files changed).
-Judges: `none` (the rules alone), `embedding` (the former default), `align` (the learned
-alignment judge, the default now), `align+llm` with --llm (the local model as a second
+- the Coldwater Valley Transit claims (bench/data/judge_heldout/, written and frozen by
+  checksum before the learned judge existed, held out for it; tuned on since the reader
+  used them to watch its training);
+- held out: the Lakeshore Regional Hospital claims (bench/data/reader_heldout/, written and
+  frozen before the reader was trained; the script checks the checksums first and refuses a
+  set whose files changed).
+Judges: `none` (the rules alone), `embedding`, `words` (the learned alignment judge alone,
+the default before the reader), `reader` (the reader reading each claim against its cited
+sentences: `--reader DIR` for another folder than the shipped one), `align+llm` with --llm (the local model as a second
 opinion inside the uncertain band). Reported per set and judge: false passes, false alarms,
 per kind (error class), median and p95 ms a claim, and every wrong verdict.
 """
@@ -46,6 +50,7 @@ from tether.verify.learned import AlignmentJudge
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGE_HELDOUT = ROOT / "bench" / "data" / "judge_heldout"
+READER_HELDOUT = ROOT / "bench" / "data" / "reader_heldout"
 
 
 def verify_frozen(folder: Path) -> None:
@@ -65,10 +70,13 @@ def sets(which: str, work: Path) -> list[tuple[str, str, Path, list[Path]]]:
         if LARKFIELD.is_dir():
             lark = larkfield_collection(LARKFIELD, work / "larkfield-docs")
             out.append(("Larkfield", "tuned on", lark, [HELDOUT / "claims-larkfield.jsonl"]))
-    if which in ("heldout", "all"):
         verify_frozen(JUDGE_HELDOUT)
-        out.append(("Coldwater", "held out", JUDGE_HELDOUT / "collection",
+        out.append(("Coldwater", "tuned on", JUDGE_HELDOUT / "collection",
                     [JUDGE_HELDOUT / "claims.jsonl"]))  # fmt: skip
+    if which in ("heldout", "all"):
+        verify_frozen(READER_HELDOUT)
+        out.append(("Lakeshore", "held out", READER_HELDOUT / "collection",
+                    [READER_HELDOUT / "claims.jsonl"]))  # fmt: skip
     return out
 
 
@@ -91,6 +99,7 @@ def main() -> None:
     parser.add_argument("--sets", choices=["tuned", "heldout", "all"], default="all")
     parser.add_argument("--judges", default="none,embedding,align")
     parser.add_argument("--llm", action="store_true", help="also align+llm (local model)")
+    parser.add_argument("--reader", type=Path, default=None, help="the reader's folder (default: the shipped one)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/tether-bench-judge"))
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "judge.md")
     args = parser.parse_args()
@@ -102,8 +111,12 @@ def main() -> None:
             judges.append(("none", None))
         elif name == "embedding":
             judges.append(("embedding", EmbeddingJudge(embedder)))
-        elif name == "align":
-            judges.append(("align", AlignmentJudge()))
+        elif name in ("align", "words"):
+            judges.append((name, AlignmentJudge()))
+        elif name == "reader":
+            from tether.embeddings.reader import MODEL_DIR, load_reader
+
+            judges.append(("reader", AlignmentJudge(reader=load_reader(args.reader or MODEL_DIR))))
     if args.llm:
         from tether.config import load_settings
         from tether.providers.factory import make_provider

@@ -1101,6 +1101,9 @@ class Workspace:
         if contradictions:
             from tether.health.contradictions import find_contradictions
 
+            # the rules decide: the reader's conflict head, measured on the nine labelled
+            # health sets, does not separate contradictions from the other candidate pairs
+            # (bench/results/reader.md), so it is not asked here
             finder = lambda: find_contradictions(self.store, when, embedder=embedder)  # noqa: E731
         return build_report(
             self.store, when, collection=str(getattr(self.store, "location", self.location)),

@@ -310,6 +310,26 @@ class AlignedJudge(Judge, Protocol):
 
 
 @runtime_checkable
+class PairReader(Protocol):
+    """A model that reads two texts together (`tether.embeddings.reader.Reader`): for a
+    task's (A, B) pairs it returns the task head's probabilities, (n, 3); `support` reads a
+    claim against evidence sentences packed best first by `order`; `fits` says whether all
+    the sentences fit beside A (then their order does not matter); `threshold` holds the
+    calibrated threshold per task."""
+
+    @property
+    def threshold(self) -> Mapping[str, float]: ...
+
+    def probabilities(self, task: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray: ...
+
+    def support(
+        self, claim: str, sentences: Sequence[str], order: Sequence[int] | None = None
+    ) -> np.ndarray: ...
+
+    def fits(self, task: str, a: str, sentences: Sequence[str]) -> bool: ...
+
+
+@runtime_checkable
 class Provider(Protocol):
     """Sends one request to a language model (or a non-model answerer) and returns what came
     back. `capabilities` (a class attribute) says what it is and what "auto" chooses with it

@@ -140,3 +140,4 @@ def test_the_server_gives_the_report_to_staff_keys_only(planted: Path) -> None:
         assert page.headers["content-type"].startswith("text/html")
         policy = page.headers["content-security-policy"]
         assert "default-src 'none'" in policy and "style-src 'sha256-" in policy
+

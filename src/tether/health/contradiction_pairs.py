@@ -105,10 +105,11 @@ def _query(u: Unit) -> bool:
 
 def _nearest(
     units: list[Unit], vectors: Vectors, members: list[int], queries: list[int], k: int,
-    floor: float,
+    floor: float, other_language: bool = False,
 ) -> set[Pair]:  # fmt: skip
-    """(i, j, cosine) for each query's `k` nearest members of other documents (same language)
-    at `floor` or more; `members` and `queries` are unit indexes with vectors."""
+    """(i, j, cosine) for each query's `k` nearest members of other documents (same language,
+    or with `other_language` another one) at `floor` or more; `members` and `queries` are
+    unit indexes with vectors."""
     out: set[Pair] = set()
     k = min(k, len(members) - 1)
     if k <= 0 or not queries:
@@ -122,9 +123,8 @@ def _nearest(
     for lo in range(0, len(q_pos), _BLOCK):
         block = q_pos[lo : lo + _BLOCK]
         sims = sub[block] @ sub.T
-        sims[
-            (docs[block][:, None] == docs[None, :]) | (langs[block][:, None] != langs[None, :])
-        ] = -1
+        other = langs[block][:, None] != langs[None, :]
+        sims[(docs[block][:, None] == docs[None, :]) | (~other if other_language else other)] = -1
         top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
         for r, row in enumerate(top):
             for c in row:
@@ -142,6 +142,18 @@ def vector_pairs(units: list[Unit], vectors: Vectors | None) -> set[Pair]:
         return set()
     queries = [i for i in vectors.have if _query(units[i])]
     return _nearest(units, vectors, vectors.have, queries, NEIGHBOURS, MIN_COSINE)
+
+
+def cross_language_pairs(units: list[Unit], vectors: Vectors | None) -> set[Pair]:
+    """Each sentence with a number or a polarity cue and its nearest sentences of other
+    documents in another language (e5's vectors are multilingual): candidates for a reader
+    that reads both languages; the word checks do not compare them."""
+    if vectors is None or len({units[i].chunk.meta.language for i in vectors.have}) < 2:
+        return set()
+    queries = [i for i in vectors.have if _query(units[i])]
+    return _nearest(
+        units, vectors, vectors.have, queries, NEIGHBOURS, MIN_COSINE, other_language=True
+    )
 
 
 def slot_pairs(units: list[Unit], vectors: Vectors | None) -> set[Pair]:

@@ -95,13 +95,19 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from tether.health.contradiction_checks import check_close
-from tether.health.contradiction_pairs import Vectors, lexical_pairs, slot_pairs, vector_pairs
+from tether.health.contradiction_checks import check_close, quote, subject
+from tether.health.contradiction_pairs import (
+    Vectors,
+    cross_language_pairs,
+    lexical_pairs,
+    slot_pairs,
+    vector_pairs,
+)
 from tether.health.contradiction_reworded import Corpus, check_reworded
 from tether.health.contradiction_units import Slot, Unit, read_units
-from tether.protocols import Embedder, Judge, Store
+from tether.protocols import Embedder, Judge, PairReader, Store
 from tether.types import Contradiction
 from tether.verify.passages import VerifierCache
 
@@ -134,12 +140,17 @@ def find_contradictions(
     progress: Progress | None = None,
     limit: int = 200,
     exception_types: Collection[str] = EXCEPTION_TYPES,
+    reader: PairReader | None = None,
+    keep_rules: bool = False,
 ) -> list[Contradiction]:
     """The contradictions between different documents in force on `as_of`, best first, at
     most `limit` (see the module docstring). `embedder` embeds the sentences of an index
     without sentence vectors (None: such an index is paired by shared words only); `judge`
     drops pairs it finds each side supports; `progress(phase, done, total)` is told of each
-    phase; documents of a type in `exception_types` are never paired."""
+    phase; documents of a type in `exception_types` are never paired. With a `reader`
+    (`tether.embeddings.reader`), its conflict head decides each candidate pair instead of
+    the rules (`_read_pairs`); the rules' detail, where they found one, explains it; with
+    `keep_rules` a pair the rules find is kept whatever the reader says."""
     step = progress or _silent
     chunks = [
         c for c in store.chunks()
@@ -158,6 +169,10 @@ def find_contradictions(
     found: list[_Found] = []
     ordered = sorted(_with_cosine(close | reworded))
     step("check pairs", 0, len(ordered))
+    if reader is not None:
+        ordered = sorted(_with_cosine(close | reworded | cross_language_pairs(units, vectors)))
+        found = _read_pairs(reader, units, ordered, vectors, corpus, cache, step, keep_rules)
+        return _deduplicated(found, units, limit)
     for n, (i, j, cos) in enumerate(ordered):
         result = check_close(units[i], units[j], cos, cache)
         if result is None and vectors is not None:
@@ -170,6 +185,69 @@ def find_contradictions(
             step("check pairs", n, len(ordered))
     step("check pairs", len(ordered), len(ordered))
     return _deduplicated(found, units, limit)
+
+
+READ_BATCH = 64  # candidate pairs read at a time (progress is told after each batch)
+
+
+def reader_text(u: Unit) -> str:
+    """What the reader reads of a sentence: its document's title, then the sentence (a table
+    row with its header row), as its contradiction pairs were written for training."""
+    title = u.chunk.meta.title
+    return f"{title}: {u.read}" if title else u.read
+
+
+def _read_pairs(
+    reader: PairReader,
+    units: list[Unit],
+    ordered: list[tuple[int, int, float]],
+    vectors: Vectors | None,
+    corpus: Corpus,
+    cache: VerifierCache,
+    step: Progress,
+    keep_rules: bool = False,
+) -> list[_Found]:
+    """The candidate pairs the reader reads as contradicting (P(contradiction) of both
+    orders, averaged, at or above its `conflict` threshold). Each is reported with the rules'
+    kind and detail where the rules found it too, else as a `number` finding when both sides
+    hold a number of one unit (else `rule`), with the reader's probability as its detail."""
+    cut = float(reader.threshold.get("conflict", 0.5))
+    step("read pairs", 0, len(ordered))
+    found: list[_Found] = []
+    for s in range(0, len(ordered), READ_BATCH):
+        part = ordered[s : s + READ_BATCH]
+        texts = [(reader_text(units[i]), reader_text(units[j])) for i, j, _ in part]
+        fwd = reader.probabilities("conflict", texts)[:, 0]
+        back = reader.probabilities("conflict", [(b, a) for a, b in texts])[:, 0]
+        for (i, j, cos), p in zip(part, (fwd + back) / 2, strict=True):
+            if p < cut and not keep_rules:
+                continue
+            a, b = units[i], units[j]
+            result = check_close(a, b, cos, cache)
+            if result is None and vectors is not None:
+                result = check_reworded(
+                    a, b, vectors.cosine(i, j), vectors.chunk_cosine(a, b), corpus
+                )
+            if p < cut and result is None:
+                continue
+            if result is not None:
+                c, slots = result
+                found.append(
+                    _Found(round(float(p), 3), i, j, replace(c, score=round(float(p), 3)), slots)
+                )
+                continue
+            units_a = {x.unit for x in a.slots}
+            kind: Literal["number", "rule"] = (
+                "number" if units_a & {x.unit for x in b.slots} else "rule"
+            )
+            found.append(_Found(round(float(p), 3), i, j, Contradiction(
+                kind=kind, subject=subject(a, a.content & b.content) or a.chunk.meta.title,
+                a=quote(a), b=quote(b),
+                detail=f"read as saying different things (reader {float(p):.2f})",
+                score=round(float(p), 3),
+            ), None))  # fmt: skip
+        step("read pairs", min(s + READ_BATCH, len(ordered)), len(ordered))
+    return found
 
 
 def _silent(_phase: str, _done: int, _total: int) -> None:

@@ -265,9 +265,19 @@ class _Call:
         same_language = any(c.meta.language == o.language for c in cited)
         if same_language:  # a scope word, condition or rate the evidence does not state
             flags += detail_flags(aligned, HARD_DETAILS)
-        # a judge that reads the alignment (declared by `aligned`), or None
+        # a judge that reads the alignment (declared by `aligned`), or None; one that reads
+        # the sentences with a model (`reads`) is asked across languages too
         reader = judge if isinstance(judge, AlignedJudge) and judge.aligned else None
-        if reader is not None and same_language:
+        reads = reader is not None and bool(getattr(reader, "reads", False))
+        if reader is not None and (same_language or reads):
+            extra: dict[str, Any] = {}
+            if reads:
+                sents = [s.text for p in preps for s in p.sentences if s.text.strip()]
+                extra = {
+                    "sentences": sents,
+                    "rank": lambda: self.rank(claim.text, sents, aligned),
+                    "same_language": same_language,
+                }
             entailment = float(
                 reader.judge(
                     aligned.features,
@@ -275,16 +285,18 @@ class _Call:
                     [c.text for c in cited],
                     evidence=aligned.evidence_text,
                     flagged=len(flags) > n_exact,
+                    **extra,
                 )
             )
             if entailment < self.judge_limit():
-                flags += detail_flags(aligned, SOFT_DETAILS) or [
-                    Flag("not_entailed", f"{entailment:.2f}")
-                ]
+                soft = detail_flags(aligned, SOFT_DETAILS) if same_language else []
+                flags += soft or [Flag("not_entailed", f"{entailment:.2f}")]
             else:  # the judge weighed the word share: a paraphrase is not flagged for it
+                # (a reading judge read the other language too: the cosine cut yields to it)
                 flags = [
-                    f for f in flags if f.kind != "unsupported" or (f.arg or "").startswith("cos=")
-                ]
+                    f for f in flags
+                    if f.kind != "unsupported" or ((f.arg or "").startswith("cos=") and not reads)
+                ]  # fmt: skip
         elif judge is not None and reader is None:
             entailment = float(judge.score(claim.text, [c.text for c in cited]))
             if entailment < self.judge_limit():
@@ -364,6 +376,22 @@ class _Call:
             for c in cited:
                 out |= self.cache.document_stems(self.store, c.doc_id, c.meta.version, public)
         return frozenset(out)
+
+    def rank(self, claim: str, sentences: list[str], aligned: Alignment) -> list[int]:
+        """The sentences' order for a reading judge, best first: by e5 cosine to the claim
+        (both read as passages, as the reader was trained) when there is an embedder, else
+        the alignment's sentences first and the others in their order."""
+        if self.embedder is not None:
+            cache = self.sentence_vectors()
+            missing = [t for t in dict.fromkeys([claim, *sentences]) if t not in cache]
+            if missing:
+                for t, v in zip(missing, self.embedder.embed_passages(missing), strict=True):
+                    cache[t] = v
+            q = cache[claim]
+            sims = [float(np.dot(cache[t], q)) for t in sentences]
+            return sorted(range(len(sentences)), key=lambda i: -sims[i])
+        first = {s.text for _, s in aligned.sentences}
+        return sorted(range(len(sentences)), key=lambda i: (sentences[i] not in first, i))
 
     def judge_limit(self) -> float:
         """The entailment score under which `not_entailed` fires."""

@@ -39,9 +39,12 @@ __all__ = [
     "VerifierOptions",
 ]
 
-# the judges a name chooses: the learned alignment judge, the same with a language model as
-# a second opinion, the embedding judge, the language model alone, none
-JUDGES = ("align", "align+llm", "embedding", "llm", "none")
+# the judges a name chooses: the learned judge (the alignment's word features; the reader,
+# tether's own cross-encoder, where words cannot judge: a claim in another language than its
+# passages), the same with a language model as a second opinion, the reader on every claim
+# (combined with the words model), the word features alone (never the reader), the embedding
+# judge, the language model alone, none
+JUDGES = ("align", "align+llm", "reader", "words", "embedding", "llm", "none")
 # the entailment score under which `not_entailed` fires, for a judge without its own threshold
 DEFAULT_JUDGE_THRESHOLD = 0.5
 # cosine (chunk vectors) from which two passages make the same point: `lower_precedence`
