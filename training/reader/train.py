@@ -349,8 +349,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in only:
         try:  # a set that is not for training (or not listed) is refused
             registry.require("reader", name, "train")
-        except (PermissionError, KeyError) as e:
+        except PermissionError as e:
             print(f"error: {e}", file=sys.stderr)
+            return 2
+        except KeyError:
+            print(f"error: no set {name!r} in {registry.REGISTRY}", file=sys.stderr)
             return 2
     base, digests = load_examples(rng, args.fraction, only)
     made = variants(base, rng, args.variants)

@@ -217,9 +217,11 @@ ClaimsOpt = Annotated[
 JudgeOpt = Annotated[
     str,
     typer.Option(
-        help="With --verifier: align (the learned alignment judge, the default), align+llm"
-        " (the local model as a second opinion on uncertain claims), embedding, llm (the local"
-        " model on every claim), or none (the rules alone)."
+        help="With --verifier: align (the learned alignment judge, the default; the reader"
+        " reads claims in another language than their passages), align+llm (the local model as"
+        " a second opinion on uncertain claims), reader (the reader on every claim), words (the"
+        " alignment judge, never the reader), embedding, llm (the local model on every claim),"
+        " or none (the rules alone)."
     ),
 ]
 
