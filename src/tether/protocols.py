@@ -313,9 +313,9 @@ class AlignedJudge(Judge, Protocol):
 class PairReader(Protocol):
     """A model that reads two texts together (`tether.embeddings.reader.Reader`): for a
     task's (A, B) pairs it returns the task head's probabilities, (n, 3); `support` reads a
-    claim against evidence sentences packed best first by `order`; `fits` says whether all
-    the sentences fit beside A (then their order does not matter); `threshold` holds the
-    calibrated threshold per task."""
+    claim against evidence sentences, all of them when they fit, else packed best first by
+    the order `rank()` gives (asked only then); `threshold` holds the calibrated threshold
+    per task."""
 
     @property
     def threshold(self) -> Mapping[str, float]: ...
@@ -323,10 +323,11 @@ class PairReader(Protocol):
     def probabilities(self, task: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray: ...
 
     def support(
-        self, claim: str, sentences: Sequence[str], order: Sequence[int] | None = None
+        self,
+        claim: str,
+        sentences: Sequence[str],
+        rank: Callable[[], Sequence[int]] | None = None,
     ) -> np.ndarray: ...
-
-    def fits(self, task: str, a: str, sentences: Sequence[str]) -> bool: ...
 
 
 @runtime_checkable

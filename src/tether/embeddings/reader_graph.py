@@ -9,14 +9,11 @@ reader runs in numpy (the same results within float rounding, several times slow
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from typing import Any
 
 import numpy as np
 
-from tether.embeddings.fast_e5 import _Graph, available_threads, cache_dir
+from tether.embeddings.fast_e5 import _Graph, available_threads, cache_dir, cache_graph
 
 GRAPH_VERSION = 1
 
@@ -58,21 +55,7 @@ def build_reader_graph(
                    g.const(p + "oln.b", w[p + "oln.b"]), g.const(p + "fo.b", w[p + "fo.b"])],
                    p + "oln", domain="com.microsoft", epsilon=eps)  # fmt: skip
     g.masked_mean(x)
-    helper, tp = g.helper, g.tp
-    graph = helper.make_graph(
-        g.nodes, "tether_reader",
-        [helper.make_tensor_value_info("embeds", tp.FLOAT, ["batch", "seq", dim]),
-         helper.make_tensor_value_info("mask", tp.INT32, ["batch", "seq"])],
-        [helper.make_tensor_value_info("mean", tp.FLOAT, ["batch", dim])],
-        initializer=g.inits,
-    )  # fmt: skip
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)],
-        producer_name="tether.embeddings.reader_graph",
-    )
-    model.ir_version = 9
-    return model
+    return g.model("tether_reader", dim, "tether.embeddings.reader_graph")
 
 
 def reader_session(reader: Any, threads: int | None = None) -> Any:
@@ -87,13 +70,7 @@ def reader_session(reader: Any, threads: int | None = None) -> Any:
     else:
         model = build_reader_graph(reader.w, reader.layers, reader.heads, reader.eps, reader.dim)
         data = model.SerializeToString()
-        source = data
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
+        source = str(path) if cache_graph(path, data) else data
     opts = ort.SessionOptions()
     n = threads or min(2, available_threads())
     opts.intra_op_num_threads = n

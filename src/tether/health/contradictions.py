@@ -166,18 +166,15 @@ def find_contradictions(
     reworded = slot_pairs(units, vectors)
     corpus = Corpus.build(units)
     cache = VerifierCache()
+    if reader is not None:
+        ordered = sorted(_with_cosine(close | reworded | cross_language_pairs(units, vectors)))
+        read = _read_pairs(reader, units, ordered, vectors, corpus, cache, step, keep_rules)
+        return _deduplicated(read, units, limit)
     found: list[_Found] = []
     ordered = sorted(_with_cosine(close | reworded))
     step("check pairs", 0, len(ordered))
-    if reader is not None:
-        ordered = sorted(_with_cosine(close | reworded | cross_language_pairs(units, vectors)))
-        found = _read_pairs(reader, units, ordered, vectors, corpus, cache, step, keep_rules)
-        return _deduplicated(found, units, limit)
     for n, (i, j, cos) in enumerate(ordered):
-        result = check_close(units[i], units[j], cos, cache)
-        if result is None and vectors is not None:
-            a, b = units[i], units[j]
-            result = check_reworded(a, b, vectors.cosine(i, j), vectors.chunk_cosine(a, b), corpus)
+        result = _rules(units, i, j, cos, vectors, corpus, cache)
         if result is not None and not _judged_same(judge, units[i], units[j]):
             c, slots = result
             found.append(_Found(c.score, i, j, c, slots))
@@ -185,6 +182,19 @@ def find_contradictions(
             step("check pairs", n, len(ordered))
     step("check pairs", len(ordered), len(ordered))
     return _deduplicated(found, units, limit)
+
+
+def _rules(
+    units: list[Unit], i: int, j: int, cos: float, vectors: Vectors | None, corpus: Corpus,
+    cache: VerifierCache,
+) -> tuple[Contradiction, tuple[Slot, Slot] | None] | None:  # fmt: skip
+    """The rules' finding on one candidate pair: the close check, else the reworded one
+    (which needs sentence vectors), else None."""
+    result = check_close(units[i], units[j], cos, cache)
+    if result is None and vectors is not None:
+        a, b = units[i], units[j]
+        result = check_reworded(a, b, vectors.cosine(i, j), vectors.chunk_cosine(a, b), corpus)
+    return result
 
 
 READ_BATCH = 64  # candidate pairs read at a time (progress is told after each batch)
@@ -223,11 +233,7 @@ def _read_pairs(
             if p < cut and not keep_rules:
                 continue
             a, b = units[i], units[j]
-            result = check_close(a, b, cos, cache)
-            if result is None and vectors is not None:
-                result = check_reworded(
-                    a, b, vectors.cosine(i, j), vectors.chunk_cosine(a, b), corpus
-                )
+            result = _rules(units, i, j, cos, vectors, corpus, cache)
             if p < cut and result is None:
                 continue
             if result is not None:

@@ -176,10 +176,7 @@ class AlignmentJudge:
         language, the reader's three logits)."""
         reading = not (self.across_only and same_language)
         if self.reader is not None and self.combine is not None and sentences and reading:
-            order = None
-            if rank is not None and not self.reader.fits("support", claim, sentences):
-                order = list(rank())
-            probs = self.reader.support(claim, sentences, order)
+            probs = self.reader.support(claim, sentences, rank)
             words = self.model.probability(features)
             self.last_reading = reading_features(words, [float(x) for x in probs], same_language)
             p = self.combine.probability(self.last_reading)
