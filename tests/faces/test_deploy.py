@@ -241,8 +241,10 @@ def test_compose_sets_only_settings_tether_reads(compose: dict[str, Any]) -> Non
 def test_every_tether_command_in_the_units_parses(stand_in: Path) -> None:
     serve = unit_commands(UNITS / "tether-serve@.service")
     ingest = unit_commands(UNITS / "tether-ingest.service")
+    sync = unit_commands(UNITS / "tether-sync.service")
     assert [c[0] for c in serve] == ["serve"] and [c[1] for c in ingest] == ["ingest"]
-    for args in serve + ingest:
+    assert sync and all("sync" in c for c in sync)
+    for args in serve + ingest + sync:
         parse_tether(args, stand_in)
     params = parse_tether(serve[0], stand_in)
     assert params["port"] == 8081 and params["forwarded_allow_ips"] == "127.0.0.1"
@@ -260,7 +262,8 @@ def test_the_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
     executable = shutil.which("tether") or str(Path(sys.executable).with_name("tether"))
     names = {"tether-serve@.service": "tether-serve@8081.service"}
     copies = []
-    for unit in ("tether-serve@.service", "tether-ingest.service", "tether-ingest.timer"):
+    for unit in ("tether-serve@.service", "tether-ingest.service", "tether-ingest.timer",
+                 "tether-sync.service", "tether-sync.timer"):  # fmt: skip
         text = (UNITS / unit).read_text(encoding="utf-8")
         # the units name /opt/tether/venv/bin/tether; verify checks that it is executable
         copy = tmp_path / names.get(unit, unit)

@@ -5,7 +5,8 @@ evaluation) instead of the records' JSON. `--json` prints the records themselves
 
 What it cannot do: it reads only what `Workspace.info` and `Workspace.handoff` give (so a
 public reader's lines hold nothing of staff documents, as the records do not); a key it does
-not know is shown as `key: value` flattened, never dropped.
+not know is shown as `key: value` flattened, never dropped (a remembered source's crawl
+state, `source:...`, is said by its one `source` line).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from tether.cli.ingest_web import source_lines
 
 Line = tuple[str, str]
 
@@ -139,8 +142,19 @@ def _float(value: Any) -> Any:
         return value
 
 
-def index_lines(data: Mapping[str, Any]) -> list[Line]:
-    """`Workspace.info`'s record (without its handoff) as labelled lines."""
+def documents_words(documents: Any, versions: Any) -> str:
+    """How many documents and versions, said one way wherever `tether info` says it: a
+    document is one doc_id, however many versions of it are indexed (`36 documents, 38
+    versions`); the versions alone when the documents are not known."""
+    if not isinstance(documents, int) or isinstance(documents, bool):
+        return _plural(versions, "document version")
+    return f"{_plural(documents, 'document')}, {_plural(versions, 'version')}"
+
+
+def index_lines(data: Mapping[str, Any], documents: int | None = None) -> list[Line]:
+    """`Workspace.info`'s record (without its handoff) as labelled lines. Its `documents`
+    counts versions (one per doc_id and version), as do `by_access`, `by_language` and
+    `by_format`: said so, beside `documents` (doc_ids, from the handoff) when given."""
     rest = dict(data)
     take = rest.pop
     lines: list[Line] = []
@@ -149,19 +163,21 @@ def index_lines(data: Mapping[str, Any]) -> list[Line]:
     if isinstance(size, int) and size:
         where += f" ({size / 1_000_000:,.1f} MB)"
     lines.append(("path", where))
-    docs, chunks, vectors = take("documents", 0), take("chunks", 0), take("vectors", 0)
+    versions, chunks, vectors = take("documents", 0), take("chunks", 0), take("vectors", 0)
     access = take("by_access", None)
-    line = _plural(docs, "document") + (f" ({_counts(access)})" if access else "")
+    line = documents_words(documents, versions)
+    line += f" (versions by access: {_counts(access)})" if access else ""
     line += f" · {_plural(chunks, 'chunk')}, {_num(vectors)} with vectors"
     lines.append(("documents", line))
-    lines.append(("languages", _counts(take("by_language", None))))
-    lines.append(("formats", _counts(take("by_format", None))))
+    lines.append(("languages", _counts(take("by_language", None)) + " (versions)"))
+    lines.append(("formats", _counts(take("by_format", None)) + " (files)"))
     spans, holding = take("instruction_spans", 0), take("documents_with_instructions", 0)
     if spans or holding:
         lines.append((
             "text for AI",
             f"{_plural(spans, 'span')} addressed to AI assistants in"
-            f" {_plural(holding, 'document')} (never obeyed; `tether documents` shows them)",
+            f" {_plural(holding, 'document version')} (never obeyed; `tether documents` shows"
+            " them)",
         ))  # fmt: skip
     built = [str(take("chunker", "")) or "unknown chunker"]
     embedder, dim = take("embedder", None), take("embedder_dim", None)
@@ -204,6 +220,7 @@ def index_lines(data: Mapping[str, Any]) -> list[Line]:
     state = take("ingest:state", None)
     if state is not None:
         lines.append(("last ingest", ingest_line(state)))
+    lines += source_lines(rest)  # the sources `tether ingest URL` remembers, one line each
     lines += [(key, flat(value)) for key, value in rest.items()]  # anything newer, as it is
     return lines
 
@@ -230,13 +247,13 @@ def ingest_line(state: Any) -> str:
 
 
 def collection_line(c: Mapping[str, Any]) -> str:
-    line = (
-        f"{_plural(c.get('documents', 0), 'document')}, {_plural(c.get('versions', 0), 'version')}"
-    )
+    """The handoff's collection: documents and versions in the index lines' words, then the
+    versions by language and access."""
+    line = documents_words(c.get("documents", 0), c.get("versions", 0))
     if c.get("languages"):
-        line += f" · {_counts(c['languages'])}"
+        line += f" · versions by language: {_counts(c['languages'])}"
     if c.get("by_access"):
-        line += f" · access {_counts(c['by_access'])}"
+        line += f" · by access: {_counts(c['by_access'])}"
     holding = c.get("documents_with_instructions") or []
     if holding:
         line += f" · text for AI assistants in {', '.join(map(str, holding))}"
@@ -344,12 +361,23 @@ def handoff_lines(h: Mapping[str, Any]) -> list[Line]:
     return lines
 
 
-def info_sections(data: Mapping[str, Any]) -> dict[str, list[Line]]:
+def info_sections(data: Mapping[str, Any], audience: str = "") -> dict[str, list[Line]]:
     """`tether info`'s record (with its handoff) as two titled lists of lines, a line the
-    index already says (the Profile's note) not said again in the handoff."""
+    index already says (the Profile's note) not said again in the handoff. The index's
+    counts take the handoff's documents (doc_ids) beside their versions, so the two say one
+    thing; `audience` (when given) says whose view the counts are."""
     rest = dict(data)
-    index = index_lines({k: v for k, v in rest.items() if k != "handoff"})
-    handoff = handoff_lines(rest.get("handoff") or {})
+    handoff_record = rest.get("handoff") or {}
+    collection = handoff_record.get("collection") if isinstance(handoff_record, Mapping) else None
+    documents = collection.get("documents") if isinstance(collection, Mapping) else None
+    index = index_lines({k: v for k, v in rest.items() if k != "handoff"}, documents)
+    if audience == "public":
+        # no word of staff here: what a public reader is told moves with no staff document
+        index.insert(1, ("counted for", "the public audience: public documents only (the"
+                                        " default; --audience changes it)"))  # fmt: skip
+    elif audience == "staff":
+        index.insert(1, ("counted for", "the staff audience: every document, public and staff"))
+    handoff = handoff_lines(handoff_record)
     return {"index": index, "handoff": [line for line in handoff if line not in index]}
 
 

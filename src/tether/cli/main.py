@@ -3,7 +3,7 @@
 Every command has --help. A user mistake (missing folder, bad date, unknown doc_id, no index)
 prints one line starting with "error:" and exits with status 1 (2 for a bad option value).
 
-This module registers the commands of `tether.cli.{ingest,search,ask,evaluate,schema,config,serve,health,audit,mcp}` on
+This module registers the commands of `tether.cli.{ingest,ingest_web,watch,search,ask,evaluate,schema,config,serve,health,audit,mcp}` on
 the app of `tether.cli.app`, in the order `tether --help` lists them.
 
 What it cannot do: nothing here imports an engine module; each command does, when it runs.
@@ -11,10 +11,25 @@ What it cannot do: nothing here imports an engine module; each command does, whe
 
 from __future__ import annotations
 
-from tether.cli import ask, audit, config, evaluate, health, ingest, mcp, schema, search, serve
+from tether.cli import (
+    ask,
+    audit,
+    config,
+    evaluate,
+    health,
+    ingest,
+    ingest_web,
+    mcp,
+    schema,
+    search,
+    serve,
+    watch,
+)
 from tether.cli.app import app
 
 app.command()(ingest.ingest)
+app.command()(ingest_web.sync)
+app.command()(watch.watch)
 app.command()(search.documents)
 app.command()(search.chunks)
 app.command()(search.search)

@@ -45,6 +45,7 @@ from collections.abc import Iterator, Mapping
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
+from urllib.parse import unquote, urlsplit
 
 from tether.errors import ParseError
 from tether.ingest.discover import INVENTORY_FILE, read_regular
@@ -425,10 +426,19 @@ def lookalike_doc_ids(doc_ids: Mapping[str, str]) -> list[str]:
 def path_doc_id(source: str) -> str:
     """The doc_id of a file without one: its collection-relative path without the extension
     (`guides/setup/README.md` -> `guides/setup/README`), so files that share a name in
-    different folders are different documents."""
+    different folders are different documents. A web page's source is its URL
+    (`tether.ingest.sources`): its path is read the same way, a folder's page named `index`
+    and the query kept (`https://h/guide/setup/intro.html` -> `guide/setup/intro`,
+    `https://h/guide/` -> `guide/index`, `https://h/cal.html?m=2` -> `cal?m=2`)."""
+    query = ""
+    if "://" in source:  # no collection-relative path holds "//"
+        parts = urlsplit(source)
+        source = unquote(parts.path).lstrip("/")
+        source += "index" if not source or source.endswith("/") else ""
+        query = f"?{parts.query}" if parts.query else ""
     path = PurePosixPath(source)
     name = path.stem or path.name or "document"
-    return str(path.with_name(name))
+    return str(path.with_name(name)) + query
 
 
 def _language(value: str | None, origin: str, text: str) -> str:

@@ -2,9 +2,10 @@
 
 - `ParseTask` → `parse_task` → `ParseOutcome`: a file's bytes (read, size-checked and
   fingerprinted by the caller) parsed, chunked and searched for text addressed to AI
-  assistants. A file that cannot be parsed (a `ParseError`, or any exception of a parser or a
-  library) becomes a `ParseOutcome` with a `problem`, never an exception: one bad file must
-  not stop a sync, in this process or in a worker.
+  assistants; a task's `trail` (an export's page tree) goes above every block's headings. A
+  file that cannot be parsed (a `ParseError`, or any exception of a parser or a library)
+  becomes a `ParseOutcome` with a `problem`, never an exception: one bad file must not stop
+  a sync, in this process or in a worker.
 - `embed_shard(embedder, texts)`: the vectors of one shard and the tokens the embedder read
   (0 when it does not count them).
 - `shards(texts, size)`: the shards of a list of texts, by length (padding stays within
@@ -19,7 +20,7 @@ What it cannot do: it reads no files (the caller passes their bytes) and writes 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from tether.protocols import Embedder
 from tether.types import (
     Chunk,
     ChunkerConfig,
+    Document,
     FileChange,
     FileFormat,
     FileState,
@@ -54,6 +56,7 @@ class ParseTask:
     chunker: ChunkerConfig
     added: bool  # the file was not indexed before
     window: TokenWindow | None = None  # the embedder's window the chunks must fit
+    trail: tuple[str, ...] = ()  # where it sits in its source's tree, above its own headings
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ def parse_task(task: ParseTask) -> ParseOutcome:
         document = parse_bytes(
             task.data, source, task.fmt, task.row, default_access=task.default_access
         )
+        if task.trail:
+            document = with_trail(document, task.trail)
         chunks = tuple(chunk_document(document, task.chunker, task.window))
     except Exception as exc:  # a parser's or a library's surprise: this file only
         return ParseOutcome(source, problem=problem_of(exc))
@@ -84,6 +89,13 @@ def parse_task(task: ParseTask) -> ParseOutcome:
         source, chunks, task.window
     )
     return ParseOutcome(source, change, tuple(warnings))
+
+
+def with_trail(document: Document, trail: tuple[str, ...]) -> Document:
+    """`document` with `trail` (an export's page tree: the pages above this one) put above
+    every block's own headings, so its chunks' sections name where the page sits."""
+    blocks = tuple(replace(b, heading_path=(*trail, *b.heading_path)) for b in document.blocks)
+    return replace(document, blocks=blocks)
 
 
 def over_window(source: str, chunks: tuple[Chunk, ...], window: TokenWindow | None) -> list[str]:
