@@ -12,10 +12,13 @@ The engine checks at its stage boundaries: the query embedder before embedding a
 query waits for its batch (`tether.embeddings.batching`), the retriever before and after its
 reranker, `Workspace.search` before it starts, `ask` between its stages. A request past its
 deadline stops at the next check, so the thread it held serves the next request instead of
-finishing work nobody will read.
+finishing work nobody will read. Two waits read `remaining()` instead: a remote provider's
+try gets at most the time left and is given up there, its connection closed
+(`tether.providers.base`), and a served question waits for the model's slot at most until
+its deadline (`tether.server.slots`).
 
-What it cannot do: a stage already running (an ONNX Runtime call, a SQL query, a model call)
-runs to its end, as Python cannot stop a thread from outside; a context variable does not
+What it cannot do: a stage already running (an ONNX Runtime call, a SQL query, a local model
+call) runs to its end, as Python cannot stop a thread from outside; a context variable does not
 follow work handed to another thread unless that thread is given the deadline (the batcher is
 given it with each query).
 """

@@ -5,17 +5,26 @@ else is a bug and keeps its traceback.
     ├── ParseError       a file that cannot be read as a document                 1  400
     ├── NotFoundError    an ID that names nothing (or nothing the asker may see)  1  404
     ├── ConflictError    the index's state: a concurrent writer, a version clash  1  409
-    │   └── OlderIndexError   an index of an older tether, opened to be read      1  409
+    │   ├── OlderIndexError   an index of an older tether, opened to be read      1  409
+    │   └── IndexLockedError  another process held the index's lock too long    1  409 *
     ├── LimitError       over one of tether's own limits (a text's length)        1  413
     │   └── DeadlineError     a request past its deadline                         1  504
-    └── UpstreamError    something tether relies on failed (a database, Ray)      1  502
-        └── ProviderError     a model provider that failed after its retries      1  502
+    ├── UpstreamError    something tether relies on failed (a database, Ray)      1  502
+    │   └── ProviderError     a model provider that failed after its retries      1  502
+    └── UnavailableError the index file cannot be used: damaged, not an index,    1  503 *
+        │                its disk failing, gone
+        └── UnwritableError   it cannot be written: its disk full, read-only      1  503 *
 
 Each class says once how every face reports it (class attributes, inherited unless a branch
 sets its own): `exit_code` (the CLI's exit status), `http_status` (the server's status) and
 `problem`/`title` (the problem type of the server's RFC 9457 body, `problem_type()`). The CLI
 (`tether.cli.app.user_errors`), the server (`tether.server.http.problem_of`) and the MCP server
 read them; none keeps a table of its own. `except TetherError` catches every branch.
+
+`public` (*) is what a server tells its caller instead of the message, for the classes whose
+message is about the server's own files and names them (the index's path): the caller gets
+a fixed sentence, the message goes to the server's log. The CLI prints the message itself:
+the user owns the file and needs its path.
 
 A plain `TetherError` is the user-error branch: raise it for a mistake the user fixes (input,
 settings, a missing index or extra), and a subclass when one applies. Every branch exits 1,
@@ -41,6 +50,7 @@ class TetherError(Exception):
     http_status: ClassVar[int] = 400
     problem: ClassVar[str] = "invalid-request"
     title: ClassVar[str] = "Invalid request"
+    public: ClassVar[str | None] = None  # a server's detail instead of the message (None: it)
 
     @classmethod
     def problem_type(cls) -> str:
@@ -76,6 +86,17 @@ class OlderIndexError(ConflictError):
     """An index built by an older tether, opened to be read: one ingest upgrades it."""
 
 
+class IndexLockedError(ConflictError):
+    """Another process (an ingest) held the index file's lock past the bounded wait; trying
+    again when it has finished succeeds. The message names the index's path, so a server
+    answers 409 with `public` instead."""
+
+    public = (
+        "another ingest is writing this index and held its lock too long: try again when it"
+        " has finished"
+    )
+
+
 class LimitError(TetherError):
     """Over one of tether's own limits: a question, search query or feedback note longer
     than its limit (the server answers 413). The message names the limit."""
@@ -109,3 +130,24 @@ class ProviderError(UpstreamError):
 
     problem = "provider-failed"
     title = "Provider failure"
+
+
+class UnavailableError(TetherError):
+    """The index file cannot be used: it is damaged (truncated, overwritten), not a tether
+    index, gone, on a disk that is failing, or left half-written where it cannot be undone
+    (`UnwritableError`: it cannot be written). Nothing in the request was wrong: a server answers 503 with `public` (the message,
+    which names the path and says what to do, goes to its log); the CLI prints the message."""
+
+    http_status = 503
+    problem = "index-unavailable"
+    title = "Index unavailable"
+    public = "the server cannot use its index (its log says why)"
+
+
+class UnwritableError(UnavailableError):
+    """The index file can be read but not written: its disk is full, or the file or its
+    folder is read-only. A server answers the write (feedback) 503 with `public` and keeps
+    serving reads; an answer whose audit record fails is served all the same
+    (`tether.answering.audit.AuditWrites`)."""
+
+    public = "the server cannot write to its index (its log says why)"

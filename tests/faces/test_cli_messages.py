@@ -5,6 +5,7 @@ traceback; `tether info` is lines a person reads, its --json the records unchang
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -192,8 +193,10 @@ def test_info_records_read_as_lines():
             "gate_floor:bm25": "5.0", "something_new": {"a": 1, "b": [1, 2]},
         })
     )  # fmt: skip
-    assert lines["documents"] == "3 documents (public 2, staff 1) · 9 chunks, 9 with vectors"
-    assert lines["languages"] == "en 2, fr 1"
+    assert lines["documents"] == (
+        "3 document versions (versions by access: public 2, staff 1) · 9 chunks, 9 with vectors"
+    )
+    assert lines["languages"] == "en 2, fr 1 (versions)"
     assert lines["fusion"].startswith("BM25 weight 0.33 against dense 1, fitted on 184 sentence")
     assert lines["gate floor"] == (
         "rerank 0.7688, fitted at ingest: off-topic mean 0.7233 + 2 sd (0.0305) over 40"
@@ -238,3 +241,139 @@ def test_the_profiles_note_is_said_once():
     })  # fmt: skip
     said = [text for lines in sections.values() for _, text in lines if text == note]
     assert said == [note]
+
+
+# ---- issue 47: tried as a new user would ---------------------------------------------------
+
+
+def test_a_refusal_says_no_model_call_only_when_none_was_made(capsys) -> None:
+    """The answerability judge's refusal said "Refused before the model ... no model call,
+    no cost" even when its second opinion had asked the model ("the model said 0.40")."""
+    from dataclasses import replace
+
+    from tether import schemas
+    from tether.cli.ask import print_result
+    from tether.types import Answer, Answerability, AskResult, Gate
+
+    reason = "the passages found are about the subject, but none gives a price"
+    alone = AskResult(
+        "How much is a saddle?", None, "public", "en", "rerank", gate=Gate(True, 0.7, 1, 2, 0.9),
+        answerability=Answerability(False, 0.18, 0.22, "money", reason), answer=Answer(False, "", ()),
+    )  # fmt: skip
+    asked = replace(alone, answerability=replace(alone.answerability, second=0.4))
+    assert not alone.model_called and asked.model_called
+    print_result(alone)
+    said = capsys.readouterr().out
+    assert "Refused before the model" in said and "no model call, no cost" in said
+    print_result(asked)
+    said = capsys.readouterr().out
+    assert "the model said 0.40" in said
+    assert "no model call" not in said and "before the model" not in said
+    assert schemas.AskResult.from_ask_result(alone).why_refused == (
+        "refused before the model: " + reason
+    )
+    assert schemas.AskResult.from_ask_result(asked).why_refused == "refused: " + reason
+    gate = replace(
+        alone, gate=Gate(False, 0.7, 1, 0, 0.2, "retrieval too weak"), answerability=None
+    )
+    print_result(gate)
+    assert "(no model call, no cost)" in capsys.readouterr().out
+
+
+def test_info_counts_documents_and_versions_alike(tmp_path: Path) -> None:
+    """`tether info` said "3 documents" (versions) above "2 documents, 3 versions" (doc_ids):
+    both lines now count the same way and say what they count, for either audience."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, head in (("old.md", "doc_id: returns\nversion: 1"), ("new.md", "doc_id: returns\nversion: 2"),
+                       ("staff.md", "doc_id: refunds\naccess: staff")):  # fmt: skip
+        access = "" if "access" in head else "\naccess: public"
+        (docs / name).write_text(f"---\n{head}{access}\n---\n# T\n\nSome text about {name}.\n")
+    path = str(tmp_path / "i.sqlite")
+    assert runner.invoke(app, ["ingest", str(docs), "--index", path, "--no-embed"]).exit_code == 0
+    for audience, counted in (
+        ("staff", "2 documents, 3 versions"),
+        ("public", "1 document, 2 versions"),
+    ):
+        done = runner.invoke(app, ["info", "--index", path, "--audience", audience])
+        assert done.exit_code == 0, done.output
+        lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1)
+                     for line in done.output.splitlines() if line.startswith("  "))  # fmt: skip
+        assert lines["documents"].startswith(counted + " (versions by access: "), lines
+        assert lines["collection"].startswith(counted), lines
+        assert lines["counted for"].startswith(f"the {audience} audience")
+    staff = runner.invoke(app, ["info", "--index", path, "--audience", "staff"]).output
+    assert "public 2, staff 1" in staff
+
+
+def _audit_with_staff_feedback(path: str) -> None:
+    """Two recorded answers, one asked for staff, each with feedback."""
+    from tether.stores import open_audit_log
+    from tether.types import AuditEntry, Feedback
+
+    log = open_audit_log(Path(path), writable=True)
+    for audience, note in (("public", "public note"), ("staff", "staff only note")):
+        entry = AuditEntry(at="2026-11-20T10:00:00Z", who="desk", audience=audience,  # type: ignore[arg-type]
+                           question=f"asked for {audience}", status="answered")  # fmt: skip
+        entry_id = log.record(entry)
+        log.add_feedback(Feedback(entry_id, "2026-11-21T10:00:00Z", "desk", "wrong", note))
+
+
+def test_audit_says_how_many_staff_entries_it_left_out_and_how_to_see_them(index: str) -> None:
+    """`tether audit --feedback` hid the feedback on staff answers from its public reader
+    without a word; the listing did the same with staff answers."""
+    _audit_with_staff_feedback(index)
+    hint = "not shown to a public reader: add --audience staff to see them"
+    public = runner.invoke(app, ["audit", "--feedback", "--index", index])
+    assert public.exit_code == 0, public.output
+    assert "public note" in public.stdout and "staff only note" not in public.stdout
+    assert f"1 piece of feedback on answers asked for staff is {hint}" in public.stdout
+    staff = runner.invoke(app, ["audit", "--feedback", "--index", index, "--audience", "staff"])
+    assert "staff only note" in staff.stdout and hint not in staff.output
+    as_json = runner.invoke(app, ["audit", "--feedback", "--json", "--index", index])
+    assert len(json.loads(as_json.stdout)) == 1  # stdout stays the JSON records
+    assert hint in as_json.stderr
+    listed = runner.invoke(app, ["audit", "--index", index])
+    assert f"1 answer asked for staff is {hint}" in listed.stdout
+    only_public = runner.invoke(app, ["audit", "--index", index, "--asked-by", "public"])
+    assert hint not in only_public.output
+
+
+def test_the_health_report_is_titled_with_the_collections_name(
+    folder: Path, tmp_path: Path
+) -> None:
+    """Its title was the index's absolute path; the path is now said below it."""
+    from tether.health.report import collection_name
+
+    assert runner.invoke(app, ["ingest", str(folder), "--no-embed"]).exit_code == 0
+    index = folder / ".tether" / "index.sqlite"
+    page = tmp_path / "health.html"
+    args = ["health", "--no-contradictions", "--index", str(index), "--report", str(page)]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.output
+    first, second = done.stdout.splitlines()[:2]
+    assert first.startswith("Health of docs on ") and str(index) not in first
+    assert second == f"index: {index}"
+    html = page.read_text()
+    assert "<title>Health of docs on " in html and "<h1>Health of docs</h1>" in html
+    assert f"Index: {index}" in html
+    assert collection_name("/x/.tether/demo.sqlite") == "demo"
+    assert collection_name("/srv/helpdesk/index.sqlite") == "helpdesk"
+    assert collection_name("postgresql://t@db/tether?collection=helpdesk") == "helpdesk"
+
+
+def test_ingest_says_it_read_the_inventory(folder: Path, tmp_path: Path) -> None:
+    """inventory.csv was read without a word: the ingest now says so, with its rows."""
+    path = str(tmp_path / "i.sqlite")
+    done = runner.invoke(app, ["ingest", str(folder), "--index", path, "--no-embed"])
+    assert "inventory.csv" not in done.output  # none in the folder: nothing said
+    (folder / "inventory.csv").write_text("path,owner\nreturns.md,Customer Care\ngone.md,Nobody\n")
+    done = runner.invoke(app, ["ingest", str(folder), "--index", path, "--no-embed"])
+    assert done.exit_code == 0, done.output
+    said = "inventory.csv read: 2 rows, 1 naming a file here, 1 naming no file (see the warnings)"
+    assert said in done.stdout
+    assert "inventory.csv: path 'gone.md' matches no file" in done.output
+    data = json.loads(
+        runner.invoke(app, ["ingest", str(folder), "--index", path, "--no-embed", "--json"]).stdout
+    )
+    assert (data["inventory_rows"], data["inventory_matched"]) == (2, 1)

@@ -24,12 +24,15 @@ from tether.errors import (
     PROBLEM_TYPES,
     ConflictError,
     DeadlineError,
+    IndexLockedError,
     LimitError,
     NotFoundError,
     OlderIndexError,
     ParseError,
     ProviderError,
     TetherError,
+    UnavailableError,
+    UnwritableError,
     UpstreamError,
 )
 
@@ -45,10 +48,13 @@ TREE: dict[type[TetherError], tuple[int, int, str, str]] = {
     NotFoundError: (1, 404, "not-found", "Not found"),
     ConflictError: (1, 409, "conflict", "Conflict"),
     OlderIndexError: (1, 409, "conflict", "Conflict"),
+    IndexLockedError: (1, 409, "conflict", "Conflict"),
     LimitError: (1, 413, "over-limit", "Over a limit"),
     DeadlineError: (1, 504, "deadline-exceeded", "Deadline exceeded"),
     UpstreamError: (1, 502, "upstream-failed", "Upstream failure"),
     ProviderError: (1, 502, "provider-failed", "Provider failure"),
+    UnavailableError: (1, 503, "index-unavailable", "Index unavailable"),
+    UnwritableError: (1, 503, "index-unavailable", "Index unavailable"),
 }
 
 

@@ -64,3 +64,27 @@ def test_every_readme_command_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert "Traceback" not in result.output, line
     assert (tmp_path / "eval.html").is_file()
     assert (docs / ".tether" / "index.sqlite").is_file()
+
+
+def test_the_readme_gives_no_install_command_that_cannot_work() -> None:
+    """tether is on no package index: `pip install 'tether[serve]'` finds nothing (issue 47).
+    The README and the docs name the clone's command for every extra (the README says once
+    that the index form "finds nothing")."""
+    offered = re.compile(r"""pip install ['"]?+tether\[[^\]]*\]['"]?+`?+(?! finds nothing)""")
+    for page in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))):
+        assert not offered.findall(page.read_text()), page.name
+
+
+def test_the_readme_says_exactly_what_exit_0_means() -> None:
+    """An answer with a claim withheld from a public reader exits 0 (answered: every claim
+    shown passed; tests/faces/test_public_withheld.py runs it): the README's exit table and
+    `--help` say "shown", never that every claim the model made passed."""
+    from tether.cli.app import EXIT_ANSWERED, EXIT_TABLE
+
+    readme = (ROOT / "README.md").read_text()
+    row = re.search(rf"^\| {EXIT_ANSWERED} \| `answered` \|(.*)$", readme, re.M)
+    assert row is not None
+    assert "every claim **shown** passed its checks" in row.group(1)
+    assert "withheld" in row.group(1) and "exit 0" in row.group(1)
+    assert "every claim passed its checks" not in readme
+    assert "every claim shown checked ok" in EXIT_TABLE and "withheld" in EXIT_TABLE

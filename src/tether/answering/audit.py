@@ -1,7 +1,15 @@
 """`audit_entry`: what the audit keeps of one answered question (`tether.types.AuditEntry`,
-written by a `tether.protocols.AuditLog`), built from its `AskResult`; and the rules for the
+written by a `tether.protocols.AuditLog`), built from its `AskResult`; the rules for the
 feedback on one (`check_verdict`, `feedback_note`: helpful or wrong, a note of at most
-MAX_NOTE_CHARS characters without control characters).
+MAX_NOTE_CHARS characters without control characters); and `AuditWrites`, how the audit's
+writes are going.
+
+An answer whose audit record cannot be written (the disk is full, the file read-only, an
+ingest holds the lock past the wait) is served all the same: a help desk keeps answering, and
+the failure is reported instead. `AuditWrites` counts the records not written and when the
+last one failed (a server shows them in /readyz and /metrics, `tether.server.watch`), and
+says so once an episode: at the first failure after a write that succeeded (or the start),
+and again when a write succeeds, with how many were lost meanwhile, never once a request.
 
 It keeps the question, the filters, the method, the IDs of the passages given to the model
 (not their text), the request's hash (the exact key a recording of it would have, so the
@@ -9,13 +17,18 @@ same prompt can be found again), provider and model, the answer with each claim'
 timings and cost.
 
 What it cannot do: it writes nothing (the Workspace records the entry); an answer refused
-before the model has no prompt hash and no model.
+before the model has no prompt hash and no model; `AuditWrites` cannot fail an answer
+closed (the answer is already made when its record fails); its counts are one process's.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import cast
 
 from tether.errors import LimitError, TetherError
@@ -106,3 +119,51 @@ def _control(ch: str) -> bool:
     if ch in _ALLOWED_CONTROLS:
         return False
     return unicodedata.category(ch) == "Cc" or ch in _BIDI_CONTROLS
+
+
+@dataclass(frozen=True)
+class AuditState:
+    """How the audit's writes are going: `failures`, records not written so far; `failing`,
+    whether the last write failed; `last_failure`, when the last failure was (Unix time, None
+    before any)."""
+
+    failures: int = 0
+    failing: bool = False
+    last_failure: float | None = None
+
+
+def _warn(line: str) -> None:
+    print(f"warning: {line}", file=sys.stderr)
+
+
+class AuditWrites:
+    """The audit's writes of one Workspace, or of every Workspace of a server (see the module
+    docstring): `failed(message)` counts a record not written and says `message` (through
+    `say`; stderr as a `warning:` line by default) when it starts an episode of failures;
+    `written()` ends one (saying how many records were lost); `state()`. Thread-safe."""
+
+    def __init__(self, say: Callable[[str], None] = _warn) -> None:
+        self._say = say
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._lost = 0  # in this episode
+        self._last: float | None = None
+
+    def failed(self, message: str) -> None:
+        with self._lock:
+            first = self._lost == 0
+            self._failures += 1
+            self._lost += 1
+            self._last = time.time()
+        if first:
+            self._say(message)
+
+    def written(self) -> None:
+        with self._lock:
+            lost, self._lost = self._lost, 0
+        if lost:
+            self._say(f"the audit is written again ({lost} records were not written before)")
+
+    def state(self) -> AuditState:
+        with self._lock:
+            return AuditState(self._failures, self._lost > 0, self._last)

@@ -8,7 +8,8 @@ address; the listing sums them.
 
 The reader's `--audience` is public by default: a public reader never sees an entry asked
 for staff (those answers may quote staff passages), nor feedback on one, and sees no ids or
-askers' names; `--audience staff` sees every entry.
+askers' names; `--audience staff` sees every entry. The listing and `--feedback` say how many
+they left out for that reason and how to see them (on stderr with --json).
 
 What it cannot do: it reads the audit of one index (a file, or a PostgreSQL collection with
 `--store`); it changes nothing in it (retention is
@@ -34,6 +35,7 @@ from tether.cli.app import (
     as_of_option,
     audience_option,
     audience_value,
+    err,
     open_workspace,
     out,
     print_json,
@@ -44,6 +46,7 @@ from tether.cli.app import (
 from tether.text import spreadsheet_safe
 
 if TYPE_CHECKING:
+    from tether.app import Workspace
     from tether.types import Audience, AuditEntry, AuditQuery
 
 audit_app = typer.Typer(
@@ -130,15 +133,19 @@ def audit(
     feedback given on them)."""
     if ctx.invoked_subcommand is not None:
         return
+    query = audit_query(audience, since, until, asked_by, flag, flagged, limit)
     if feedback:
-        query = audit_query(audience, since, until, asked_by, flag, flagged, limit)
         list_feedback(index, demo, store, query, as_json)
         return
-    entries = _entries(index, demo, audience, since, until, asked_by, flag, flagged, limit, store)
+    with user_errors():
+        ws = open_workspace(index, demo, store)
+        entries = ws.audit_entries(query)
+        hidden = staff_left_out(ws, query, feedback=False)
     if as_json:
         from tether.schemas import AuditRecord
 
         print_json([AuditRecord.from_entry(e) for e in entries])
+        say_left_out(hidden, as_json)
         return
     listed = table(
         f"audit ({len(entries)} shown)", ("id", "at", "who", "audience", "status", "flags", "question")
@@ -153,19 +160,53 @@ def audit(
     missing = sum(e.dropped for e in entries if e.status == "dropped")
     if missing:
         out.print(f"{dropped_words(missing)} in the entries shown", highlight=False)
+    say_left_out(hidden, as_json)
+
+
+def staff_left_out(ws: Workspace, query: AuditQuery, *, feedback: bool) -> int:
+    """How many entries (`feedback`: pieces of feedback) the options select that a public
+    reader is not shown because they were asked for staff; 0 for a staff reader, or when
+    only public askers are asked for (--asked-by public)."""
+    from dataclasses import replace
+
+    if query.reader == "staff" or query.audience == "public":
+        return 0
+    staff = replace(query, reader="staff", audience="staff", limit=0)
+    return len(ws.feedback_entries(staff) if feedback else ws.audit_entries(staff))
+
+
+def say_left_out(count: int, as_json: bool, *, feedback: bool = False) -> None:
+    """One line saying that `count` entries (`feedback`: pieces of feedback on entries) asked
+    for staff were left out, and how to see them: after the table, or on stderr with --json."""
+    if not count:
+        return
+    one = count == 1
+    if feedback:
+        things = f"{count} piece{'' if one else 's'} of feedback on answers asked"
+    else:
+        things = f"{count} answer{'' if one else 's'} asked"
+    line = (
+        f"{things} for staff {'is' if one else 'are'} not shown to a public reader: add"
+        " --audience staff to see them"
+    )
+    (err if as_json else out).print(line, highlight=False, soft_wrap=True)
 
 
 def list_feedback(
     index: Path | None, demo: bool, store: str | None, query: AuditQuery, as_json: bool
 ) -> None:
-    """`tether audit --feedback`: the feedback `query` selects, as a table or JSON."""
+    """`tether audit --feedback`: the feedback `query` selects, as a table or JSON, and how
+    many pieces of feedback on staff answers were left out for a public reader."""
     from tether.schemas import Feedback
 
     with user_errors():
-        found = open_workspace(index, demo, store).feedback_entries(query)
+        ws = open_workspace(index, demo, store)
+        found = ws.feedback_entries(query)
+        hidden = staff_left_out(ws, query, feedback=True)
     records = [Feedback.from_feedback(f) for f in found]
     if as_json:
         print_json(records)
+        say_left_out(hidden, as_json, feedback=True)
         return
     listed = table(
         f"feedback ({len(records)} shown)",
@@ -179,6 +220,7 @@ def list_feedback(
             shown(r.chunk_id or "", one_line=True),
         )  # fmt: skip
     out.print(listed)
+    say_left_out(hidden, as_json, feedback=True)
 
 
 def dropped_words(count: int) -> str:

@@ -95,17 +95,19 @@ def health(
 
 
 def print_report(report: HealthReport) -> None:
-    """The report as text: a summary line, then each section's findings."""
-    from tether.health.report import SECTIONS
+    """The report as text: a summary line titled with the collection's name, the index it
+    read, then each section's findings."""
+    from tether.health.report import SECTIONS, collection_name
 
     looked = report.looked_at
     out.print(
-        f"[bold]Health of {shown(report.collection)}[/bold] on {report.as_of.isoformat()}"
-        f" [dim]({looked.get('documents', 0)} documents, {looked.get('chunks', 0)} passages,"
-        f" {looked.get('audit_entries', 0)} recorded answers; {report.seconds:.1f} s; staff"
-        " only)[/dim]",
+        f"[bold]Health of {shown(collection_name(report.collection), one_line=True)}[/bold] on"
+        f" {report.as_of.isoformat()} [dim]({looked.get('documents', 0)} documents,"
+        f" {looked.get('chunks', 0)} passages, {looked.get('audit_entries', 0)} recorded"
+        f" answers; {report.seconds:.1f} s; staff only)[/dim]",
         highlight=False,
     )
+    out.print(f"[dim]index: {shown(report.collection, one_line=True)}[/dim]", highlight=False)
     for name, kinds in SECTIONS:
         found = [f for f in report.findings if f.kind in kinds]
         out.print(f"\n[bold]{name}[/bold] ({len(found)})", highlight=False)

@@ -57,9 +57,10 @@ def mcp(
         try:
             from tether.mcp_server import run
         except ImportError as exc:
+            from tether.extras import install_hint
+
             raise TetherError(
-                f"tether mcp needs the mcp package ({exc.name} is missing):"
-                " pip install 'tether[mcp]'"
+                f"tether mcp needs the mcp extra ({exc.name} is missing): {install_hint('mcp')}"
             ) from None
         from tether.tools import Tools
 

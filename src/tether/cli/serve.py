@@ -124,9 +124,18 @@ def serve(
             max=64,
         ),
     ] = 4,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Keep the index current with the folder it was last ingested from, as `tether"
+            " watch` does, beside the server: a saved change is searched without a restart.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the HTTP API (/v1, OpenAPI at /openapi.json) and the web page (/) over one index."""
     from tether.errors import TetherError
+    from tether.extras import install_hint
 
     with user_errors():
         try:
@@ -136,7 +145,7 @@ def serve(
         except ImportError as exc:  # `make demo` installs no server: say so in one line
             raise TetherError(
                 f"tether serve needs the serve extra ({exc.name} is missing):"
-                " pip install 'tether[serve]'"
+                f" {install_hint('serve')}"
             ) from None
     from tether.cli.app import open_workspace
     from tether.server.keys import key_ring
@@ -153,6 +162,13 @@ def serve(
         # --store, else TETHER_STORE
         url = opened.location if isinstance(opened.location, str) else None
         path = opened.index if url is None else None
+        opened.check_intact()  # every page read: a damaged index is refused here, not later
+        if watch:
+            from tether.cli.watch import watched_folder
+
+            if demo:
+                raise TetherError("--watch keeps an index of your own folder current, not --demo")
+            folder = watched_folder(opened)
         where = shown_at if url is not None else path
         shared = opened.open_shared_state()  # None: an index file, whose servers share nothing
         if shared is not None:
@@ -180,9 +196,18 @@ def serve(
             soft_wrap=True,
         )
     plan = Plan(path, url or "", keys, allow_anonymous, config)
+    watching = None
     with user_errors():
-        serve(plan, host, port, workers=workers, forwarded_allow_ips=proxies,
-              header_timeout_s=header_timeout)  # fmt: skip
+        if watch:  # the first sync is over before the server listens
+            from tether.cli.watch import start_watch, stop_watch
+
+            watching = start_watch(folder, path, url)
+        try:
+            serve(plan, host, port, workers=workers, forwarded_allow_ips=proxies,
+                  header_timeout_s=header_timeout)  # fmt: skip
+        finally:
+            if watching is not None:
+                stop_watch(*watching)
 
 
 def port_free(host: str, port: int) -> None:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
+from pathlib import PurePath
+from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 
@@ -39,6 +41,7 @@ from tether.health.upkeep import (
     review_overdue,
     superseded_cited,
 )
+from tether.places import DEFAULT_INDEX
 from tether.protocols import Store
 from tether.types import AuditEntry, Contradiction, Finding, HealthReport, Hit
 
@@ -181,8 +184,27 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 """The report's sections, in order, and the finding kinds each holds."""
 
 
+def collection_name(location: str) -> str:
+    """What a person calls the collection whose index is at `location` (a report's
+    `collection`), for its title: the collection of a PostgreSQL URL (`?collection=helpdesk`),
+    the folder that holds an index of the default name (`docs/.tether/index.sqlite`: docs),
+    else the index file's own name without its suffix (`.tether/demo.sqlite`: demo)."""
+    if "://" in location:
+        names = [value for key, value in parse_qsl(urlsplit(location).query) if key == "collection"]
+        return names[-1] if names else "default"
+    path = PurePath(location)
+    if path.name == DEFAULT_INDEX.name:
+        holder = (
+            path.parent.parent if path.parent.name == DEFAULT_INDEX.parent.name else path.parent
+        )
+        if holder.name:
+            return holder.name
+    return path.stem or location
+
+
 def render_html(report: HealthReport) -> str:
-    """The report as one HTML page (no script, no external file; every text escaped)."""
+    """The report as one HTML page (no script, no external file; every text escaped), titled
+    with the collection's name (`collection_name`); the index's location is said below."""
     from importlib.resources import files
 
     from jinja2 import Environment, select_autoescape
@@ -190,4 +212,5 @@ def render_html(report: HealthReport) -> str:
     template = (files("tether.health") / "templates" / "health.html").read_text(encoding="utf-8")
     env = Environment(autoescape=select_autoescape(default=True, default_for_string=True))
     sections = [(name, [f for f in report.findings if f.kind in kinds]) for name, kinds in SECTIONS]
-    return env.from_string(template).render(report=report, sections=sections)
+    name = collection_name(report.collection)
+    return env.from_string(template).render(report=report, sections=sections, name=name)

@@ -34,8 +34,10 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError as exc:
+        from tether.extras import install_hint
+
         raise TetherError(
-            "--executor ray needs Ray: pip install 'tether[ray]' (or use --executor process)"
+            f"--executor ray needs Ray: {install_hint('ray')} (or use --executor process)"
         ) from exc
     return ray
 

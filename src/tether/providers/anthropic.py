@@ -1,5 +1,6 @@
 """`AnthropicProvider`: messages through the `anthropic` SDK; JSON schema through one forced
-tool whose input is the reply.
+tool whose input is the reply. Under a request's deadline each try gets at most the time the
+request has left, as the SDK's timeout too (`tether.providers.base`).
 
 What it cannot do: Anthropic gives no log-probabilities (a request for them gets a note, not
 an error); a model that answers in text instead of calling the tool returns that text (noted);
@@ -22,6 +23,7 @@ from tether.providers.base import (
     Sleep,
     Tokens,
     read_reply,
+    timeout_of,
     tool_action,
     with_selection,
 )
@@ -116,7 +118,8 @@ class AnthropicProvider(RemoteProvider):
             ]
             kwargs["tool_choice"] = {"type": "tool", "name": tool_name}
         started = time.perf_counter()
-        response = self._retrying(lambda: self._client.messages.create(**kwargs))
+        create = self._client.messages.create
+        response = self._retrying(lambda seconds: create(**kwargs, **timeout_of(seconds)))
         latency = time.perf_counter() - started
         reply = read_reply(MessageReply, response, self.name, self.base_url)
         notes: list[str] = []

@@ -8,6 +8,13 @@ timeouts are per operation, so a server that sends one byte a second would never
 The try runs in a worker thread and is abandoned at its deadline. A request makes at most
 1 + max_retries tries, with the backoff waits between them.
 
+Work under a request's deadline (`tether.deadlines.current()`: a served question's) gives each
+try at most the time the request has left, and the SDK that same time as its own timeout, so
+a server that says nothing until its reply is whole has its connection closed at the
+request's deadline. A try cut short by the request's deadline, or a try or a backoff wait that
+would start past it, raises `DeadlineError` (504 on the server): never retried, and never the
+answer's `provider_error` (the request has run out of time, the model has not failed).
+
 Remote providers retry 429, 5xx, timeouts and connection errors with exponential backoff
 (tenacity's retry loop; the SDKs' own retries are off: they run inside the SDK call, so a
 deadline around the call would span every try instead of one, their timeouts are per
@@ -18,9 +25,11 @@ HTML page from a proxy or a login portal); 400/422 raise `Rejected`, which a pro
 answer by adapting its request.
 
 What it cannot do: an abandoned try is not killed: its daemon thread ends when its
-connection does (or with the process); prices in `PRICES_PER_MTOK` are list prices copied by
-hand and will go stale, so `cost_estimate` is an estimate (and 0 with "cost unknown" for an
-unlisted model); the retry loop knows the `openai` and `anthropic` SDKs' exception shapes only.
+connection does (or with the process): at the try's deadline for a server that sends nothing
+meanwhile, later for one that keeps sending bytes more often than that (a drip); prices in
+`PRICES_PER_MTOK` are list prices copied by hand and will go stale, so `cost_estimate` is an
+estimate (and 0 with "cost unknown" for an unlisted model); the retry loop knows the `openai`
+and `anthropic` SDKs' exception shapes only.
 """
 
 from __future__ import annotations
@@ -33,10 +42,15 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tether.errors import ProviderError
+from tether import deadlines
+from tether.deadlines import Deadline
+from tether.errors import DeadlineError, ProviderError
 from tether.types import Completion, ModelRequest
 
 Sleep = Callable[[float], None]
+Call = Callable[[float | None], Any]
+"""One try of an SDK call, given the seconds it may take (None: no limit), which it passes to
+the SDK as the request's timeout."""
 T = TypeVar("T")
 
 
@@ -244,8 +258,9 @@ class RemoteProvider:
             **fields,
         )
 
-    def _retrying(self, call: Callable[[], Any]) -> Any:
-        """`call_with_retries` with this provider's SDK, name, model, URL, retries and backoff."""
+    def _retrying(self, call: Call) -> Any:
+        """`call_with_retries` with this provider's SDK, name, model, URL, retries and backoff,
+        under the deadline of the request this thread works for (`tether.deadlines.current`)."""
         return call_with_retries(
             call,
             sdk=self._sdk,
@@ -257,6 +272,7 @@ class RemoteProvider:
             sleep=self._sleep,
             backoff_base=self._backoff[0],
             backoff_max=self._backoff[1],
+            until=deadlines.current(),
         )
 
 
@@ -269,14 +285,41 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-def _one_try(call: Callable[[], Any], sdk: Any, provider: str, model: str, where: str,
-             deadline: float | None) -> Any:  # fmt: skip
-    """One try: the reply, `_Retryable` for 429/5xx/timeouts/connection errors, else the
-    one-line `ProviderError` (or `Rejected`) for the failure."""
+def timeout_of(seconds: float | None) -> dict[str, Any]:
+    """The keyword argument that gives an SDK call `seconds` as its timeout (none for None)."""
+    return {} if seconds is None else {"timeout": seconds}
+
+
+def _try_seconds(deadline: float | None, until: Deadline | None) -> tuple[float | None, bool]:
+    """(The seconds a try may take, whether the request's deadline `until` is what limits it):
+    the per-try `deadline`, or less when the request has less left."""
+    left = until.remaining() if until is not None else None
+    if left is not None and (deadline is None or left < deadline):
+        return left, True
+    return deadline, False
+
+
+def _past_deadline(provider: str, where: str) -> DeadlineError:
+    return DeadlineError(
+        f"the request ran past its deadline while {provider} at {where} answered;"
+        " the model call was given up and its connection closed"
+    )
+
+
+def _one_try(call: Call, sdk: Any, provider: str, model: str, where: str,
+             deadline: float | None, until: Deadline | None = None) -> Any:  # fmt: skip
+    """One try: the reply, `_Retryable` for 429/5xx/timeouts/connection errors, `DeadlineError`
+    when the request's deadline `until` has passed or cuts the try short, else the one-line
+    `ProviderError` (or `Rejected`) for the failure."""
+    if until is not None:
+        until.check(f"the call to {provider}")
+    seconds, cut = _try_seconds(deadline, until)
     try:
-        reply = call() if deadline is None else within(call, deadline)
+        reply = call(None) if seconds is None else within(lambda: call(seconds), seconds)
         return _json_reply(reply, provider, where)
     except DeadlinePassed:
+        if cut:
+            raise _past_deadline(provider, where) from None
         raise _Retryable(f"timed out (no complete reply within {deadline:g} s)") from None
     except json.JSONDecodeError as exc:
         raise ProviderError(
@@ -305,6 +348,8 @@ def _one_try(call: Callable[[], Any], sdk: Any, provider: str, model: str, where
             raise ProviderError(f"{provider} error {status} from {where}: {detail}") from None
         raise _Retryable(f"{status}: {detail}", _retry_after(exc)) from None
     except sdk.APITimeoutError:
+        if cut:  # the SDK's own timeout, the time the request had left, came first
+            raise _past_deadline(provider, where) from None
         raise _Retryable("timed out") from None
     except sdk.APIConnectionError as exc:
         raise _Retryable(
@@ -313,7 +358,7 @@ def _one_try(call: Callable[[], Any], sdk: Any, provider: str, model: str, where
 
 
 def call_with_retries(
-    call: Callable[[], Any],
+    call: Call,
     *,
     sdk: Any,
     provider: str,
@@ -324,15 +369,23 @@ def call_with_retries(
     backoff_base: float,
     backoff_max: float,
     deadline: float | None = None,
+    until: Deadline | None = None,
 ) -> Any:
-    """Run `call`, retrying 429/5xx/timeouts/connection errors; map the rest to ProviderError.
+    """Run `call` (given each try's seconds), retrying 429/5xx/timeouts/connection errors; map
+    the rest to ProviderError.
 
     `sdk` is the `openai` or `anthropic` module (both have the same exception shapes);
-    `deadline` is the seconds each try may take in all (None: no deadline of its own). The
-    loop is tenacity's: at most 1 + `max_retries` tries, waits of `backoff_base` * 2^n capped
-    at `backoff_max`, raised to the server's Retry-After (within the cap), slept by `sleep`.
+    `deadline` is the seconds each try may take in all (None: no deadline of its own); `until`,
+    the deadline of the request the call is made for (None: none): no try runs past it, no
+    wait sleeps past it, and past it the call raises `DeadlineError`. The loop is tenacity's:
+    at most 1 + `max_retries` tries, waits of `backoff_base` * 2^n capped at `backoff_max`,
+    raised to the server's Retry-After (within the cap), slept by `sleep`.
     """
     import tenacity
+
+    def pause(seconds: float) -> None:  # never past `until`: the next try then raises
+        left = until.remaining() if until is not None else None
+        sleep(seconds if left is None else min(seconds, left))
 
     def wait(state: tenacity.RetryCallState) -> float:
         delay = min(backoff_max, backoff_base * (2 ** (state.attempt_number - 1)))
@@ -345,11 +398,11 @@ def call_with_retries(
         retry=tenacity.retry_if_exception_type(_Retryable),
         stop=tenacity.stop_after_attempt(1 + max(0, max_retries)),
         wait=wait,
-        sleep=sleep,
+        sleep=pause,
         reraise=True,
     )
     try:
-        return retrying(_one_try, call, sdk, provider, model, where, deadline)
+        return retrying(_one_try, call, sdk, provider, model, where, deadline, until)
     except _Retryable as exc:
         tries = retrying.statistics.get("attempt_number", 1)
         raise ProviderError(

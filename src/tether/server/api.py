@@ -5,8 +5,9 @@ POST /v1/ask (an AskResult, or server-sent events with `stream`), POST /v1/searc
 /v1/documents, GET /v1/documents/{doc_id}, GET /v1/chunks/{chunk_id}, POST /v1/check, POST
 /v1/feedback (helpful or wrong on an answer, by its `audit_id`), GET /v1/whoami, GET /v1/flags
 (each flag in plain words), GET /v1/health (the health report, staff keys; `format=html`
-for a page), GET /healthz (up), GET /readyz (the models loaded: 503 while the
-server warms up), GET /metrics (staff keys), and the web page at /.
+for a page), GET /healthz (up), GET /readyz (the models loaded and the index usable: 503
+while the server warms up or while its index cannot be used; the audit's failures), GET
+/metrics (staff keys), and the web page at /.
 
 The audience comes from the key (`Authorization: Bearer KEY`, see `tether.server.keys`), never
 from the body: `view` may only narrow it. Every response computed for an audience carries it
@@ -74,6 +75,8 @@ from tether.server.requests import (
     View,
 )
 from tether.server.shared import PUBLISH_EVERY_S, Shared
+from tether.server.slots import Gauges, ModelSlots, slotted
+from tether.server.watch import Watch
 from tether.server.workers import Lane, Warmup, wait
 from tether.types import Audience, Claim
 from tether.verify.options import CheckOptions
@@ -84,12 +87,16 @@ STATIC = files("tether.server") / "static"
 
 @dataclass(frozen=True)
 class ServeConfig:
-    """How a server runs: `readers` searches at a time, `model_slots` answers at a time with
-    `model_waiting` more in line (503 beyond), `check_slots` checks at a time with
-    `check_waiting` more in line (503 beyond), each in a lane of its own (a search never
-    waits for a thread held by an answer or a check: `tether.server.workers`); `deadline_s`
-    per request (504 beyond); `max_body` bytes per request (413 beyond) arriving within
-    `body_timeout_s` of the headers (408 beyond); `rate`/`burst` requests a second per key
+    """How a server runs: `readers` searches at a time; `model_slots` model calls at a time
+    (`tether.server.slots`), with `model_slots + model_waiting` answers under way at once,
+    each on a thread of its own (503 beyond): their retrieval, gate and checks run at once
+    and only their model calls wait for a slot, so a question refused before the model is
+    never in line behind a model call; `check_slots` checks at a time with `check_waiting`
+    more in line (503 beyond); each in a lane of its own (a search never waits for a thread
+    held by an answer or a check: `tether.server.workers`); `deadline_s` per request (504
+    beyond; a remote model call is given up and its connection closed there); `max_body`
+    bytes per request (413 beyond) arriving within `body_timeout_s` of the headers (408
+    beyond); `rate`/`burst` requests a second per key
     (429 beyond; 0: no limit); `failed_auth_per_minute` failed authentications per client
     address (429 beyond, `tether.server.limits.FailedAuth`; 0: no limit);
     `anonymous_audit_per_day` anonymous answers recorded per client address and UTC day
@@ -120,8 +127,9 @@ class ServeConfig:
 
 
 class Server:
-    """What one app holds: the reader, model and checker lanes, the keys, the limits, the
-    metrics, and what it shares with the other servers on its store (`shared`)."""
+    """What one app holds: the reader, answer and checker lanes, the model's slots, the keys,
+    the limits, the metrics, and what it shares with the other servers on its store
+    (`shared`)."""
 
     def __init__(
         self,
@@ -133,16 +141,22 @@ class Server:
         self.config = config
         self.make = make
         self.keys = keys
-        self.readers = Lane("reader", make, config.readers)
-        self.model = Lane("model", make, config.model_slots, config.model_waiting)
+        self.watch = Watch()  # the index's and the audit's state (/readyz, /metrics)
+        self.readers = Lane("reader", make, config.readers, watch=self.watch)
+        # an answer takes a thread of its own at once; its model calls take turns for a slot
+        self.slots = ModelSlots(config.model_slots)
+        answering = config.model_slots + config.model_waiting
+        self.answers = Lane("answer", self._answerer, answering, 0, watch=self.watch)
         self.checker = Lane(
             "check", make, config.check_slots, config.check_waiting,
-            busy="the checker is busy: too many checks are waiting",
+            busy="the checker is busy: too many checks are waiting", watch=self.watch,
         )  # fmt: skip
         self.audit_quota = AuditQuota(config.anonymous_audit_per_day)
         self.metrics = Metrics()
+        self.metrics.watch(self.watch)
         if models is not None:
             self.metrics.watch_queries(models.query_counts)
+        self.metrics.registry.register(Gauges(self.slots))
         with make() as ws:
             state = ws.open_shared_state()
         self.shared = Shared(
@@ -158,7 +172,13 @@ class Server:
         """Begin warming up (when the config says so) and sharing the metrics as the server
         starts."""
         self.shared.start()
-        self.warmup.start(self.model, self.config.warm)
+        self.warmup.start(self.answers, self.config.warm)
+
+    def _answerer(self) -> Workspace:
+        """A Workspace of the answer lane: its provider's model calls take the slots."""
+        ws = self.make()
+        ws.use_provider(slotted(ws.provider, self.slots))
+        return ws
 
     def identify(self, authorization: str | None, key: str | None, address: str) -> ApiKey:
         """The caller's ApiKey from the request's Authorization header (`key`: its bearer
@@ -212,8 +232,9 @@ class Server:
         return await self.readers.run(fn, self.config.deadline_s, token)
 
     def answer(self, fn: Callable[[Workspace], T]) -> Future[T]:
-        """Start `fn(workspace)` on the model's lane, or 503 when its line is full."""
-        return self._heavy(self.model, fn, "queue")
+        """Start `fn(workspace)` on the answer lane (its model calls take the model's slots),
+        or 503 when as many answers as it has threads are under way."""
+        return self._heavy(self.answers, fn, "queue")
 
     async def check(self, fn: Callable[[Workspace], T]) -> T:
         """`fn(workspace)` on the checker's lane under the deadline, or 503 when its line is
@@ -249,7 +270,7 @@ class Server:
     def close(self) -> None:
         """Stop the lanes; write the dropped answers not yet written and the last counts."""
         self.readers.close()
-        self.model.close()
+        self.answers.close()
         self.checker.close()
         left = self.audit_quota.pending()
         if left:
@@ -504,9 +525,13 @@ async def healthz() -> Health:
 
 
 async def readyz(request: Request) -> JSONResponse:
-    """Whether the models are loaded (200) or not yet, or failed to (503; no key needed)."""
-    status, detail, seconds = server_of(request).warmup.readiness()
-    body = Readiness(ready=status == "ready", status=status, detail=detail, seconds=seconds)
+    """Whether the models are loaded and the index can be used (200) or not yet, or not (503;
+    no key needed: the detail names no file); how the audit's writes are going."""
+    s = server_of(request)
+    status, detail, seconds = s.warmup.readiness()
+    status, detail = s.watch.readiness(status, detail, s.readers)  # tether.server.watch
+    body = Readiness(ready=status == "ready", status=status, detail=detail, seconds=seconds,
+                     **s.watch.audit_fields())  # fmt: skip
     return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
 
 
@@ -587,7 +612,7 @@ def create_app(
     app = FastAPI(
         title="tether", version=__version__,
         description="Answers from a document collection with claims an agent can check.",
-        responses=problem_responses(400, 401, 408, 409, 413, 422, 429, 500, 502),
+        responses=problem_responses(400, 401, 408, 409, 413, 422, 429, 500, 502, 503),
         docs_url=None, redoc_url=None,
     )  # fmt: skip
     app.state.tether = Server(make, ring, conf, shared)

@@ -4,9 +4,12 @@ request size limit, the response's audience and security headers, and the Promet
 - `ProblemDetails`: the JSON body of every 4xx/5xx (`application/problem+json`): type, title,
   status, detail. `problem_of` makes it for any exception: a TetherError by its class's
   `http_status`, `problem_type()` and `title` (`tether.errors`: 400, a NotFoundError 404, a
-  ConflictError 409, a LimitError 413, a DeadlineError 504, an UpstreamError 502); the server's
-  own refusals (`Refused`: keys, rate, lanes, body size) `about:blank` with the HTTP reason; an
-  unexpected exception a 500 with a fixed sentence, never a traceback.
+  ConflictError 409, a LimitError 413, a DeadlineError 504, an UpstreamError 502, an
+  UnavailableError 503), its detail the message, or the class's `public` sentence where the
+  message names the server's own files (the index's path: then the message goes to the log,
+  each distinct one at most once a minute); the server's own refusals (`Refused`: keys, rate,
+  lanes, body size) `about:blank` with the HTTP reason; an unexpected exception a 500 with a
+  fixed sentence, never a traceback.
 - `Guard`: one ASGI middleware that refuses a body over the size limit (413, whether or not
   the client sent a Content-Length) or one that has not all arrived `body_timeout_s` seconds
   after the request's headers (408, and the connection is closed), adds `Tether-Audience` to every response computed for an
@@ -15,7 +18,8 @@ request size limit, the response's audience and security headers, and the Promet
   latency per route.
 - `Metrics`: the counters and histograms of one app, in a registry of its own;
   `watch_queries` adds the query embedder's counts (the query-vector cache's hits and
-  misses, the batches), read from the engine when /metrics is asked.
+  misses, the batches), read from the engine when /metrics is asked; `watch` adds what a
+  `tether.server.watch.Watch` says of the index and the audit (failures, the last one's time).
 - `report_page`: a generated page (the health report) allowed its inline styles by hash only.
 - `docs_page`: FastAPI's Swagger UI page with a Content-Security-Policy of its own (the
   page's CDN and its one inline script, by hash), served only when `--docs` asks for it.
@@ -31,10 +35,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -47,6 +53,9 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tether.errors import TetherError
+
+if TYPE_CHECKING:
+    from tether.server.watch import Watch
 
 AUDIENCE_HEADER = "Tether-Audience"
 PROBLEM_TYPE = "application/problem+json"
@@ -90,6 +99,32 @@ TITLES = {
 
 
 UNEXPECTED = "the server met an unexpected error (see its log)"
+LOG_EVERY_S = 60.0  # a hidden error's message is logged at most this often (each message)
+log = logging.getLogger("uvicorn.error")
+
+
+class _Hidden:
+    """The messages of the errors answered with their `public` sentence, each logged when
+    first seen and then at most once every LOG_EVERY_S seconds (a damaged index fails every
+    request the same way: its log says so once a minute, not once a request)."""
+
+    def __init__(self) -> None:
+        self._said: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def note(self, exc: TetherError) -> None:
+        message = str(exc)
+        now = time.monotonic()
+        with self._lock:
+            if now - self._said.get(message, -LOG_EVERY_S) < LOG_EVERY_S:
+                return
+            if len(self._said) > 1000:
+                self._said.clear()
+            self._said[message] = now
+        log.error("tether: answered %d (%s): %s", exc.http_status, type(exc).__name__, message)
+
+
+_hidden = _Hidden()
 
 
 def problem(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -107,15 +142,20 @@ def problem_response(body: ProblemDetails, headers: dict[str, str] | None = None
 
 def problem_of(exc: BaseException) -> tuple[ProblemDetails, dict[str, str]]:
     """The problem body (and headers) that answer `exc`: an HTTP error (`Refused`) as it says,
-    a TetherError by its class (`tether.errors`), anything else a 500 that says nothing of it."""
+    a TetherError by its class (`tether.errors`; with the class's `public` sentence for a
+    message about the server's own files, which is logged instead), anything else a 500 that
+    says nothing of it."""
     if isinstance(exc, StarletteHTTPException):
         status = exc.status_code
         title = TITLES.get(status, "Error")
         body = ProblemDetails(title=title, status=status, detail=str(exc.detail))
         return body, dict(exc.headers or {})
     if isinstance(exc, TetherError):
+        if exc.public is not None:
+            _hidden.note(exc)
+        detail = exc.public if exc.public is not None else str(exc)
         return ProblemDetails(
-            type=exc.problem_type(), title=exc.title, status=exc.http_status, detail=str(exc)
+            type=exc.problem_type(), title=exc.title, status=exc.http_status, detail=detail
         ), {}
     return ProblemDetails(title=TITLES[500], status=500, detail=UNEXPECTED), {}
 
@@ -192,6 +232,44 @@ class Metrics:
     def watch_queries(self, counts: Callable[[], dict[str, int]]) -> None:
         """Show the query embedder's `counts()` (`tether.app.Models.query_counts`) too."""
         self.registry.register(_QueryCounts(counts))
+
+    def watch(self, watch: Watch) -> None:
+        """Show what `watch` says of the index and the audit too (`_Watched`)."""
+        self.registry.register(_Watched(watch))
+
+
+class _Watched:
+    """The index's and the audit's state as Prometheus families, read at each collection:
+    requests that found the index unusable, whether it is now; audit records not written,
+    whether the last write failed, when the last failure was."""
+
+    def __init__(self, watch: Watch) -> None:
+        self.watch = watch
+
+    def collect(self) -> Iterator[Metric]:
+        index = self.watch.index.state()
+        audit = self.watch.audit.state()
+        yield CounterMetricFamily(
+            "tether_index_errors", "Times requests (and checks) found the index unusable",
+            value=index.errors,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "tether_index_unavailable",
+            "1: a request found the index unusable and no check has passed since",
+            value=int(index.failing),
+        )
+        yield CounterMetricFamily(
+            "tether_audit_failures", "Audit records (answers, dropped-answer notes) not written",
+            value=audit.failures,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "tether_audit_failing", "1: the last audit write failed", value=int(audit.failing)
+        )
+        yield GaugeMetricFamily(
+            "tether_audit_last_failure_timestamp_seconds",
+            "When the last audit write failed (Unix time; 0: none has)",
+            value=audit.last_failure or 0.0,
+        )
 
 
 class _QueryCounts:

@@ -17,7 +17,7 @@ from tether.answering.answer import MAX_CLAIM_CHARS, MAX_CLAIMS
 from tether.answering.audit import MAX_NOTE_CHARS
 from tether.answering.gate import MAX_QUESTION_CHARS
 
-Method = Literal["auto", "bm25", "dense", "hybrid", "rerank"]
+Method = Literal["auto", "bm25", "dense", "hybrid", "rerank", "deep"]
 View = Literal["public", "staff"] | None
 AS_OF = Field(
     "today",
@@ -113,14 +113,21 @@ class Health(BaseModel):
 
 
 class Readiness(BaseModel):
-    """`GET /readyz`: whether the models are loaded (200), or still loading or failed to (503).
-    `detail` says what is under way or what went wrong; `seconds`, how long warming took (or
-    has taken so far)."""
+    """`GET /readyz`: whether the models are loaded and the index can be used (200), or the
+    models are still loading or failed to, or a request found the index unusable and no check
+    has passed since (503). `detail` says what is under way or what went wrong (never a
+    file's name: the log has the rest); `seconds`, how long warming took (or has taken so
+    far). `audit`: whether the last audit write failed (answers are served either way);
+    `audit_failures`, the records not written since the process started; `audit_last_failure`,
+    when the last one failed (UTC)."""
 
     ready: bool
     status: Literal["warming", "ready", "failed"]
     detail: str = ""
     seconds: float
+    audit: Literal["ok", "failing"] = "ok"
+    audit_failures: int = 0
+    audit_last_failure: str | None = None
 
 
 class Caller(BaseModel):

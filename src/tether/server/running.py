@@ -3,19 +3,19 @@ trusted, how long a request's headers may take.
 
 - `Plan`: what a server is built from (the index or store, the keys file, the ServeConfig);
   `Plan.app()` builds the app. `serve(plan, …, workers=N)` runs it: with N 1 in this process;
-  with N > 1 a supervisor (uvicorn's, `tether.server.spread.Spread` on Linux) starts N
-  worker processes (spawned, not forked), restarts one that dies, and stops them all on
-  SIGINT or SIGTERM. On Linux each worker listens on a socket of its own, all bound to the
-  port with SO_REUSEPORT, so the kernel spreads new connections evenly
-  (`tether.server.spread`); elsewhere uvicorn binds the port once and the workers share that
-  socket. A socket uvicorn binds is marked TCP (`tcp_listener`) so that the workers' accepted
-  connections get TCP_NODELAY, as one process's do: uvicorn binds it with protocol 0, and
-  asyncio then leaves Nagle's algorithm on, so each response on a kept-alive connection
-  waited about 40 ms for the client's delayed ACK (uvicorn issue #3149). Each worker reads the plan from the environment (`WORKER_ENV`, JSON) and builds
-  its app with `worker_app`, the factory uvicorn imports by name, so every option of
-  `tether serve` holds in every worker. On a PostgreSQL collection the workers share rate
-  limits, revocations and metrics through the store (`tether.server.shared`); on an index
-  file each keeps its own.
+  with N > 1 a supervisor (`tether.server.spread.Spread`, uvicorn's with workers of its own)
+  starts N worker processes (spawned, not forked), restarts one that dies, and stops them all
+  on SIGINT or SIGTERM. The supervisor binds the port once, without SO_REUSEPORT, so no other
+  process can join it, accepts each connection and hands it to the workers in turn
+  (`tether.server.spread`; where descriptors cannot be passed, the workers share the socket
+  as uvicorn's supervisor has them do). The socket is marked TCP so that the accepted
+  connections get TCP_NODELAY, as one process's do (with protocol 0, as uvicorn binds one,
+  asyncio leaves Nagle's algorithm on, and each response on a kept-alive connection waited
+  about 40 ms for the client's delayed ACK: uvicorn issue #3149). Each worker reads the
+  plan from the environment (`WORKER_ENV`, JSON) and builds its app with `worker_app`, the
+  factory uvicorn imports by name, so every option of `tether serve` holds in every worker.
+  On a PostgreSQL collection the workers share rate limits, revocations and metrics through
+  the store (`tether.server.shared`); on an index file each keeps its own.
 - `uvicorn_config`: the uvicorn settings `tether serve` uses. Proxy headers
   (`X-Forwarded-For`, `X-Forwarded-Proto`) are read only from the peers named in
   `forwarded_allow_ips` (addresses, networks such as 10.0.0.0/8, or `*`); by default none is
@@ -38,7 +38,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import socket
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -166,16 +165,6 @@ def run(app: Any, host: str, port: int, **options: Any) -> None:
     uvicorn.Server(uvicorn_config(app, host, port, **options)).run()
 
 
-def tcp_listener(sock: socket.socket) -> socket.socket:
-    """`sock` (an IPv4 or IPv6 stream socket, bound) as one whose protocol reads TCP, so that
-    asyncio sets TCP_NODELAY on the connections it accepts (it checks `proto`; uvicorn's
-    `Config.bind_socket` leaves it 0); any other socket as it is. The same descriptor: its
-    binding and inheritability stay."""
-    if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.proto == socket.IPPROTO_TCP:
-        return sock
-    return socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
-
-
 def serve(plan: Plan, host: str, port: int, *, workers: int = 1, **options: Any) -> None:
     """Serve `plan` on `host:port` until interrupted: in this process when `workers` is 1,
     else in `workers` processes that share the port (see the module docstring); `options`:
@@ -186,25 +175,22 @@ def serve(plan: Plan, host: str, port: int, *, workers: int = 1, **options: Any)
     from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
 
-    from tether.server.spread import Spread, spread_sockets
+    from tether.server.spread import Spread, listener, supported
 
     config = uvicorn_config(WORKER_APP, host, port, workers=workers, **options)
     try:
-        socks = spread_sockets(host, port, workers)  # one a worker: see tether.server.spread
+        sock = listener(host, port)  # one, no SO_REUSEPORT: see tether.server.spread
     except OSError as exc:  # taken since `tether serve` checked it: one line, no traceback
         raise TetherError(f"cannot listen on {host}:{port} ({exc.strerror})") from None
-    if socks is None:  # no SO_REUSEPORT here: one socket, shared
-        socks = [tcp_listener(config.bind_socket())]  # else 40 ms a response: the docstring
     before = os.environ.get(WORKER_ENV)
     os.environ[WORKER_ENV] = plan.to_json()  # the spawned workers inherit it
     try:
-        supervisor = Spread(config, socks) if len(socks) > 1 else Multiprocess(config, socks)
+        supervisor = Spread(config, sock) if supported() else Multiprocess(config, [sock])
         supervisor.run()
         if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
             raise TetherError("the workers of tether serve did not start (the reason is above)")
     finally:
-        for sock in socks:
-            sock.close()
+        sock.close()
         if before is None:
             os.environ.pop(WORKER_ENV, None)
         else:

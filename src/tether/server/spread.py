@@ -1,78 +1,237 @@
-"""`tether serve --workers N` on Linux: one listening socket a worker, so that the kernel, not
-a race between the workers, decides which worker takes a connection.
+"""`tether serve --workers N`: the supervisor alone listens on the port, accepts each
+connection and hands it to the next worker in turn, so that connections spread evenly over
+the workers and no other process can take a share of them.
 
-With one shared socket, every worker wakes when connections arrive and the first to run
-accepts all that are waiting (asyncio accepts up to its backlog at each wake-up): 32 clients
-that connect at once often all land on one worker, which then serves them on one core while
-the other idles (measured: two workers gave no more answers a second than one, p95 2.6 times
-one worker's; bench/results/serve_load.md). Here each worker has a socket of its own, bound
-to the same address and port with SO_REUSEPORT; Linux hashes each new connection to one of
-them, so N workers get about 1/N of the connections each.
+Why not SO_REUSEPORT. Each worker could listen on a socket of its own, all bound to the port
+with SO_REUSEPORT, and Linux would hash each new connection to one of them; but any other
+process of the same user may bind the port with SO_REUSEPORT too, join the group, and receive
+its share of the connections, with the keys in their headers (issue 47). Here the port is
+bound once, without SO_REUSEPORT, so another process's bind fails (EADDRINUSE) whatever
+options it sets.
 
-- `spread_sockets(host, port, n)`: n TCP sockets bound to host:port with SO_REUSEPORT (port
-  0: the first one's port), inheritable, or None where SO_REUSEPORT does not spread
-  connections (not Linux).
-- `Spread`: uvicorn's `Multiprocess` supervisor, but worker i is given socket i only, when it
-  starts, is restarted after dying, or is replaced on SIGHUP. The sockets stay open in the
-  supervisor, so a connection hashed to a worker that is being restarted waits in that
-  socket's queue for the new worker instead of being refused.
+Why the supervisor accepts. Workers that share one listening socket all wake when
+connections arrive, and the first to run accepts every connection waiting (asyncio accepts up
+to its backlog at each wake-up): 32 clients that connected at once often all landed on one
+worker, which served them on one core while the other idled (bench/results/serve_load.md).
+Workers that accept one connection a wake-up spread them only as evenly as they get the CPU
+(measured on 2 busy cores: 32 connections at once all on one worker in 1 round of 30, and 32
+kept-alive clients of /v1/search got 0.70 times the answers a second they got from sockets of
+the workers' own). So the supervisor accepts, and sends each connection's descriptor
+(SCM_RIGHTS, over a Unix socket pair per worker) to the workers in turn, skipping a worker
+that is not running; the worker's event loop takes it as if it had accepted it itself
+(measured: 16 and 16 of 32 in each of 30 rounds; 0.94 times the answers a second of sockets
+of the workers' own, within the noise of that machine, and no slower a new connection).
 
-What it cannot do: the spread is by a hash of the connection's addresses, not by load: a
-long-lived connection stays with its worker, and a few connections can land unevenly (a
-reverse proxy that keeps a pool of connections open spreads its requests only as evenly as
-its pool's connections); while a worker restarts, the connections hashed to its socket wait;
-SIGTTIN and SIGTTOU (add or remove a worker) are refused with a log line, as a new worker would
-need a socket of its own; it follows `uvicorn.supervisors.Multiprocess`'s internals (tested
-against the uvicorn the project pins).
+- `listener(host, port)`: the one TCP socket, bound without SO_REUSEPORT, listening (port 0:
+  a free port); only the supervisor holds it.
+- `Dispatcher`: the supervisor's thread that accepts and hands out the connections.
+- `Channel`: a worker's end of its socket pair, as its event loop serves it: `accept` takes
+  the next connection handed to it (its peer's address from the connection itself).
+- `Spread`: uvicorn's `Multiprocess` supervisor, worker i serving channel i with asyncio's
+  event loop (uvloop would treat the channel as a listening TCP socket); it starts, restarts
+  one that dies, replaces them all on SIGHUP (the new worker reads the channel before the old
+  one stops, so no connection is lost), as uvicorn does. A connection handed to a worker that
+  dies meanwhile waits in its channel for the worker started in its place.
+
+What it cannot do: the turn is by connection, not by load: a long-lived connection stays with
+its worker, and a reverse proxy that keeps a pool of connections spreads its requests only as
+evenly as its pool's connections; every connection goes through the supervisor's thread once
+(an accept and a send, tens of microseconds); SIGTTIN and SIGTTOU (add or remove a worker)
+are refused with a log line, as the channels are fixed when the server starts; it follows
+`uvicorn.supervisors.Multiprocess`'s internals and asyncio's accept loop (it calls `accept`
+on the socket it serves), tested against the versions the project pins; it needs Unix
+sockets that pass descriptors (`supported`; elsewhere the workers share the listening socket
+as uvicorn's own supervisor does).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import select
+import signal
 import socket
-import sys
+import threading
+from collections.abc import Callable
+from typing import Any
 
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors.multiprocess import Multiprocess, Process
 
 logger = logging.getLogger("uvicorn.error")
 
+BACKLOG = 2048  # connections the kernel keeps waiting to be accepted (uvicorn's default)
+FULL_WAIT_S = 0.5  # how long the dispatcher waits for room when every channel is full
 
-def spread_sockets(host: str, port: int, n: int) -> list[socket.socket] | None:
-    """`n` listening TCP sockets on `host:port`, each with SO_REUSEPORT (see the module
-    docstring); None where that does not spread connections. An OSError when the address
-    cannot be bound (the caller has checked that it can)."""
-    if sys.platform != "linux" or not hasattr(socket, "SO_REUSEPORT") or n < 2:
-        return None
+
+def supported() -> bool:
+    """Whether connections can be handed to the workers here (Unix sockets with SCM_RIGHTS)."""
+    return hasattr(socket, "AF_UNIX") and hasattr(socket, "SCM_RIGHTS")
+
+
+def listener(host: str, port: int, backlog: int = BACKLOG) -> socket.socket:
+    """The listening TCP socket of `tether serve --workers N` on `host:port`, without
+    SO_REUSEPORT (see the module docstring). An OSError when the address cannot be bound
+    (another process listens there, say)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    socks: list[socket.socket] = []
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        for _ in range(n):
-            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-            socks.append(sock)
+        if os.name != "nt":  # a restart need not wait for the old connections' TIME_WAIT
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            sock.bind((host, port))
-            port = sock.getsockname()[1]  # port 0: the others take the first one's
-            sock.set_inheritable(True)
+        sock.bind((host, port))
+        sock.listen(backlog)
     except OSError:
-        for sock in socks:
-            sock.close()
+        sock.close()
         raise
-    return socks
+    return sock
+
+
+class Dispatcher:
+    """The supervisor's thread: accepts each connection on `sock` and sends it to the next
+    of `channels` (the supervisor's ends) whose worker `alive(i)` says is running (any, when
+    none is), then closes its own copy."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        channels: list[socket.socket],
+        alive: Callable[[int], bool] = lambda i: True,
+    ) -> None:
+        self.sock = sock
+        self.channels = channels
+        self.alive = alive
+        self._turn = 0
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tether-accept", daemon=True)
+        for channel in channels:
+            channel.setblocking(False)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop accepting (a connection not yet accepted waits in the kernel's queue until the
+        socket is closed)."""
+        self._stopping.set()
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError as exc:
+                if self._stopping.is_set():
+                    return
+                logger.warning("tether: accepting a connection failed: %s", exc)
+                self._stopping.wait(0.1)  # out of descriptors, say: try again shortly
+                continue
+            with conn:
+                self._hand(conn)
+
+    def _order(self) -> list[int]:
+        n = len(self.channels)
+        turns = [(self._turn + k) % n for k in range(n)]
+        running = [i for i in turns if self.alive(i)]
+        return running or turns
+
+    def _hand(self, conn: socket.socket) -> None:
+        """Send `conn` to the next channel with room; wait while every one is full."""
+        while not self._stopping.is_set():
+            for i in self._order():
+                try:
+                    socket.send_fds(self.channels[i], [b"c"], [conn.fileno()])
+                except (BlockingIOError, InterruptedError):
+                    continue  # that worker has many waiting: the next one
+                except OSError as exc:
+                    logger.warning("tether: a connection was not handed to worker %d: %s", i, exc)
+                    continue
+                self._turn = (i + 1) % len(self.channels)
+                return
+            select.select([], self.channels, [], FULL_WAIT_S)
+
+
+class Channel(socket.socket):
+    """A worker's end of its socket pair, served by its event loop as if it were the
+    listening socket: `accept` returns the next connection the supervisor handed over."""
+
+    _orphaned = False
+
+    @classmethod
+    def of(cls, sock: socket.socket) -> Channel:
+        """`sock`'s descriptor as a Channel (the same socket; `sock` gives it up)."""
+        return cls(sock.family, sock.type, sock.proto, fileno=sock.detach())
+
+    def listen(self, backlog: int = 0, /) -> None:
+        """Nothing: the supervisor listens."""
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        """The next connection handed over, and its peer's address; BlockingIOError when none
+        is waiting. When the supervisor is gone this worker stops (SIGTERM to itself)."""
+        flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+        data, fds, _, _ = socket.recv_fds(self, 1, 1, flags)
+        if not fds:
+            if not data and not self._orphaned:  # the supervisor closed its end: it is gone
+                self._orphaned = True
+                logger.error("tether: the supervisor is gone; this worker stops")
+                os.kill(os.getpid(), signal.SIGTERM)
+            raise BlockingIOError("no connection handed over")
+        conn = socket.socket(fileno=fds[0])
+        for extra in fds[1:]:
+            os.close(extra)
+        try:
+            return conn, conn.getpeername()
+        except OSError:  # closed by its client meanwhile
+            conn.close()
+            raise BlockingIOError("the connection handed over was closed") from None
+
+
+class Worker(Process):
+    """One worker process: uvicorn's, serving its channel (`Channel`) with asyncio's loop."""
+
+    def target(self, sockets: list[socket.socket] | None = None) -> None:  # pragma: no cover
+        self.config.loop = "asyncio"  # in the worker: its own copy of the config
+        super().target([Channel.of(sock) for sock in sockets or []])
 
 
 class Spread(Multiprocess):
-    """uvicorn's supervisor, with worker i serving `sockets[i]` alone (see the module
-    docstring); `config.workers` must be `len(sockets)`."""
+    """uvicorn's supervisor with the connections handed out by a `Dispatcher` from `sock`
+    (a `listener`) to `config.workers` workers (see the module docstring)."""
+
+    def __init__(self, config: Any, sock: socket.socket) -> None:
+        pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                 for _ in range(config.workers)]  # fmt: skip
+        super().__init__(config, [child for _, child in pairs])
+        self.dispatcher = Dispatcher(sock, [mine for mine, _ in pairs], self._alive)
+        self._ends = [end for pair in pairs for end in pair]
+
+    def _alive(self, idx: int) -> bool:
+        processes = self.processes
+        return idx < len(processes) and processes[idx].process.is_alive()
 
     def _start(self, idx: int) -> Process:
-        process = Process(self.config, [self.sockets[idx]])
+        process = Worker(self.config, [self.sockets[idx]])
         process.start()
         return process
 
+    def run(self) -> None:
+        self.dispatcher.start()
+        try:
+            super().run()
+        finally:
+            self.dispatcher.stop()
+            for end in self._ends:
+                end.close()
+
     def init_processes(self) -> None:
         self.processes = [self._start(idx) for idx in range(len(self.sockets))]
+
+    def terminate_all(self) -> None:
+        """Stop handing out connections, then stop the workers (they finish what they have)."""
+        self.dispatcher.stop()
+        super().terminate_all()
 
     def keep_subprocess_alive(self) -> None:
         if self.should_exit.is_set():
@@ -92,8 +251,8 @@ class Spread(Multiprocess):
             self.processes[idx] = self._start(idx)
 
     def restart_all(self) -> None:
-        """SIGHUP: each worker replaced by a new one on its socket, the new one serving before
-        the old one stops (as uvicorn does)."""
+        """SIGHUP: each worker replaced by a new one on its channel, the new one serving
+        before the old one stops (as uvicorn does)."""
         for idx, old in enumerate(self.processes):
             if self.should_exit.is_set():
                 return
@@ -110,7 +269,7 @@ class Spread(Multiprocess):
             self.processes[idx] = new
 
     def handle_ttin(self) -> None:
-        logger.warning("Received SIGTTIN: the number of workers is fixed (one socket each)")
+        logger.warning("Received SIGTTIN: the number of workers is fixed (one channel each)")
 
     def handle_ttou(self) -> None:
-        logger.warning("Received SIGTTOU: the number of workers is fixed (one socket each)")
+        logger.warning("Received SIGTTOU: the number of workers is fixed (one channel each)")

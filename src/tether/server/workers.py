@@ -17,8 +17,14 @@ with a Workspace of its own, and bounded lines in front of the heavy work.
   at its next stage boundary (a search: before or after its query embedding or its
   reranker), its result dropped.
 - A piece of work that fails with an `UpstreamError` (PostgreSQL restarted, a connection
-  cut) closes its thread's Workspace, so that thread's next request opens a new
-  connection instead of failing on the dead one for as long as the process lives.
+  cut) or an `UnavailableError` (the index file damaged, replaced, gone) closes its thread's
+  Workspace, so that thread's next request opens a new connection instead of failing on the
+  dead one (or reading a file since replaced) for as long as the process lives; an
+  UnavailableError is reported to the server's `tether.server.watch.Watch` (/readyz), and
+  every Workspace of a lane records its audit failures in the Watch's `AuditWrites`.
+- `Warmup`: the warm-up's state for /readyz; a failed warm-up says why in one line that
+  names no file (a TetherError's message, or its class's `public` sentence; "an unexpected
+  error" otherwise), and logs the whole error.
 
 What it cannot do: Python threads cannot be stopped from outside: an answer or a search past
 its deadline stops at its next stage boundary (the request carries the deadline:
@@ -40,12 +46,15 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tether.app import Workspace
 from tether.deadlines import Deadline
-from tether.errors import DeadlineError, UpstreamError
+from tether.errors import DeadlineError, TetherError, UnavailableError, UpstreamError
 from tether.server.http import Refused
+
+if TYPE_CHECKING:
+    from tether.server.watch import Watch
 
 T = TypeVar("T")
 WarmStatus = Literal["warming", "ready", "failed"]
@@ -54,7 +63,7 @@ WarmStatus = Literal["warming", "ready", "failed"]
 class Lane:
     """`size` worker threads, each with its own Workspace from `factory`; with `waiting`
     set, at most `size + waiting` requests admitted at once (`busy` says why the next is
-    refused)."""
+    refused); `watch` hears of an unusable index and counts the audit's failures."""
 
     def __init__(
         self,
@@ -63,9 +72,11 @@ class Lane:
         size: int,
         waiting: int | None = None,
         busy: str = "the model is busy: too many questions are waiting",
+        watch: Watch | None = None,
     ) -> None:
         self.name = name
         self.busy = busy
+        self.watch = watch
         self._factory = factory
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"tether-{name}")
@@ -79,6 +90,8 @@ class Lane:
         ws: Workspace | None = getattr(self._local, "workspace", None)
         if ws is None:
             ws = self._local.workspace = self._factory()
+            if self.watch is not None:
+                ws.audit_writes = self.watch.audit  # one count for the server
         return ws
 
     def admit(self) -> None:
@@ -98,9 +111,11 @@ class Lane:
         ws = self._workspace()
         try:
             return fn(ws)
-        except UpstreamError:
+        except (UpstreamError, UnavailableError) as exc:
             with contextlib.suppress(Exception):  # the error to report is the first one
                 ws.close()  # its store or audit failed: the next use opens them anew
+            if isinstance(exc, UnavailableError) and self.watch is not None:
+                self.watch.index.failed(exc)
             raise
         finally:
             spent = time.perf_counter() - began
@@ -152,12 +167,18 @@ class Warmup:
             self._finish("failed", "the warm-up was cancelled (the server is stopping)")
             return
         error = future.exception()
+        log = logging.getLogger("uvicorn.error")
         if error is None:
             self._finish("ready", "the models are loaded")
+            log.info("tether: %s (%.1f s)", self.detail, self._seconds or 0.0)
+            return
+        if isinstance(error, TetherError):
+            said = error.public if error.public is not None else str(error)
         else:
-            self._finish("failed", f"the warm-up failed: {error}")
-        log = logging.getLogger("uvicorn.error")
-        log.info("tether: %s (%.1f s)", self.detail, self._seconds or 0.0)
+            said = "an unexpected error (see the server's log)"
+        self._finish("failed", f"the warm-up failed: {said}")
+        log.error("tether: the warm-up failed (%.1f s): %s", self._seconds or 0.0, error,
+                  exc_info=None if isinstance(error, TetherError) else error)  # fmt: skip
 
     def _finish(self, status: WarmStatus, detail: str) -> None:
         self._seconds = time.monotonic() - self._began

@@ -3,8 +3,10 @@
 nav, script, style, svg, noscript, template, iframe/object/embed/canvas, form controls,
 elements with a `hidden` attribute, `aria-hidden="true"`, an inline `display:none` style or
 `role="navigation"` are dropped, and so is what the page's CSS hides
-(`tether.ingest.parse.css`: `display:none`, `visibility:hidden` or `opacity:0` set by a
-`<style>` rule or inline, text in a zero font size or in the colour of its background; an
+(`tether.ingest.parse.html_hidden`: `display:none`, `visibility:hidden` or `opacity:0` set by a
+`<style>` rule, attribute selectors included, or inline; text in a zero or tiny font size or in
+the colour of its background; boxes moved off-screen, scaled to nothing, of zero size with
+their overflow hidden or clipped away, screen-reader text excepted; an
 element whose own text is hidden but not its children's loses that text only), and so are
 blocks whose class names them navigation
 (DocBook's `navheader`/`navfooter`, Javadoc's `topNav`/`bottomNav`/`subNav`, Doxygen's
@@ -39,9 +41,9 @@ text encoding; a page without one that is not UTF-8 is decoded with the detected
 Elements nested deeper than `MAX_DEPTH` keep their text as one block; a page nested so deep
 that libxml2 stops (2048 levels) is refused rather than cut short.
 
-What it cannot do: no rendering: CSS hides only what `tether.ingest.parse.css` can see (no
-external stylesheets, no attribute or pseudo-class selectors, no off-screen positioning:
-see there), and JavaScript-built pages yield only their static HTML; chrome is recognised by tags, roles and common id and class names, so a site's menu
+What it cannot do: no rendering: CSS hides only what `tether.ingest.parse.html_hidden` can
+see (no external stylesheets, no layout: see there), and JavaScript-built pages yield only
+their static HTML; chrome is recognised by tags, roles and common id and class names, so a site's menu
 built of plain lists with no such name is read as content; text drawn in SVG (SQLite's syntax
 diagrams) is dropped with the SVG; a bold paragraph that is a label, not a question,
 becomes a heading only after an anchor.
@@ -57,7 +59,9 @@ from typing import Any
 from tether.errors import ParseError
 from tether.ingest.metadata import collect_meta
 from tether.ingest.parse.blocks import Builder, Parsed, clean, decode, short
-from tether.ingest.parse.css import hidden_by_css
+from tether.ingest.parse.html_hidden import HIDDEN as _HIDDEN
+from tether.ingest.parse.html_hidden import hide_by_css as _hide_by_css
+from tether.ingest.parse.html_hidden import is_hidden as _is_hidden
 
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _DROP_TAGS = frozenset(
@@ -79,7 +83,6 @@ _NESTED_IN_LI = frozenset({"ul", "ol", "dl", "table", "pre"})
 _LEAVES = frozenset({"p", "pre", "li", "tr", "dt"})  # blocks whose inner ids start at them
 _ALL = frozenset({"*"})  # skip every child: only the element's own id
 _PSEUDO = "data-tether-heading"  # marks a bold paragraph read as a heading
-_HIDDEN = "data-tether-hidden"  # marks an element the page's CSS hides
 # ids of page wrappers and chrome, not locations of the content
 _CHROME_IDS = frozenset(
     {
@@ -142,17 +145,6 @@ def _tag(el: Any) -> str:
     return tag.lower() if isinstance(tag, str) else ""
 
 
-def _is_hidden(el: Any) -> bool:
-    if (
-        el.get(_HIDDEN) is not None
-        or el.get("hidden") is not None
-        or (el.get("aria-hidden") or "").strip().lower() == "true"
-    ):
-        return True
-    style = re.sub(r"\s", "", (el.get("style") or "").lower())
-    return "display:none" in style or "visibility:hidden" in style
-
-
 def _is_page_chrome(el: Any) -> bool:
     """A page-level header/footer/banner: dropped unless it holds the page's <h1>."""
     tag, role = _tag(el), (el.get("role") or "").strip().lower()
@@ -197,22 +189,6 @@ def _before_first_heading(body: Any) -> set[Any]:
             return found
         found.add(el)
     return set()
-
-
-def _hide_by_css(root: Any) -> None:
-    """Mark what the page's CSS hides (`_HIDDEN`, read by `_is_hidden`), and remove the own
-    text of elements whose text is hidden while something inside them shows; a mark the page
-    itself wrote is removed first."""
-    for el in root.iter():
-        if _tag(el) and el.get(_HIDDEN) is not None:
-            del el.attrib[_HIDDEN]
-    found = hidden_by_css(root)
-    for el in found.own_text:
-        el.text = None
-        for child in el:
-            child.tail = None
-    for el in found.boxes:
-        el.set(_HIDDEN, "1")
 
 
 def _promote_title_block(root: Any) -> None:

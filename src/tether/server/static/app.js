@@ -6,8 +6,10 @@
 // by the claim, never by position (a public answer's claims omit the withheld ones; its
 // checks keep them). On a staff view a staff source is marked "internal — do not share"
 // everywhere it appears, the copied text included. Engineer settings (retrieval method,
-// scores, passage IDs) sit behind "Advanced". Every text from the server is set with
-// textContent, never parsed as HTML.
+// scores, passage IDs) sit behind "Advanced"; a refusal is said once, in plain words with what
+// to do next (in French for a French question, as the engine's own refusals are), its
+// figures (the gate's floor and scores, the judge's probability) behind an "Advanced" of its
+// own. Every text from the server is set with textContent, never parsed as HTML.
 "use strict";
 
 const KEY = "tether-key";
@@ -79,6 +81,61 @@ async function streamAsk(body, onEvent) {
 function say(text, refused) {
   $("status").textContent = text;
   $("status").className = refused ? "refused" : "";
+  $("why").hidden = true;  // a refusal's numbers belong to the refusal they came with
+}
+
+function numbers(text) {
+  // an engineer's figures behind a refusal (the gate's floor and scores, the judge's
+  // probability), said once, under "Advanced" beneath the status line
+  $("why-numbers").textContent = text;
+  $("why").hidden = !text;
+}
+
+// A refusal in plain words with what to do next, in the question's language where the
+// engine's own refusals have one (English otherwise); the figures go under "Advanced".
+const REFUSALS = {
+  en: {
+    weak: "Not answered: no passage found is close enough to this question. Try the words the"
+      + " documents use (a product name, a policy or form number), check the “Answer as of”"
+      + " date, or ask a person on the team.",
+    filtered: "Not answered: ",
+    unanswered: "No passage answers this question: ",
+  },
+  fr: {
+    weak: "Pas de réponse : aucun passage trouvé n'est assez proche de cette question."
+      + " Essayez les mots des documents (un nom de produit, un numéro de règle ou de"
+      + " formulaire), vérifiez la date choisie, ou demandez à une personne de l'équipe.",
+    filtered: "Pas de réponse : ",
+    unanswered: "Aucun passage ne répond à cette question : ",
+  },
+};
+
+function refusalWords(result) {
+  return REFUSALS[result.language] || REFUSALS.en;
+}
+
+function gateNumbers(gate) {
+  return "Support gate: " + plural(gate.supporting, "passage") + " cleared the floor "
+    + gate.floor.toFixed(3) + " (" + gate.min_support + " needed); the best scored "
+    + gate.best.toFixed(3) + ".";
+}
+
+function gateRefusal(result) {
+  // weak retrieval in plain words; when nothing the filters allow matched (no hits), the
+  // engine's own reason, which says what to change
+  const gate = result.gate;
+  const words = refusalWords(result);
+  const filtered = !(result.hits && result.hits.length) && gate.reason
+    && !gate.reason.startsWith("retrieval too weak");
+  return filtered ? words.filtered + gate.reason : words.weak;
+}
+
+function answerabilityNumbers(verdict) {
+  if (!verdict) return "";
+  const second = verdict.second === null || verdict.second === undefined
+    ? "" : "; a language model gave " + verdict.second.toFixed(2);
+  return "Answerability judge: " + verdict.probability.toFixed(2) + " against the threshold "
+    + verdict.threshold.toFixed(2) + second + "; the question asks for: " + verdict.asked + ".";
 }
 
 async function whoami() {
@@ -286,13 +343,15 @@ function showResult(result) {
   if (result.refused) {
     const gate = result.gate;
     const why = result.refused_by === "gate" && gate
-      ? "Refused by the support gate: " + gate.reason + " (best score " + gate.best.toFixed(3) + ", floor " + gate.floor.toFixed(3) + ")"
+      ? gateRefusal(result)
       : result.refused_by === "answerability"
-        ? "No passage answers this question: " + ((result.answerability && result.answerability.reason) || result.why_refused || "")
+        ? refusalWords(result).unanswered + ((result.answerability && result.answerability.reason) || result.why_refused || "")
         : result.refused_by === "verifier"
           ? "No checked claim can be shown: " + (result.notice || result.why_refused || "")
           : "Refused by the " + (result.refused_by === "strict" ? "strict mode" : "model") + ": " + (result.why_refused || "");
     say(why, true);
+    if (result.refused_by === "gate" && gate) numbers(gateNumbers(gate));
+    else if (result.refused_by === "answerability") numbers(answerabilityNumbers(result.answerability));
   } else if (result.status === "no_answer") {
     say("No answer: " + (result.problem ? result.problem.detail : "the provider failed"), true);
   } else if (result.status === "flagged") {
