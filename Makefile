@@ -17,7 +17,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $(VENV)/.demo-installed $@
 
-.PHONY: install install-dev demo test test-fast lint bench bench-judge judge answerability bench-answerability bench-peers bench-peers-answers rerank-model bench-manuals train-reader bench-reader
+.PHONY: install install-dev demo test test-fast lint bench bench-judge judge answerability bench-answerability bench-peers bench-peers-answers rerank-model bench-manuals train-reader train-reader-rank bench-reader bench-reader-rank
 install: $(VENV)/.demo-installed
 install-dev: $(VENV)/.dev-installed
 
@@ -95,7 +95,22 @@ bench-manuals: install-dev
 # options to training/reader/train.py (--help lists them).
 ARGS ?=
 train-reader: install-dev
-	$(BIN)/python training/reader/train.py --ship $(ARGS)
+	$(BIN)/python training/reader/train.py --run training/runs/reader $(ARGS)
+	cp training/runs/reader/reader.npz training/runs/reader/card.json src/tether/embeddings/reader_model/
+
+# The reader's second stage (issue 44): its relevance head fine-tuned on question <-> passage
+# pairs mined from the tuned-on manuals' indexes (bench/corpora/setup.py first), with a replay
+# of the first stage's examples, starting from the first stage's weights (make train-reader).
+train-reader-rank: install-dev
+	$(BIN)/python training/reader/mine.py
+	$(BIN)/python training/reader/train.py --init training/runs/reader/reader.npz \
+		--mined training/cache/mined-rank.jsonl --replay 3000 --lr 5e-5 --written-passes 1 \
+		--run training/runs/reader-rank $(ARGS)
+	cp training/runs/reader-rank/reader.npz training/runs/reader-rank/card.json src/tether/embeddings/reader_model/
+
+# The deep rerank measured, reader off and on (bench/results/reader_rank.md).
+bench-reader-rank: install-dev
+	$(BIN)/python bench/bench_reader_rank.py
 
 # The reader measured: claims (tuned-on and held-out sets), contradictions (health sets),
 # cost, and the learning curve's runs if present (bench/results/reader.md).

@@ -55,12 +55,13 @@ from tether.types import AskResult, Question
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
 HELDOUT = DATA / "answer_heldout"
+HELDOUT2 = DATA / "answer_heldout2"  # Harbourview Marina (issue 44), frozen before the reader ranked
 RESULTS = ROOT / "bench" / "results"
 
 
 def verify_heldout() -> None:
     """Stop unless every held-out file matches its recorded checksum."""
-    for path in changed(HELDOUT):
+    for path in [*changed(HELDOUT), *changed(HELDOUT2)]:
         sys.exit(f"held-out file changed: {path} (its numbers would not be held out)")
 
 
@@ -83,6 +84,8 @@ def sets() -> dict[str, tuple[str, Path, list[Question]]]:
                        load_questions(HELDOUT / "questions-10.jsonl")),
         "heldout-3": ("held-out", HELDOUT / "collection-3",
                       load_questions(HELDOUT / "questions-3.jsonl")),
+        "harbourview": ("held-out", HELDOUT2 / "collection",
+                        load_questions(HELDOUT2 / "questions.jsonl")),
     }  # fmt: skip
     return out
 
@@ -106,12 +109,16 @@ def measure(name: str, args: argparse.Namespace) -> dict:
     if args.limit:
         questions = questions[: args.limit]
     args.cache.mkdir(parents=True, exist_ok=True)
-    ws = Workspace(settings_from_mapping({}), index=args.cache / f"{index_name(name)}.sqlite")
+    given = {"TETHER_READER": "off"} if args.no_reader else {}
+    ws = Workspace(settings_from_mapping(given), index=args.cache / f"{index_name(name)}.sqlite")
     ws.ingest(folder, executor="serial")
     if args.provider == "extractive":
         from tether.providers.extractive import ExtractiveProvider
 
-        ws.use_provider(ExtractiveProvider())
+        quoting = ExtractiveProvider()
+        if args.no_reader_quotes:  # the reader ranks and judges; the quotes are chosen without it
+            quoting.READER_WEIGHT, quoting.READER_FLOOR = 0.0, 2.0
+        ws.use_provider(quoting)
     else:
         ws.use_provider(ws.make_provider(args.provider, None))
     extra = {"not_statements": 0}
@@ -200,6 +207,10 @@ def main() -> int:
                         help="every N-th question of each set (a sample for slow providers)")
     parser.add_argument("--cache", type=Path, default=ROOT / ".tether" / "answerability")
     parser.add_argument("--out", type=Path, help="the JSON to write")
+    parser.add_argument("--no-reader", action="store_true",
+                        help="TETHER_READER=off: rerank, no reader in answerability or quotes")
+    parser.add_argument("--no-reader-quotes", action="store_true",
+                        help="the extractive answerer chooses its quotes without the reader")
     parser.add_argument("--markdown", action="store_true",
                         help="only rewrite bench/results/answerability.md from the JSON files")
     args = parser.parse_args()
@@ -211,12 +222,14 @@ def main() -> int:
     results = [measure(n, args) for n in names]
     suffix = ("" if args.provider == "extractive" else f"-{args.provider}") + (
         "-baseline" if args.baseline else "-off" if args.no_answerability else ""
-    )
+    ) + ("-noreader" if args.no_reader else "") + ("-noquotes" if args.no_reader_quotes else "")
     out = args.out or RESULTS / f"answerability{suffix}.json"
     title = f"{args.provider} answerer, " + (
         "before this change (main before issue 24's judge)" if args.baseline
         else "gate only (answerability judge off)" if args.no_answerability
         else "gate + answerability judge"
+    ) + (", reader off (TETHER_READER=off)" if args.no_reader else "") + (
+        ", quotes chosen without the reader (--no-reader-quotes)" if args.no_reader_quotes else ""
     )  # fmt: skip
     load = (f"{len(names)} sets, 2-core machine shared with other jobs; every"
             f" {args.every} question(s), limit {args.limit or 'none'}")  # fmt: skip

@@ -191,6 +191,10 @@ class FakeSearcher:
     def resolve_method(self, method: str) -> str:
         return "bm25" if method == "auto" else method
 
+    @property
+    def answer_method(self) -> str:
+        return "bm25"
+
     def search(self, query: str, k: int, filters: Filters, method: str = "auto") -> list[Hit]:
         return self.store.search_lexical(query, k, filters)
 

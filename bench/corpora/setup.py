@@ -1,11 +1,11 @@
 """Install, copy and ingest the real development corpora (PostgreSQL 15, Python 3.11, SQLite, Git,
-flex, gettext, MkDocs and Doxygen manuals).
+flex, gettext, MkDocs, Doxygen and Apache httpd manuals).
 
 `python bench/corpora/setup.py [--root DIR] [NAME ...]`:
 1. installs Debian's `postgresql-doc-15` (DocBook HTML), `python3.11-doc` (Sphinx HTML),
    `sqlite3-doc` (hand-written HTML from SQLite's own doc generator), `git-doc` (AsciiDoc
    HTML), `flex-doc` (makeinfo HTML), `gettext-doc` (texi2html HTML), `mkdocs-doc` (MkDocs
-   HTML) and `doxygen-doc` (Doxygen HTML) with apt-get when their HTML folder is missing
+   HTML), `doxygen-doc` (Doxygen HTML) and `apache2-doc` (the httpd 2.4 manual, one folder per language) with apt-get when their HTML folder is missing
    (needs root; `--no-install` skips it);
 2. copies the fixed list of pages in `bench/corpora/NAME/pages.txt` into `ROOT/NAME/` (default
    root `/work/corpora`, or `TETHER_CORPORA`), keeping their relative paths (so the document IDs
@@ -47,6 +47,7 @@ CORPORA = {
     "gettext": ("gettext-doc", Path("/usr/share/doc/gettext")),
     "mkdocs": ("mkdocs-doc", Path("/usr/share/doc/mkdocs/html")),
     "doxygen": ("doxygen-doc", Path("/usr/share/doc/doxygen/html")),
+    "apache": ("apache2-doc", Path("/usr/share/doc/apache2-doc/manual")),
 }
 
 

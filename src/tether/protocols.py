@@ -259,6 +259,11 @@ class Searcher(Protocol):
 
     def resolve_method(self, method: str) -> str: ...
 
+    @property
+    def answer_method(self) -> str:
+        """What "auto" means when answering (the default method, or one that reads more)."""
+        ...
+
     def search(self, query: str, k: int, filters: Filters, method: str = "auto") -> list[Hit]: ...
 
     def query_vector(self, query: str) -> np.ndarray: ...
@@ -327,6 +332,17 @@ class PairReader(Protocol):
         claim: str,
         sentences: Sequence[str],
         rank: Callable[[], Sequence[int]] | None = None,
+    ) -> np.ndarray: ...
+
+
+class QuestionReader(Protocol):
+    """A model that reads a question and passages together (`tether.embeddings.reader.
+    Reader`): for each passage, given as (its sentences, their order best first), the
+    probabilities (n, 3) that it answers the question, is on its topic without answering,
+    is unrelated."""
+
+    def relevance(
+        self, question: str, passages: Sequence[tuple[Sequence[str], Sequence[int]]]
     ) -> np.ndarray: ...
 
 

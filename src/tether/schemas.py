@@ -376,15 +376,19 @@ class AskResult(_Wire):
     )
 
     @classmethod
-    def from_ask_result(cls, r: types.AskResult) -> AskResult:
+    def from_ask_result(cls, r: types.AskResult, *, provider_errors: bool = True) -> AskResult:
         """The wire form of `r` for its reader: a staff reader's holds everything; a public
         reader's never holds a withheld claim (`Check.withheld_from_public`) nor the model's
-        unchecked reply (see the module docstring)."""
+        unchecked reply (see the module docstring), nor, with `provider_errors` (a server's
+        callers), the provider's own error message (`public_problem_detail`)."""
         public = r.audience != "staff"
         completion = None if public else _optional(r.completion, Completion)
         problem = _optional(r.problem, Problem)
-        if public and problem is not None and problem.kind in _REPLY_QUOTED:
-            problem = problem.model_copy(update={"detail": _REPLY_QUOTED[problem.kind]})
+        if public and problem is not None:
+            detail = public_problem_detail(
+                problem.kind, problem.detail, r.audience, provider_errors=provider_errors
+            )
+            problem = problem.model_copy(update={"detail": detail})
         checks = [
             Check.withheld_from_public(ch) if public and ch.withheld else Check.from_check(ch)
             for ch in r.checks
@@ -408,12 +412,25 @@ class AskResult(_Wire):
 
 
 # The problems whose detail quotes the model's reply (a slice of it, or its refusal in its own
-# words), and what a public reader is told instead: the reply is unchecked.
+# words) or the provider's error (its message, the server's model URL), and what a public
+# reader is told instead: the reply is unchecked, the provider's words are the operator's.
 _REPLY_QUOTED: dict[str, str] = {
     "not_json": "the model's reply was not JSON",
     "cut": "the model's reply hit the token limit",
     "refused": "the provider refused to answer",
+    "provider_error": "the model's provider failed; the server's log says why",
 }
+
+
+def public_problem_detail(
+    kind: str, detail: str, audience: str, *, provider_errors: bool = True
+) -> str:
+    """A problem's detail as a reader of `audience` may see it (see `_REPLY_QUOTED`); without
+    `provider_errors` a provider's error is said as it is (the command line: the one who runs
+    it configured the provider, and has no server log to read)."""
+    if audience == "staff" or (kind == "provider_error" and not provider_errors):
+        return detail
+    return _REPLY_QUOTED.get(kind, detail)
 
 
 def _fields(obj: object, model: type[BaseModel], skip: Container[str] = ()) -> dict[str, Any]:
@@ -455,7 +472,8 @@ def _why_refused(r: types.AskResult, detail: str) -> str | None:
     if r.gate is not None and not r.gate.passed:
         return f"refused before the model: {r.gate.reason}"
     if r.answerability is not None and not r.answerability.answerable:
-        return f"refused before the model: {r.answerability.reason}"
+        before = "" if r.model_called else " before the model"  # a second opinion asks one
+        return f"refused{before}: {r.answerability.reason}"
     if r.problem is not None:
         return f"the provider refused: {detail}"
     if r.refused_by == "strict":
@@ -782,9 +800,44 @@ class FileProblem(_Wire):
     reason: str
 
 
+class Crawl(_Wire):
+    """What the crawl of a website did (`tether ingest URL`): how it found pages (`sitemap` or
+    `links`), its requests, pages by answer (`fetched` 200, `not_modified` 304, `gone` 404 or
+    410, `failed`), bytes and time, the cap that stopped it if any, what it left out
+    (disallowed by robots.txt, links to other hosts or outside the start path or past the
+    depth cap), the redirects followed ([from, to]) and its notes."""
+
+    start: str
+    mode: Literal["sitemap", "links"]
+    robots: str
+    sitemaps: list[str]
+    delay_s: float
+    requests: int
+    pages_requested: int
+    fetched: int
+    not_modified: int
+    failed: int
+    gone: int
+    bytes: int
+    seconds: float
+    pages_per_s: float
+    stopped_by: str | None
+    not_fetched: int
+    disallowed: list[str]  # the first few, of `disallowed_count`
+    disallowed_count: int
+    other_hosts: int
+    outside_path: int
+    too_deep: int
+    redirects: list[list[str]]
+    copies: int  # pages read already at another URL (same bytes, or canonical)
+    noindex: int
+    notes: list[str]
+
+
 class IngestReport(_Wire):
     """What one `ingest` did: the files added, updated, removed and unchanged (by source
-    path), the files it could not read, the warnings, and whether it was written."""
+    path, or a page's URL), the files it could not read, the warnings, and whether it was
+    written; for a website, what its crawl did (`crawl`)."""
 
     index: str
     added: list[str]
@@ -801,12 +854,19 @@ class IngestReport(_Wire):
     seconds: float  # reading, parsing, embedding and writing
     committed: bool
     calibration_seconds: float = 0.0  # the fusion and gate calibrations after the sync
+    inventory_rows: int | None = None  # rows of the folder's inventory.csv (null: it has none)
+    inventory_matched: int = 0  # of them, rows naming a file found (the others: warnings)
+    crawl: Crawl | None = None  # a website's crawl (null: a folder)
 
     @classmethod
-    def from_report(cls, r: types.SyncReport, index: str) -> IngestReport:
+    def from_report(
+        cls, r: types.SyncReport, index: str, crawl: Crawl | None = None
+    ) -> IngestReport:
         problems = [FileProblem(source=p.source, reason=p.reason) for p in r.problems]
-        rest = _fields(r, cls, skip=("index", "problems", "unsupported"))
-        return cls(index=index, problems=problems, unsupported=dict(r.unsupported), **rest)
+        rest = _fields(r, cls, skip=("index", "problems", "unsupported", "crawl"))
+        return cls(
+            index=index, problems=problems, unsupported=dict(r.unsupported), crawl=crawl, **rest
+        )
 
 
 class HealthQuote(_Wire):

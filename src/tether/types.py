@@ -225,6 +225,10 @@ class SyncReport:
     default_access: str = "staff"  # what those were indexed as (stored with the index)
     # files of a type tether does not read: (suffix, count), most frequent first
     unsupported: tuple[tuple[str, int], ...] = ()
+    # the folder's inventory.csv, when it has one: its rows (None: no inventory.csv), and of
+    # them those naming a file found (the others are named in `warnings`)
+    inventory_rows: int | None = None
+    inventory_matched: int = 0
 
 
 # ---- the change set: what one sync writes, planned by ingest, applied by a store in one go
@@ -339,6 +343,10 @@ class ModelRequest:
     # ... and the question's e5 cosine to each sentence span of those passages, from the
     # index's sentence vectors: (chunk_id, start, end, cosine); empty without vectors
     closeness: tuple[tuple[str, int, int, float], ...] = field(default=(), compare=False)
+    # ... and the reader's P(the sentence answers the question) for the spans closest to it
+    # (`tether.embeddings.reader`, the relevance head): (chunk_id, start, end, probability);
+    # empty without the reader
+    answers: tuple[tuple[str, int, int, float], ...] = field(default=(), compare=False)
     # Tools a provider with tool calls may offer instead of `json_schema` (the agent's
     # actions): (name, description, JSON Schema of the arguments); a call comes back as the
     # JSON text {"action": name, ...arguments}.
@@ -689,6 +697,19 @@ class AskResult:
         """True when the answer is a refusal (`refused_by` says whose); False when an answer
         was given and when none could be produced (status no_answer)."""
         return self.refused_by is not None
+
+    @property
+    def model_called(self) -> bool:
+        """True when a language model was asked anything for this result: for the answer (its
+        request or reply), by the agent loop, or as the answerability judge's second opinion
+        (`answerability.second`). False for a refusal by the gate, or by the answerability
+        judge alone: what "refused before the model" means."""
+        return (
+            self.request is not None
+            or self.completion is not None
+            or (self.agent is not None and bool(self.agent.steps))
+            or (self.answerability is not None and self.answerability.second is not None)
+        )
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ QUESTIONS = (
     "Do you match a competitor's price?",
     "Quelles sont les heures d'ouverture pendant les fêtes ?",
 )
-METHODS = ("bm25", "dense", "hybrid", "rerank")
+METHODS = ("bm25", "dense", "hybrid", "rerank", "deep")
 AS_OF = "2026-10-01"  # a fixed day, so a response does not move with the date of the run
 
 

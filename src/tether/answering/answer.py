@@ -93,10 +93,11 @@ def build_request(
     closed_book: bool = False,
     max_tokens: int = 400,
     closeness: tuple[tuple[str, int, int, float], ...] = (),
+    answers: tuple[tuple[str, int, int, float], ...] = (),
 ) -> ModelRequest:
     """The request for one answer: prompt file filled with the passages and the question;
-    `closeness` (the question's cosine to each sentence span) rides along for answerers that
-    read passages directly."""
+    `closeness` (the question's cosine to each sentence span) and `answers` (the reader's
+    P(answers) of the closest spans) ride along for answerers that read passages directly."""
     name = "closed_book" if closed_book else ("answer_inline" if mode == "inline" else "answer")
     template, prompt_id = load_prompt(name)
     if mode == "inline":
@@ -126,6 +127,7 @@ def build_request(
         if not closed_book
         else (),
         closeness=() if closed_book else closeness,
+        answers=() if closed_book else answers,
     )
 
 

@@ -184,10 +184,14 @@ def read_question(
     store: Store,
     filters: Filters,
     query_vector: np.ndarray | None = None,
+    read: Sequence[tuple[float, float, float]] | None = None,
 ) -> Reading:
     """The question measured against its best `hits` (see the module docstring); `store` and
     `filters` say which words the passages the asker may see hold; `query_vector` (e5, from
-    the retriever) with the index's sentence vectors gives the cosines (0 without them)."""
+    the retriever) with the index's sentence vectors gives the cosines (0 without them);
+    `read`, the reader's (answers, on topic, unrelated) for each of the top hits
+    (`reader_probabilities`), gives `reader_answers` and `reader_topic` (absent without it:
+    the model then counts them at their mean)."""
     terms = question_terms(question)
     asked = asks(question)
     top = list(hits[:_PASSAGES])
@@ -255,7 +259,7 @@ def read_question(
                 key = cover + cos
                 if key > best_key:
                     best_key, best_sentence, best_chunk = key, sentence, h.chunk.chunk_id
-    rerank = max((support_score(h) for h in top if h.method == "rerank"), default=0.0)
+    rerank = max((support_score(h) for h in top if h.method in ("rerank", "deep")), default=0.0)
     same_language = float(any(h.chunk.meta.language == language for h in top[:2]))
     # across languages no word is shared: the word signals are silenced (0) and the cosines
     # speak alone (`cross`, `cross_cos`)
@@ -283,11 +287,33 @@ def read_question(
         "same_language": same_language,
         "n_terms": float(min(len(terms), 8)),
     }
+    if read:
+        top_read = list(read)[: len(top)]
+        features["reader_answers"] = max(p[0] for p in top_read)
+        features["reader_topic"] = max(p[0] + p[1] for p in top_read)
     ranked.sort(key=lambda r: (not r[0], -r[1]))
     evidence = tuple(dict.fromkeys(r[2] for r in ranked))[:EVIDENCE_SENTENCES]
     unknown = unknown if not cross else ()
     subjectless = all(fold(w) in ASKING_WORDS for w in terms.values())
     return Reading(features, asked, unknown, best_sentence, best_chunk, evidence, subjectless)
+
+
+def reader_probabilities(
+    question: str, hits: Sequence[Hit], retriever: object
+) -> list[tuple[float, float, float]] | None:
+    """The reader's (answers, on topic, unrelated) for the top hits: from the hits' own
+    signals when the deep rerank read them, else read now by the retriever's deep reranker
+    (`retriever.deep`); None without a reader."""
+    top = list(hits[:_PASSAGES])
+    if top and all("deep_answers" in h.signals for h in top):
+        return [
+            (h.signals["deep_answers"], h.signals["deep_on_topic"], h.signals["deep_unrelated"])
+            for h in top
+        ]
+    deep = getattr(retriever, "deep", None)
+    if deep is None or not top:
+        return None
+    return list(deep.read(question, top))
 
 
 def _sentence_offsets(text: str) -> list[tuple[int, int]]:

@@ -31,10 +31,11 @@ def check_claims(
     embedder: Embedder | None,
     profile: Profile,
     cache: Any = None,
+    reader: bool = True,
 ) -> list[ClaimCheck]:
     """The checks of `claims` against the passages `passage_ids` that `options.audience` may
     see on `options.as_of` (see the module docstring)."""
-    from tether.answering.pipeline import answer_language, default_reader
+    from tether.answering.pipeline import answer_language, shipped_reader
     from tether.verify import check as verify
     from tether.verify.learned import AlignmentJudge
 
@@ -49,7 +50,11 @@ def check_claims(
     )
     text = " ".join(c.text for c in claims)
     language = o.language or answer_language(o.question or text)
-    judge = AlignmentJudge(reader=default_reader(), across_only=True) if o.judge else None
+    judge = (
+        AlignmentJudge(reader=shipped_reader() if reader else None, across_only=True)
+        if o.judge
+        else None
+    )
     check_options = verify.VerifierOptions(
         audience=filters.audience, language=language, as_of=o.as_of, judge=judge,
         embedder=embedder, same_point_cosine=profile.same_point_cosine,

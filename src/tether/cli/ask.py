@@ -310,8 +310,9 @@ def ask(
     method: Annotated[
         str,
         typer.Option(
-            help="Retrieval: bm25, dense, hybrid or rerank. Default: rerank when the index has"
-            " vectors, else bm25.",
+            help="Retrieval: bm25, dense, hybrid, rerank or deep (rerank's top 10 reread by"
+            " tether's reader with the question). Default: deep when the index has vectors"
+            " and the reader loads, else rerank, else bm25.",
             callback=method_option,
         ),
     ] = "auto",
@@ -387,7 +388,8 @@ def ask(
     if as_json:
         from tether.schemas import AskResult as WireAskResult
 
-        print_json(WireAskResult.from_ask_result(result))
+        # the command's user configured the provider: its error is theirs to read
+        print_json(WireAskResult.from_ask_result(result, provider_errors=False))
     else:
         print_result(result, getattr(ws.provider, "note", ""), ws.profile.note)
     if verbosity().verbose:
@@ -432,7 +434,8 @@ def chat(
     method: Annotated[
         str,
         typer.Option(
-            help="bm25, dense, hybrid or rerank (default: as for `ask`).", callback=method_option
+            help="bm25, dense, hybrid, rerank or deep (default: as for `ask`).",
+            callback=method_option,
         ),
     ] = "auto",
     provider: ProviderOpt = None,
@@ -492,15 +495,16 @@ def print_result(result: AskResult, provider_note: str = "", profile_note: str =
     if result.context is not None and result.context.passages:
         print_passages(result.context)
     if result.gate is not None and not result.gate.passed:
+        before = not result.model_called  # "no model call" only when none was made
         out.print(
-            f"[yellow]Refused before the model:[/yellow] {shown(result.gate.reason)}"
-            " (no model call, no cost)",
+            f"[yellow]{'Refused before the model' if before else 'Refused'}:[/yellow]"
+            f" {shown(result.gate.reason)}{' (no model call, no cost)' if before else ''}",
             highlight=False,
         )
         return
     verdict = result.answerability
     if verdict is not None and not verdict.answerable:
-        before = result.completion is None
+        before = not result.model_called  # a second opinion, or select mode, asked the model
         said = "" if verdict.second is None else f"; the model said {verdict.second:.2f}"
         out.print(
             f"[yellow]{'Refused before the model' if before else 'Refused'}:[/yellow]"
@@ -514,8 +518,13 @@ def print_result(result: AskResult, provider_note: str = "", profile_note: str =
     for note in dict.fromkeys(n for n in (provider_note, result.provider_note) if n):
         out.print(f"[dim]note: {shown(note)}[/dim]", highlight=False)
     if result.problem is not None:
+        from tether.schemas import public_problem_detail
+
+        detail = public_problem_detail(
+            result.problem.kind, result.problem.detail, result.audience, provider_errors=False
+        )
         out.print(
-            f"[red]No usable answer ({result.problem.kind}):[/red] {shown(result.problem.detail)}",
+            f"[red]No usable answer ({result.problem.kind}):[/red] {shown(detail)}",
             highlight=False,
         )
     elif result.answer is not None:

@@ -1,5 +1,6 @@
-"""`tether ingest`: read a collection folder into an index, with a progress bar and a report;
-also the demo collection's ingest that `demo`, `--demo` and `eval` use.
+"""`tether ingest`: read a collection folder into an index, with a progress bar and a report
+(a website: `ingest_web`; an export: `ingest_export`); also the demo collection's ingest that
+`demo`, `--demo` and `eval` use.
 
 What it cannot do: it parses and chunks nothing itself (the Workspace's `ingest` does), and
 the embedder loads only when embeddings are asked for.
@@ -26,6 +27,7 @@ from tether.cli.app import (
     user_errors,
     verbosity,
 )
+from tether.cli.ingest_web import SITE_PANEL
 from tether.errors import TetherError
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from tether.types import ChunkerConfig, Progress, SyncReport
 
 PHASE_LABELS = {
+    "fetch": "Fetching pages",  # a website's crawl (`tether ingest URL`)
     "read": "Reading files",
     "embed": "Embedding chunks",
     "embed sentences": "Embedding sentences",
@@ -148,11 +151,29 @@ def print_report(report: SyncReport, index: Path | str) -> None:
             " (never obeyed; `tether documents`)",
             highlight=False,
         )
+    if line := inventory_line(report):
+        out.print(f"  {line}", highlight=False)
     print_access_note(report)
     print_unsupported(report)
     print_problems(report)
     if not report.committed:
         err.print("[red]--strict: nothing was written (the index is as it was)[/red]")
+
+
+def inventory_line(report: SyncReport) -> str:
+    """That the folder's inventory.csv was read: its rows, how many name a file found and
+    how many none (each of those is a warning); "" when the folder has none."""
+    rows = report.inventory_rows
+    if rows is None:
+        return ""
+    said = f"inventory.csv read: {rows} row{'' if rows == 1 else 's'}"
+    if not rows:
+        return said + " (only a header: no metadata applied)"
+    missing = rows - report.inventory_matched
+    said += f", {report.inventory_matched} naming a file here"
+    if missing:
+        said += f", {missing} naming no file (see the warnings)"
+    return said
 
 
 NAMED_UNLABELLED = 5  # files named in the access note; the rest counted
@@ -202,8 +223,15 @@ def writable_index(path: Path, store: str | None = None, **settings: Any) -> Wor
 
 def ingest(
     folder: Annotated[
-        Path, typer.Argument(help="The collection folder (read recursively).")
-    ] = Path("."),
+        str,
+        typer.Argument(
+            help="The collection folder (read recursively), a website's start URL"
+            " (http or https: its pages under that path), or an export: a Confluence space's"
+            " or a Notion workspace's .zip, Zendesk Help Center API .json pages"
+            " (docs/sources.md).",
+            show_default=True,
+        ),
+    ] = ".",
     index: IndexOpt = None,
     store: StoreOpt = None,
     chunker: Annotated[
@@ -264,9 +292,88 @@ def ingest(
             " TETHER_RAY_ADDRESS, else a local Ray.",
         ),
     ] = None,
+    max_pages: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            rich_help_panel=SITE_PANEL,
+            help="Pages requested at most. Default: the value remembered for this URL, else 1000.",
+        ),
+    ] = None,
+    max_depth: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            rich_help_panel=SITE_PANEL,
+            help="Links followed from the start URL at most. Default: remembered, else 10.",
+        ),
+    ] = None,
+    max_page_bytes: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            rich_help_panel=SITE_PANEL,
+            help="Bytes read of one page at most (a larger page is a problem)."
+            " Default: remembered, else 20000000.",
+        ),
+    ] = None,
+    max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            rich_help_panel=SITE_PANEL,
+            help="Bytes downloaded in all before the crawl stops."
+            " Default: remembered, else 500000000.",
+        ),
+    ] = None,
+    delay: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            rich_help_panel=SITE_PANEL,
+            help="Seconds between two requests (robots.txt's Crawl-delay wins when"
+            " longer). Default: remembered, else 0.5.",
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            rich_help_panel=SITE_PANEL,
+            help="Requests in flight at once. Default: remembered, else 4.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            rich_help_panel=SITE_PANEL,
+            help="Seconds to wait for a connection or the next bytes."
+            " Default: remembered, else 20.",
+        ),
+    ] = None,
+    retries: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            rich_help_panel=SITE_PANEL,
+            help="Tries again after a timeout, a dropped connection, a 429 or a 5xx."
+            " Default: remembered, else 2.",
+        ),
+    ] = None,
+    sitemap: Annotated[
+        bool | None,
+        typer.Option(
+            "--sitemap/--no-sitemap",
+            rich_help_panel=SITE_PANEL,
+            help="Crawl the pages the site's sitemap lists when it has one (else follow"
+            " links). Default: remembered, else --sitemap.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Read a folder of documents into the index (incremental; atomic)."""
+    """Read a folder of documents, a website, or an export into the index (incremental; atomic)."""
     from tether.places import DEFAULT_INDEX
     from tether.types import ChunkerConfig
 
@@ -290,15 +397,61 @@ def ingest(
             raise typer.BadParameter(
                 f"{executor!r} is not {one_of(executor_names())}", param_hint="--executor"
             )
+    from tether.cli.ingest_web import check_site_options, ingest_site
+    from tether.ingest.sources import is_url
+
+    site = {
+        "max_pages": max_pages, "max_depth": max_depth, "max_page_bytes": max_page_bytes,
+        "max_bytes": max_bytes, "delay": delay, "concurrency": concurrency, "timeout": timeout,
+        "retries": retries, "sitemap": sitemap,
+    }  # fmt: skip
+    check_site_options(site, is_url(folder))
+    if is_url(folder) and follow_links:
+        raise typer.BadParameter("is for a folder, not a website", param_hint="--follow-links")
+    if is_url(folder):
+        with user_errors():
+            config = ChunkerConfig(chunker, max_words, overlap_words)  # type: ignore[arg-type]
+            report = ingest_site(
+                folder, index=index, store=store, config=config, rebuild=rebuild,
+                strict=strict, embed=embed, default_access=default_access, site=site,
+                workspace_settings={"executor": executor, "workers": workers,
+                                    "ray_address": ray_address},
+                as_json=as_json,
+            )  # fmt: skip
+        if report.problems and strict:
+            raise typer.Exit(1)
+        return
+    from tether.cli.ingest_export import ingest_export
+    from tether.ingest.sources.exports import export_at
+
     with user_errors():
-        if not folder.is_dir():
+        export = export_at(Path(folder))  # a Zendesk, Confluence or Notion export, else None
+    if export is not None:
+        if follow_links:
+            raise typer.BadParameter("is for a folder, not an export", param_hint="--follow-links")
+        with user_errors():
+            report = ingest_export(
+                export, index=index, store=store, rebuild=rebuild, strict=strict, embed=embed,
+                config=ChunkerConfig(chunker, max_words, overlap_words),  # type: ignore[arg-type]
+                default_access=default_access, as_json=as_json,
+                workspace_settings={"executor": executor, "workers": workers,
+                                    "ray_address": ray_address},
+            )  # fmt: skip
+        if report.problems and strict:
+            raise typer.Exit(1)
+        return
+    with user_errors():
+        folder_path = Path(folder)
+        if not folder_path.is_dir():
             raise TetherError(f"no such folder: {folder}")
-        path = index or folder / DEFAULT_INDEX
+        path = index or folder_path / DEFAULT_INDEX
         ws = writable_index(
             path, store, executor=executor, workers=workers, ray_address=ray_address
         )
         config = ChunkerConfig(chunker, max_words, overlap_words)  # type: ignore[arg-type]
-        report = run_sync(ws, folder, config, rebuild, strict, embed, follow_links, default_access)
+        report = run_sync(
+            ws, folder_path, config, rebuild, strict, embed, follow_links, default_access
+        )
         where = ws.store.location  # a server store's URL without its password
         ws.close()
         if as_json:

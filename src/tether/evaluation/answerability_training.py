@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tether.answering.answerable import read_question
+from tether.answering.answerable import read_question, reader_probabilities
 from tether.evaluation.questions import demo_collection, load_questions
 from tether.linear import fit_scaled
 from tether.protocols import Store
@@ -58,7 +58,7 @@ FEATURES = (
     "rerank", "best_cover", "typed_cover", "typed_rare_cover", "unknown_rare", "unknown_max",
     "missing_rare", "passage_cover", "missing_top", "unknown_share", "any_unknown",
     "codes_missing", "best_cos", "typed_cos", "cross", "cross_cos", "typed_asked",
-    "typed_found", "same_language", "n_terms",
+    "typed_found", "same_language", "n_terms", "reader_answers", "reader_topic",
 )  # fmt: skip
 MAX_WRONGLY_REFUSED = 0.05
 C = 0.1  # the logistic regression's strength
@@ -102,14 +102,15 @@ def training_sets() -> list[tuple[str, Path, list[Question]]]:
 def read_rows(
     name: str, store: Store, retriever: Searcher, questions: Sequence[Question]
 ) -> list[Row]:
-    """Each question searched as `ask` searches it (rerank, 5 passages, its date and
-    audience) and read against its passages."""
+    """Each question searched as `ask` searches it (deep when the reader loads, 5 passages,
+    its date and audience) and read against its passages (and by the reader)."""
     rows = []
     for q in questions:
         filters = Filters(as_of=q.as_of, audience=q.audience)
-        hits = retriever.search(q.question, 5, filters, method="rerank")
+        hits = retriever.search(q.question, 5, filters, method=retriever.answer_method)
         vector = retriever.query_vector(q.question) if retriever.embedder is not None else None
-        reading = read_question(q.question, hits, store, filters, vector)
+        read = reader_probabilities(q.question, hits, retriever)
+        reading = read_question(q.question, hits, store, filters, vector, read)
         rows.append(Row(name, q.id, q.kind, not q.abstain, reading.features))
     return rows
 

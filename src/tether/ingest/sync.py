@@ -110,6 +110,8 @@ class _Plan:
     problems: list[FileProblem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     unsupported: tuple[tuple[str, int], ...] = ()  # (suffix, files), most frequent first
+    inventory_rows: int | None = None  # rows of inventory.csv (None: the folder has none)
+    inventory_matched: int = 0  # of them, rows naming a file found
     # files indexed before and empty now: source -> "0 bytes" or "only whitespace"
     emptied: dict[str, str] = field(default_factory=dict)
 
@@ -165,6 +167,8 @@ def sync(
             warnings=tuple(plan.warnings),
             default_access=default_access,
             unsupported=plan.unsupported,
+            inventory_rows=plan.inventory_rows,
+            inventory_matched=plan.inventory_matched,
         )
     if sentences is None:
         sentences = bool(getattr(embedder, "sentence_vectors", False))
@@ -189,7 +193,7 @@ def sync(
         added=changes.added,
         updated=changes.updated,
         removed=changes.removed,
-        unchanged=tuple(sorted(plan.unchanged)),
+        unchanged=tuple(sorted(s for s in plan.unchanged if not is_remote(s))),
         problems=tuple(plan.problems),
         chunks_written=sum(len(f.chunks) for f in changes.files),
         seconds=time.perf_counter() - began,
@@ -198,6 +202,8 @@ def sync(
         unlabelled=tuple(f.file.source for f in changes.files if not f.document.access_labelled),
         default_access=default_access,
         unsupported=plan.unsupported,
+        inventory_rows=plan.inventory_rows,
+        inventory_matched=plan.inventory_matched,
     )
 
 
@@ -328,12 +334,24 @@ def read_folder(
             _parse_window(plan, batch, run)
     _parse_window(plan, batch, run)
     step("read", len(paths), len(paths))
-    plan.warnings += inventory_warnings(inventory, seen | {alias for alias, _ in found.aliases})
-    plan.removed = sorted(s for s in plan.known if s not in seen)
+    named = seen | {alias for alias, _ in found.aliases}
+    plan.warnings += inventory_warnings(inventory, named)
+    if os.path.lexists(inventory_path):
+        plan.inventory_rows = len(inventory)
+        plan.inventory_matched = sum(rel in named for rel in inventory)
+    # another source's documents (a website's pages, `tether.ingest.sources`: "://" in their
+    # source, which no path in a folder holds) are not this folder's: they stay, doc_ids kept
+    plan.unchanged += [s for s in plan.known if s not in seen and is_remote(s)]
+    plan.removed = sorted(s for s in plan.known if s not in seen and not is_remote(s))
     _settle_emptied(plan, remove=strict)
     plan.files = _refuse_duplicates(plan)
     plan.warnings += _lookalikes(plan)
     return plan
+
+
+def is_remote(source: str) -> bool:
+    """Whether an indexed source is another source's document (a page's URL), not a file."""
+    return "://" in source
 
 
 Fate = Literal["kept", "removed", "blocked"]

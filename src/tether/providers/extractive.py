@@ -105,6 +105,12 @@ class ExtractiveProvider:
     COS_BASE = 0.80
     COS_WEIGHT = 1.5
     SECOND_CLAIM = 0.75  # a further sentence is quoted when it scores this share of the best
+    # The reader's P(the sentence answers the question) (`ModelRequest.answers`, when the
+    # pipeline has the reader): every sentence it read gains READER_WEIGHT per unit of it; a
+    # sentence it finds at least READER_FLOOR may be quoted though it shares no word. Set on
+    # the tuned-on question sets (bench/results/reader_rank.md).
+    READER_WEIGHT = 0.5
+    READER_FLOOR = 0.9
 
     def __init__(self, min_score: float = 0.34, max_claims: int = 3, max_passages: int = 2) -> None:
         self.name = "extractive"
@@ -162,6 +168,7 @@ class ExtractiveProvider:
         passages: Sequence[tuple[str, str]],
         min_score: float | None = None,
         closeness: Sequence[tuple[str, int, int, float]] = (),
+        answers: Sequence[tuple[str, int, int, float]] = (),
     ) -> list[tuple[float, int, int, str, str]]:
         """The sentences of `passages` ((chunk_id, text) in rank order) that may be quoted,
         best answer first: (answer score, passage rank, sentence index, chunk_id, sentence).
@@ -169,14 +176,19 @@ class ExtractiveProvider:
         A sentence may be quoted when `score` reaches `min_score` (this answerer's own when
         None), or, with `closeness` (the question's cosine to each sentence span), when its
         cosine is within `COS_MARGIN` of the best and at least `COS_FLOOR`: the way across
-        languages, where no word is shared. A table row is scored with its table's header
-        row. Passages holding text addressed to AI assistants, sentences under three words and
-        repeated sentences are left out."""
+        languages, where no word is shared; with `answers` (the reader's P(answers) of some
+        spans), the sentences it read gain by it, and one it finds `READER_FLOOR` or more may be
+        quoted. A table row is scored with its table's header row. Passages holding text
+        addressed to AI assistants, sentences under three words and repeated sentences are
+        left out."""
         floor = self.min_score if min_score is None else min_score
         near: dict[str, list[tuple[int, int, float]]] = {}
         for cid, a, b, cos in closeness:
             near.setdefault(cid, []).append((a, b, cos))
-        rows: list[tuple[int, int, str, str, str, float]] = []
+        read: dict[str, list[tuple[int, int, float]]] = {}
+        for cid, a, b, p in answers:
+            read.setdefault(cid, []).append((a, b, p))
+        rows: list[tuple[int, int, str, str, str, float, float]] = []
         seen: set[str] = set()
         for rank, (chunk_id, text) in enumerate(passages):
             if find_instructions(text):  # the verifier flags every claim citing it
@@ -191,9 +203,13 @@ class ExtractiveProvider:
                     continue
                 seen.add(key)
                 cos = _cosine(near.get(chunk_id, ()), text, sentence)
-                rows.append((rank, index, chunk_id, sentence, scored_as, cos))
+                p = _cosine(read.get(chunk_id, ()), text, sentence, missing=0.0)
+                rows.append((rank, index, chunk_id, sentence, scored_as, cos, p))
         kind = asks(question)
-        candidates = [r for r in rows if self.score(question, r[4], r[0]) >= floor]
+        candidates = [
+            r for r in rows
+            if self.score(question, r[4], r[0]) >= floor or r[6] >= self.READER_FLOOR
+        ]  # fmt: skip
         if not any(gives(kind, r[3]) for r in candidates):
             # no sentence shares enough words and gives what is asked (another language, other
             # words): the sentences closest in meaning may be quoted instead
@@ -207,7 +223,8 @@ class ExtractiveProvider:
         scored = [
             (
                 self.answers(question, c[4], c[0], weight)
-                + self.COS_WEIGHT * max(0.0, c[5] - self.COS_BASE),
+                + self.COS_WEIGHT * max(0.0, c[5] - self.COS_BASE)
+                + self.READER_WEIGHT * c[6],
                 c[0], c[1], c[2], c[3],
             )
             for c in candidates
@@ -227,7 +244,9 @@ class ExtractiveProvider:
             raise ProviderError(
                 "the extractive answerer needs request.question (the user's question)"
             )
-        scored = self.rank_sentences(question, request.passages, closeness=request.closeness)
+        scored = self.rank_sentences(
+            question, request.passages, closeness=request.closeness, answers=request.answers
+        )
         kind = asks(question)
         if kind in TYPED:
             # how long, how much, when: only a sentence that gives a length, an amount or a
@@ -290,13 +309,16 @@ def _sentences(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _cosine(spans: Sequence[tuple[int, int, float]], text: str, sentence: str) -> float:
-    """The best cosine of the sentence spans that `sentence` overlaps in `text` (0: none)."""
+def _cosine(
+    spans: Sequence[tuple[int, int, float]], text: str, sentence: str, missing: float = 0.0
+) -> float:
+    """The best value (a cosine, a probability) of the sentence spans that `sentence`
+    overlaps in `text` (`missing`: none)."""
     start = text.find(sentence)
     if start < 0 or not spans:
-        return 0.0
+        return missing
     end = start + len(sentence)
-    return max((c for a, b, c in spans if a < end and b > start), default=0.0)
+    return max((c for a, b, c in spans if a < end and b > start), default=missing)
 
 
 def _rarity(question: str, sentences_: list[str]) -> dict[str, float]:

@@ -525,9 +525,11 @@ class CrossEncoderReranker:
         try:
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
+            from tether.extras import install_hint
+
             raise TetherError(
                 "the cross-encoder reranker needs sentence-transformers (and torch):"
-                " pip install 'tether[rerank]'"
+                f" {install_hint('rerank')}"
             ) from exc
         try:
             self.model = CrossEncoder(name_or_path, max_length=max_length, device=device)

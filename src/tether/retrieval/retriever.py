@@ -27,6 +27,9 @@ see) BEFORE ranking, so a passage the filters refuse can never take a place in t
   collection). With `protect_each` > 0 (the Profile's is 0) the top that many of each list
   lead the fused list in a collection written in one language. Compared with the fixed
   fusion and plain RRF on real manuals in bench/results/real_corpora.md.
+- deep: the rerank list with its top 10 reread by tether's reader, the question and each
+  passage together (`tether.retrieval.deep`; about 24 ms a candidate: `ask`'s default, not
+  `search`'s).
 - rerank: the hybrid top 20 reordered by a `Reranker` (the default, `SentenceReranker`, runs
   in milliseconds; see `tether.retrieval.rerank`); hits past 20 keep their hybrid order.
   Adaptive: the top `keep_each` (5) of the BM25 and of the dense list join the reordered head
@@ -85,17 +88,19 @@ from tether.lru import LRU
 from tether.protocols import (
     Embedder,
     Provider,
+    QuestionReader,
     Reranker,
     SearchableStore,
     SharedQueryCache,
     Store,
 )
+from tether.retrieval.deep import DeepReranker
 from tether.retrieval.query import QueryShape, query_shape
 from tether.standing import TYPE_ALIASES, source_rank
 from tether.text import fold
 from tether.types import Audience, Chunk, Filters, Hit, Message, ModelRequest
 
-METHODS: tuple[str, ...] = ("bm25", "dense", "hybrid", "rerank")
+METHODS: tuple[str, ...] = ("bm25", "dense", "hybrid", "rerank", "deep")
 RRF_K = 60
 DIVERSITY_WINDOW = 10  # rerank: the top places the per-document cap holds in
 RULES_WINDOW = 5  # rerank: the top places a standing rule is checked for and put into
@@ -142,11 +147,13 @@ class Retriever:
         rewrite: Callable[[str], str] | None = None,
         lexical_prior: float | None = None,
         rerank_order: LinearModel | None = None,
+        reader: Callable[[], QuestionReader | None] | None = None,
     ) -> None:
         """Over `store`, with the tuned values of `profile` (the index's, `tether.app.
         retriever_for`); `lexical_prior` is the collection's calibrated BM25 weight (None:
         the fixed weights' share), `rerank_order` the learned order (None: the weighted
-        mean), `rewrite` a query rewriter."""
+        mean), `rewrite` a query rewriter, `reader` what loads the reader the `deep` method
+        rereads with (asked at the first deep search; None or a None reader: no `deep`)."""
         self.store = store
         self.embedder = embedder
         self.profile = profile
@@ -189,6 +196,9 @@ class Retriever:
                 order=rerank_order,
             )
         self.reranker = reranker
+        self._reader_loader = reader
+        self._deep: DeepReranker | None = None
+        self._deep_lock = threading.Lock()
 
     @property
     def has_dense(self) -> bool:
@@ -199,6 +209,15 @@ class Retriever:
         """What "auto" means: rerank when the index has vectors (the best method measured,
         bench/results/retrieval.md), else bm25."""
         return "rerank" if self.has_dense else "bm25"
+
+    @property
+    def answer_method(self) -> str:
+        """What "auto" means when answering (`ask`): deep when the reader can be loaded (a
+        few hundred milliseconds that decide which passages the answer reads), else
+        `default_method`."""
+        if self.default_method == "rerank" and self.deep is not None:
+            return "deep"
+        return self.default_method
 
     # ---- public -------------------------------------------------------------------------------
 
@@ -227,6 +246,8 @@ class Retriever:
                     return _served(self._dense_hits(query, k, filters), filters)
                 if method == "hybrid":
                     return _served(self._hybrid(query, k, filters), filters)
+                if method == "deep":
+                    return _served(self._deep_rerank(query, k, filters), filters)
                 return _served(self._rerank(query, k, filters), filters)
         finally:
             self._searching.vectors = None
@@ -452,6 +473,30 @@ class Retriever:
         if self.rule_types:
             out = self._with_rule(out, filters)
         return [replace(h, rank=i) for i, h in enumerate(out[:k], start=1)]
+
+    @property
+    def deep(self) -> DeepReranker | None:
+        """The deep reranker (the reader loaded at the first call), or None without one."""
+        if self._deep is None and self._reader_loader is not None:
+            with self._deep_lock:
+                if self._deep is None:
+                    reader = self._reader_loader()
+                    if reader is None:
+                        self._reader_loader = None
+                        return None
+                    self._deep = DeepReranker(reader, self.store, self.query_vector)
+        return self._deep
+
+    def _deep_rerank(self, query: str, k: int, filters: Filters) -> list[Hit]:
+        """The rerank list with its top reread by the reader (`tether.retrieval.deep`)."""
+        deep = self.deep
+        if deep is None:
+            raise TetherError(
+                "the deep method needs tether's reader, which could not be loaded here "
+                "(see the log); choose rerank"
+            )
+        hits = self._rerank(query, max(k, deep.depth), filters)
+        return deep.rerank(query, hits, k, filters.audience)
 
     def rerank_candidates(
         self, query: str, k: int, filters: Filters

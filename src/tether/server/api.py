@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import time
 from collections.abc import AsyncIterator, Callable
@@ -81,6 +82,7 @@ from tether.server.workers import Lane, Warmup, wait
 from tether.types import Audience, Claim
 from tether.verify.options import CheckOptions
 
+_log = logging.getLogger("tether.server")
 T = TypeVar("T")
 STATIC = files("tether.server") / "static"
 
@@ -373,6 +375,8 @@ def _ask(
     for an anonymous caller over its daily cap, counted as dropped."""
     audit = s.audits(key, address)
     found = ws.ask(question, options, events=events, who=key.name, audit=audit, on_text=on_text)
+    if found.problem is not None and found.problem.kind == "provider_error":  # the caller's is
+        _log.warning("the model's provider failed: %s", found.problem.detail)  # a generic line
     if not audit:
         s.dropped(ws)
     if key is ANONYMOUS:  # see `feedback`: no id for a caller nobody can tell apart

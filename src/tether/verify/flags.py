@@ -12,6 +12,7 @@ it is. The refusal sentences are English and French only (another language gets 
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from tether.text import REFUSAL_SENTENCES
@@ -29,6 +30,7 @@ __all__ = [
     "apply_strict",
     "describe",
     "flag_kind",
+    "public_answer",
     "withhold",
 ]
 
@@ -119,6 +121,7 @@ def withhold(
     if audience == "staff":
         return answer, checks, ""
     shown, out = _drop(answer, checks, WITHHELD_FOR_PUBLIC, "withheld", language)
+    shown = public_answer(shown, language)
     withheld = [ch for ch in out if ch.withheld]
     if not withheld:
         return shown, out, ""
@@ -146,6 +149,30 @@ def withhold(
     head = f"{n} claim{'s' if n > 1 else ''} withheld"
     tail = "" if shown.answerable else "; no checked claim remains"
     return shown, out, f"{head}: {'; '.join(reasons)}{tail}."
+
+
+_MARKER = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")
+
+
+def _letters(text: str) -> str:
+    return "".join(ch for ch in _MARKER.sub("", text) if ch.isalnum())
+
+
+def public_answer(answer: Answer, language: str = "en") -> Answer:
+    """What a public reader may be shown of an answer: only the text of its claims (each
+    checked), never the rest of the model's reply. The answer text is kept when it holds
+    nothing but its claims (their words, [n] markers and punctuation), else rebuilt from the
+    claims; an answer with no claim, or a refusal, is the standard refusal sentence in
+    `language` (a model's own refusal text is not shown: it was never checked)."""
+    refusal = REFUSAL_SENTENCES.get(language, REFUSAL_SENTENCE)
+    if not answer.answerable or not answer.claims:
+        if not answer.answerable and answer.answer == refusal and not answer.claims:
+            return answer
+        return Answer(False, refusal, (), answer.mode)
+    claims = " ".join(c.text for c in answer.claims)
+    if _letters(answer.answer) == _letters(claims):
+        return answer
+    return replace(answer, answer=claims)
 
 
 def _drop(

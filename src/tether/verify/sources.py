@@ -188,9 +188,18 @@ def _lower_precedence(
                 and _cosine(vectors, p.chunk.chunk_id, prep.chunk.chunk_id) >= same_point
                 for r, p in ranked_cited
             )
-        if same:
+        if same and not _agrees(info, prep):
             return [Flag("lower_precedence", best_cited.chunk.chunk_id)]
     return []
+
+
+def _agrees(info: ClaimInfo, prep: Prepared) -> bool:
+    """Whether the higher-ranked passage says the claim's numbers too: every number, date
+    and time of the claim is among its keys (the claim has at least one). A source that
+    repeats the claim's figures does not override the one cited (a price list giving the
+    front desk's 8:30 to 18:00 beside the opening hours page)."""
+    keys = {key.rstrip("?") if key.startswith("t:") else key for key, _ in info.quantities.items}
+    return bool(keys) and keys <= prep.keys
 
 
 def _cosine(vectors: Callable[[str], np.ndarray | None], a: str, b: str) -> float:
