@@ -105,6 +105,17 @@ def test_doc_ids_are_stripped_of_surrounding_whitespace() -> None:
         clean_doc_id("   ", "")
 
 
+def test_a_doc_id_is_one_line_of_bounded_length() -> None:
+    """Hostile pass (issue 47): NUL and line breaks in a doc_id, or a doc_id of 5,000
+    characters, were indexed; they are refused with one line naming why."""
+    for bad in ("staff\x00refunds", "staff\nrefunds", "a\rb", "tab\x07bell"):
+        with pytest.raises(ParseError, match="control character"):
+            clean_doc_id(bad, "")
+    with pytest.raises(ParseError, match="5,000 characters long; at most 512"):
+        clean_doc_id("z" * 5000, "")
+    assert clean_doc_id("z" * 512, "") == "z" * 512
+
+
 # ------------------------------------------------------------------------- look-alikes
 
 

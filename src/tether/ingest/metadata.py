@@ -335,16 +335,26 @@ def has_access_label(file_meta: Mapping[str, Any], inventory_row: Mapping[str, s
     )
 
 
+MAX_DOC_ID = 512  # characters: a path-like ID, never a paragraph
+
+
 def clean_doc_id(value: str, origin: str | None) -> str:
     """A doc_id as it is stored: NFKC (a fullwidth or compatibility form is the letter it
     stands for: "ｐolicy" is "policy"), surrounding whitespace stripped. `ParseError` when it is
     empty or holds a format character (category Cf: zero-width space and joiners, bidi marks,
-    soft hyphen, word joiner, tags), invisible in a listing; `origin` is where the value came
-    from ("" the file, "inventory.csv: " its row, None the file's path)."""
+    soft hyphen, word joiner, tags), invisible in a listing, or a control character (NUL, a
+    line break: category Cc), or is longer than `MAX_DOC_ID` characters; `origin` is where
+    the value came from ("" the file, "inventory.csv: " its row, None the file's path)."""
     doc_id = unicodedata.normalize("NFKC", value).strip()
     where = "the doc_id that the file's path gives" if origin is None else f"{origin}doc_id"
     if not doc_id:
         raise ParseError(f"{where} is empty")
+    if len(doc_id) > MAX_DOC_ID:
+        raise ParseError(f"{where} is {len(doc_id):,} characters long; at most {MAX_DOC_ID}")
+    control = [ch for ch in dict.fromkeys(doc_id) if unicodedata.category(ch) == "Cc"]
+    if control:
+        names = ", ".join(f"U+{ord(ch):04X}" for ch in control)
+        raise ParseError(f"{where} holds a control character ({names}); doc_ids are one line of text")
     hidden = [ch for ch in dict.fromkeys(doc_id) if unicodedata.category(ch) == "Cf"]
     if hidden:
         shown = "".join(f"\\u{ord(ch):04x}" if ch in hidden else ch for ch in doc_id)
