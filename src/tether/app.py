@@ -972,9 +972,12 @@ class Workspace:
     def audit_entries(self, query: AuditQuery) -> list[AuditEntry]:
         """The entries `query` selects, as its reader may see them: a public reader gets public
         entries without id or asker (ids count staff entries too; a staff key may ask for the
-        public view), so neither a gap nor a name gives staff away."""
+        public view), so neither a gap nor a name gives staff away, and without the text of
+        the claims withheld from the public (`tether.answering.audit.public_entry`)."""
+        from tether.answering.audit import public_entry
+
         found = self._audit_reader().entries(query)
-        return found if query.reader == "staff" else [replace(e, id=None, who="") for e in found]
+        return found if query.reader == "staff" else [public_entry(e) for e in found]
 
     def audit_entry(self, entry_id: int, reader: Audience = "public") -> AuditEntry:
         """One audit entry for a staff reader (a public one sees no ids); else a TetherError."""

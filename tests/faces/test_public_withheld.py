@@ -347,3 +347,27 @@ def test_a_provider_error_is_told_to_a_public_caller_without_its_words(index: Pa
     assert "RAWCANARY" not in public.text and "/srv/secret" not in public.text
     assert "127.0.0.1" not in public.text
     assert "RAWCANARY" in staff["problem"]["detail"]
+
+
+def test_the_public_audit_holds_no_withheld_claim(index: Path, model: str, staff_id: str) -> None:
+    """Hostile pass (issue 47): `tether audit` (list and export) read with the public
+    audience showed a withheld claim's text and its flag arguments; it shows the claim as
+    `/v1/ask` does, without them. Staff readers see everything."""
+    from tether.types import AuditQuery
+
+    body = {"question": QUESTION, "as_of": "none"}
+    with http(index, model) as client:
+        assert client.post("/v1/ask", json=body, headers=bearer(PUBLIC)).status_code == 200
+    ws = Workspace(settings_from_mapping({}), index=index, models=Models())
+    try:
+        public = ws.audit_entries(AuditQuery(reader="public", audience="public"))
+        staff = ws.audit_entries(AuditQuery(reader="staff", audience="public"))
+    finally:
+        ws.close()
+    assert public and staff
+    text = json.dumps([e.claims for e in public])
+    for secret in (*SECRETS, staff_id):
+        assert secret not in text, secret
+    assert any(c.get("withheld") for e in public for c in e.claims)
+    assert GOOD in [c["text"] for e in public for c in e.claims]
+    assert MADE_UP in [c["text"] for e in staff for c in e.claims]  # staff keep every claim

@@ -48,6 +48,7 @@ def audit_entry(result: AskResult, who: str, at: float | None = None) -> AuditEn
             "flags": [str(f) for f in ch.flags],
             "entailment": ch.entailment,
             "removed": ch.removed,
+            "withheld": ch.withheld,
         }
         for ch in result.checks
     )
@@ -72,6 +73,25 @@ def audit_entry(result: AskResult, who: str, at: float | None = None) -> AuditEn
         timings={k: round(v, 4) for k, v in result.timings.items()},
         cost_usd=comp.cost_usd if comp else 0.0,
     )
+
+
+def public_entry(entry: AuditEntry) -> AuditEntry:
+    """`entry` as a public reader of the audit may see it: no id or asker, and each claim that
+    was withheld from the public (recorded as such, or, in an entry written before that was
+    recorded, carrying a flag of `WITHHELD_FOR_PUBLIC`) without its text, citations or flag
+    arguments, as `/v1/ask` gives it to a public caller."""
+    from dataclasses import replace
+
+    from tether.verify.flags import WITHHELD_FOR_PUBLIC, flag_kind
+
+    claims = []
+    for c in entry.claims:
+        kinds = sorted({flag_kind(str(f)) for f in c.get("flags", ())})
+        if c.get("withheld") or set(kinds) & WITHHELD_FOR_PUBLIC:
+            c = {"text": "", "chunk_ids": [], "flags": kinds, "entailment": None,
+                 "removed": bool(c.get("removed")), "withheld": True}  # fmt: skip
+        claims.append(c)
+    return replace(entry, id=None, who="", claims=tuple(claims))
 
 
 def os_user() -> str:
