@@ -692,3 +692,39 @@ def test_the_health_report_renders_for_staff_only(browser, artifacts, tmp_path) 
             browser.save_screenshot(str(artifacts / "health-page.png"))
         finally:
             browser.find_element(By.ID, "forget").click()
+
+
+def test_a_passage_read_from_a_website_links_to_its_live_page(server, browser, demo_store) -> None:
+    """Issue 46: a passage whose source is a page's URL shows a link to the live page, at
+    its anchor, in the cited-passage box and in the copied text; a file's path, or a source
+    of another scheme (javascript:), is no link."""
+    from dataclasses import replace
+
+    from selenium.webdriver.common.by import By
+
+    from tether import schemas
+
+    real = _engine_result(demo_store)
+    cited = real.answer.claims[0].chunk_ids[0]
+    url = "https://docs.example.com/guide/delivery.html"
+
+    def with_source(source: str):
+        passages = tuple(
+            replace(p, chunk=replace(p.chunk, anchor="times", meta=replace(p.chunk.meta, source=source)))
+            if p.chunk.chunk_id == cited else p
+            for p in real.context.passages
+        )  # fmt: skip
+        done = replace(real, context=replace(real.context, passages=passages))
+        return schemas.AskResult.from_ask_result(done).model_dump(mode="json")
+
+    browser.get(server + "/")
+    _wait(browser, lambda d: d.find_element(By.ID, "audience").text != "")
+    for source, link in ((url, url + "#times"), ("javascript:alert(1)", None)):
+        wire = with_source(source)
+        browser.execute_script("showResult(arguments[0])", wire)
+        browser.find_elements(By.CSS_SELECTOR, "#claims button")[0].click()
+        _wait(browser, lambda d: d.find_element(By.ID, "passage-claim"))
+        found = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "#cited a.live")]
+        assert found == ([link] if link else []), found
+        text = browser.execute_script("return exportText(arguments[0])", wire)
+        assert (link in text) if link else ("javascript:" not in text)

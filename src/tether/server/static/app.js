@@ -24,6 +24,20 @@ function el(tag, text, cls) {
   return node;
 }
 
+function liveUrl(passage) {
+  // the live page of a passage read from a website or an export (`source` is its URL; a
+  // file's source is a path, not shown as a link): only http and https, never another scheme
+  let url;
+  try {
+    url = new URL(passage.source || "");
+  } catch (error) {
+    return null;
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return null;
+  if (passage.anchor && !url.hash) url.hash = passage.anchor;
+  return url.href;
+}
+
 async function api(path, body) {
   const headers = { "Accept": "application/json" };
   const key = sessionStorage.getItem(KEY);
@@ -306,6 +320,16 @@ function showClaim(result, items, n) {
       const cls = name === "passage ID" ? "adv" : undefined;
       meta.append(el("dt", name, cls), el("dd", value, cls));
     }
+    const live = liveUrl(passage);
+    if (live) {
+      const link = el("a", live, "live");
+      link.setAttribute("href", live);
+      link.setAttribute("rel", "noopener noreferrer");
+      link.setAttribute("target", "_blank");
+      const where = el("dd");
+      where.append(link);
+      meta.append(el("dt", "page"), where);
+    }
     box.append(meta, marked(passage, check ? check.evidence : []));
     cited.append(box);
   }
@@ -413,7 +437,8 @@ function exportText(result) {
     if (!p) return;
     const internal = staffView && access.get(id) === "staff" ? " [" + INTERNAL + "]" : "";
     const where = [p.title + " v" + p.version, p.section].filter(Boolean).join(", ");
-    lines.push("[" + (lines.length + 1) + "] " + where + " (in force " + inForce(p.effective_from, p.effective_to) + ")" + internal);
+    const live = liveUrl(p);
+    lines.push("[" + (lines.length + 1) + "] " + where + " (in force " + inForce(p.effective_from, p.effective_to) + ")" + internal + (live ? " " + live : ""));
   });
   const anyInternal = lines.some((line) => line.includes(INTERNAL));
   return (anyInternal ? INTERNAL.toUpperCase() + "\n\n" : "") + text
