@@ -13,21 +13,21 @@ top 20 only, so it cannot show what a deeper candidate list would bring.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
-EPS = 1e-4
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training" / "reader"))
 
+from mine import split_of
 
-def logit(p: float) -> float:
-    p = min(max(p, EPS), 1 - EPS)
-    return math.log(p / (1 - p))
+from tether.linear import clipped_logit
+
+logit = clipped_logit
 
 
 def order(cands: list[dict], weight: float, on_topic: float, depth: int) -> list[int]:
@@ -52,12 +52,6 @@ def measure(questions: list[dict], weight: float, on_topic: float, depth: int) -
         hits.append(1.0 if first and first <= 5 else 0.0)
         rr.append(1.0 / first if first else 0.0)
     return float(np.mean(hits)), float(np.mean(rr))
-
-
-def split_of(set_name: str, qid: str) -> str:
-    """training/reader/mine.py's split: the reader trained on the `train` questions."""
-    h = int(hashlib.sha256(f"{set_name}:{qid}".encode()).hexdigest()[:8], 16)
-    return "val" if h % 5 == 0 else "train"
 
 
 TRAINED = {"gettext", "mkdocs", "doxygen", "bundled"}  # registry: manuals, bundled-questions

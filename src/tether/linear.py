@@ -28,6 +28,13 @@ from tether.errors import TetherError
 __all__ = ["FORMAT", "LinearModel", "feature_hash", "fit_scaled", "read_model"]
 
 
+def clipped_logit(p: float, eps: float = 1e-4) -> float:
+    """log(p / (1 - p)) with p held inside [eps, 1 - eps]: the log-odds of a model's
+    probability, finite at 0 and 1 (the reader's heads give both)."""
+    p = min(max(float(p), eps), 1.0 - eps)
+    return math.log(p / (1.0 - p))
+
+
 @dataclass(frozen=True)
 class LinearModel:
     """A fitted logistic regression: feature names, their mean and scale, weights, bias."""

@@ -142,7 +142,11 @@ def build_pair(
 ) -> list[int]:
     """`<s> prefix a </s></s> b </s>` ids: A cut to `max_a` tokens, B to what is left of
     `max_len` (the trainer builds its inputs with this same function)."""
-    a_ids = tokenizer.encode(a, TASKS[task][0])[:max_a]
+    return join_pair(f, tokenizer.encode(a, TASKS[task][0])[:max_a], b_ids, max_len)
+
+
+def join_pair(f: E5File, a_ids: Sequence[int], b_ids: Sequence[int], max_len: int) -> list[int]:
+    """`<s> a </s></s> b </s>` of ids already cut for A, B cut to what is left of `max_len`."""
     room = max_len - len(a_ids) - 4
     return [f.bos, *a_ids, f.eos, f.eos, *list(b_ids)[: max(room, 0)], f.eos]
 
@@ -339,13 +343,14 @@ class Reader:
         as (its sentences, their order best first): each packed best first into the room the
         question leaves, then put back in its own order (the title, when it is a sentence
         there, is read like the trainer's: first)."""
-        budget = self.b_budget("relevance", question)
         a_ids = self.tokenizer.encode(question, TASKS["relevance"][0])[: self.card.max_a]
-        f = self.file
-        rows = []
-        for sentences, order in passages:
-            b_ids = pack_evidence(self.tokenizer, sentences, order, budget)
-            rows.append([f.bos, *a_ids, f.eos, f.eos, *b_ids[:budget], f.eos])
+        budget = max(self.card.max_len - len(a_ids) - 4, 8)  # `b_budget`, the ids already here
+        rows = [
+            join_pair(
+                self.file, a_ids, pack_evidence(self.tokenizer, s, order, budget), self.card.max_len
+            )
+            for s, order in passages
+        ]  # the question tokenized once for every passage
         return self.probabilities_ids("relevance", rows)
 
 

@@ -203,7 +203,7 @@ class ExtractiveProvider:
                     continue
                 seen.add(key)
                 cos = _cosine(near.get(chunk_id, ()), text, sentence)
-                p = _cosine(read.get(chunk_id, ()), text, sentence, missing=0.0)
+                p = _cosine(read.get(chunk_id, ()), text, sentence)
                 rows.append((rank, index, chunk_id, sentence, scored_as, cos, p))
         kind = asks(question)
         candidates = [
@@ -309,16 +309,14 @@ def _sentences(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _cosine(
-    spans: Sequence[tuple[int, int, float]], text: str, sentence: str, missing: float = 0.0
-) -> float:
+def _cosine(spans: Sequence[tuple[int, int, float]], text: str, sentence: str) -> float:
     """The best value (a cosine, a probability) of the sentence spans that `sentence`
-    overlaps in `text` (`missing`: none)."""
+    overlaps in `text` (0: none)."""
     start = text.find(sentence)
     if start < 0 or not spans:
-        return missing
+        return 0.0
     end = start + len(sentence)
-    return max((c for a, b, c in spans if a < end and b > start), default=missing)
+    return max((c for a, b, c in spans if a < end and b > start), default=0.0)
 
 
 def _rarity(question: str, sentences_: list[str]) -> dict[str, float]:

@@ -32,7 +32,6 @@ add a passage the rerank list did not bring (recall past the top `depth` is the 
 from __future__ import annotations
 
 import hashlib
-import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -40,6 +39,7 @@ from dataclasses import replace
 import numpy as np
 
 from tether import deadlines
+from tether.linear import clipped_logit
 from tether.lru import LRU
 from tether.protocols import QuestionReader, Store
 from tether.types import Audience, Chunk, Hit
@@ -52,12 +52,7 @@ DEPTH = 10  # candidates reread: 10 of rerank's top 20 (20 was no better and cos
 WEIGHT = 1.0  # the reader's log-odds against the rerank score's, rescaled to one spread
 ON_TOPIC = 0.0  # the share of a whole answer an on-topic passage counts for
 CACHE_PAIRS = 4096
-_EPS = 1e-4
-
-
-def _logit(p: float) -> float:
-    p = min(max(p, _EPS), 1.0 - _EPS)
-    return math.log(p / (1.0 - p))
+_logit = clipped_logit
 
 
 def window_title(chunk: Chunk) -> str:

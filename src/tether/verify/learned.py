@@ -32,12 +32,11 @@ number stands in its evidence sentence, in the same order and polarity, scores h
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tether.errors import UpstreamError
-from tether.linear import LinearModel, read_model
+from tether.linear import LinearModel, clipped_logit, read_model
 from tether.protocols import Judge, PairReader
 
 __all__ = [
@@ -78,9 +77,7 @@ READER_MODEL_PATH = Path(__file__).with_name("judge_reader_model.json")
 READER_FEATURES = ("words", "reader_supported", "reader_contradicted", "reader_nei", "cross")
 
 
-def _logit(p: float) -> float:
-    p = min(max(float(p), 1e-4), 1 - 1e-4)
-    return math.log(p / (1 - p))
+_logit = clipped_logit
 
 
 def reading_features(words: float, probs: Sequence[float], same_language: bool) -> dict[str, float]:
