@@ -260,6 +260,42 @@ def test_headers_sent_one_byte_at_a_time_are_cut_off(index) -> None:
         assert httpx.post(f"{base}/v1/search", json=SEARCH, timeout=10).status_code == 200
 
 
+def test_a_head_over_16_kib_is_refused_whether_it_trickles_or_bursts(index) -> None:
+    import socket
+
+    from serving import live_server
+
+    pytest.importorskip("uvicorn")
+    app = serve_app(index, {}, anonymous=True)
+    big = b"X-Big: " + b"a" * 100_000 + b"\r\n"
+    request = b"POST /v1/search HTTP/1.1\r\nHost: x\r\n" + big + b"\r\n"
+    with live_server(app) as address:
+        for chunk in (len(request), 4096):  # one burst (h11 alone let it through), then pieces
+            with socket.create_connection(address, timeout=10) as s:
+                try:
+                    for at in range(0, len(request), chunk):
+                        s.sendall(request[at : at + chunk])
+                except OSError:
+                    pass  # closed by the server mid-send
+                answer = b""
+                try:
+                    while data := s.recv(65536):
+                        answer += data
+                except OSError:
+                    pass
+            assert answer.startswith(b"HTTP/1.1 400 "), (chunk, answer[:200])
+        problem = _one_line_problem(answer, 400)
+        assert "16 KiB" in problem["detail"]
+        import httpx  # a request with ordinary headers on the same server is served
+
+        base = "http://{}:{}".format(*address)
+        headers = {"X-Fine": "b" * 8000}
+        assert (
+            httpx.post(f"{base}/v1/search", json=SEARCH, headers=headers, timeout=10).status_code
+            == 200
+        )
+
+
 def test_a_body_sent_one_byte_a_second_is_cut_off(index) -> None:
     from serving import live_server
 

@@ -6,7 +6,9 @@ sends its request line and headers one byte at a time (or nothing at all): each 
 nothing and the connection is held for ever. `HeaderDeadline` gives every request
 `header_timeout_s` seconds from its first byte (or from the connection, for the first request)
 to finish its headers; past that it answers `408 Request Timeout` with a one-line problem body
-and closes the connection. The body has its own deadline in the app (`tether.server.http.Guard`).
+and closes the connection. A request line and headers longer than `MAX_HEAD_BYTES` get `400`
+the same way, whether they trickle in (h11 refuses to buffer more) or arrive in one burst
+(h11 bounds only what it buffers incomplete, so the protocol counts the head's bytes itself). The body has its own deadline in the app (`tether.server.http.Guard`).
 
 What it cannot do: it is the h11 protocol only (`tether serve` asks uvicorn for it, whether or
 not httptools is installed); it bounds the time, not the number, of open connections; it
@@ -29,18 +31,30 @@ from tether.server.http import SECURITY_HEADERS
 from tether.server.running import DEFAULT_HEADER_TIMEOUT_S
 
 MAX_HEAD_BYTES = 16 * 1024  # the largest request line and headers h11 buffers (400 beyond)
+LINGER_S = 2.0  # how long a refused connection's further bytes are read and dropped
 
 
-def timeout_response(seconds: float) -> bytes:
-    """The raw 408 answer (problem body, security headers, `Connection: close`)."""
-    body = json.dumps({
-        "type": "about:blank", "title": "Request Timeout", "status": 408,
-        "detail": f"the request headers did not arrive within {seconds:g} s",
-    }).encode()  # fmt: skip
-    head = [b"HTTP/1.1 408 Request Timeout", b"content-type: application/problem+json",
+def problem_response(status: int, title: str, detail: str) -> bytes:
+    """A raw answer with a one-line problem body, the security headers and
+    `Connection: close`."""
+    problem = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+    body = json.dumps(problem).encode()
+    head = [f"HTTP/1.1 {status} {title}".encode(), b"content-type: application/problem+json",
             b"content-length: " + str(len(body)).encode(), b"connection: close"]  # fmt: skip
     head += [name + b": " + value for name, value in SECURITY_HEADERS]
     return b"\r\n".join(head) + b"\r\n\r\n" + body
+
+
+def timeout_response(seconds: float) -> bytes:
+    """The raw 408 answer to headers that did not arrive in time."""
+    detail = f"the request headers did not arrive within {seconds:g} s"
+    return problem_response(408, "Request Timeout", detail)
+
+
+def too_long_response() -> bytes:
+    """The raw 400 answer to a request line and headers over `MAX_HEAD_BYTES`."""
+    detail = f"the request line and headers are longer than {MAX_HEAD_BYTES // 1024} KiB"
+    return problem_response(400, "Bad Request", detail)
 
 
 class HeaderDeadline(H11Protocol):
@@ -58,16 +72,45 @@ class HeaderDeadline(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._header_timer: asyncio.TimerHandle | None = None
+        self._head_bytes = 0  # of the request head under way (no blank line seen yet)
+        self._discarding = False  # refused: what else arrives is read and dropped
         super().connection_made(transport)
         self._watch_headers()
 
     def data_received(self, data: bytes) -> None:
+        if self._discarding:
+            return
+        if self._waiting_for_headers() and self._head_too_long(data):
+            self._refuse_long_head()
+            return
         super().data_received(data)
         self._watch_headers()
+
+    def _head_too_long(self, data: bytes) -> bool:
+        """Whether the head under way, with `data`, passes `MAX_HEAD_BYTES` (a blank line
+        split across two reads is counted as if it were not there: at most 3 bytes early)."""
+        end = data.find(b"\r\n\r\n")
+        size = self._head_bytes + (len(data) if end < 0 else end + 4)
+        self._head_bytes = size if end < 0 else 0
+        return size > MAX_HEAD_BYTES
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_watching()
         super().connection_lost(exc)
+
+    def _refuse_long_head(self) -> None:
+        """Answer 400, then close the way servers linger: say end-of-stream, read and drop
+        what the client still sends for `LINGER_S` at most, then close. Closing at once with
+        unread bytes would reset the connection, and the client could lose the answer."""
+        self._stop_watching()
+        if self.cycle is None or self.cycle.response_complete:  # no answer under way
+            self.transport.write(too_long_response())
+        self._discarding = True
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(LINGER_S, self.transport.close)
+        else:
+            self.transport.close()
 
     def _waiting_for_headers(self) -> bool:
         return self.conn.their_state is h11.IDLE and not self.transport.is_closing()
