@@ -87,6 +87,25 @@ TRICKS = {
     # too small to read
     "font-size:1px;line-height:0": ("", f'<p style="font-size:1px;line-height:0">{SECRET}</p>'),
     "font:1px/0 by a rule": (_style(".t{font:1px/0 a}"), f'<p class="t">{SECRET}</p>'),
+    # custom properties (the hostile pass after issue 47)
+    "display:var(--h)": ("", f'<p style="--h:none;display:var(--h)">{SECRET}</p>'),
+    "var() from :root": (
+        _style(":root{--off:none} .v{display:var(--off)}"),
+        f'<p class="v">{SECRET}</p>',
+    ),
+    "var() inherited from an inline style": (
+        "",
+        f'<div style="--gone:hidden"><p style="visibility:var(--gone)">{SECRET}</p></div>',
+    ),
+    "var() fallback": ("", f'<p style="display:var(--unset, none)">{SECRET}</p>'),
+    "var() reading var()": (
+        _style(".w{--a:var(--b);--b:0} .w p{opacity:var(--a)}"),
+        f'<div class="w"><p>{SECRET}</p></div>',
+    ),
+    "margin shorthand from a var()": (
+        "",
+        f'<p style="--m:0 0 0 -9999px;margin:var(--m)">{SECRET}</p>',
+    ),
     "1px span in a paragraph": (
         "",
         f'<p>Ask us first. <span style="font-size:1px;line-height:0">{SECRET}</span></p>',
@@ -153,6 +172,12 @@ KEPT = {
     ),
     "print-only rule": (_style("@media print{[data-x]{display:none}}"), '<p data-x="1">KEPT</p>'),
     "::before rule": (_style("p::before{display:none}"), "<p>KEPT</p>"),
+    "display:var() set to block": ("", '<p style="--show:block;display:var(--show)">KEPT</p>'),
+    "var() naming nothing": ("", '<p style="display:var(--nothing)">KEPT</p>'),
+    "var() shown again by a child": (
+        _style(".h{--d:none} .h p{--d:block}"),
+        '<div class="h"><p style="display:var(--d)">KEPT</p></div>',
+    ),
     ":has() is not read": (_style("div:has(p){display:none}"), "<div><p>KEPT</p></div>"),
 }
 

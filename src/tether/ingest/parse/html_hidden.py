@@ -32,7 +32,8 @@ An element shown only in some state (`:hover`, `:focus`, `:target` never match h
 judged in its plain state.
 
 What it cannot do: it is no layout engine. It does not see external style sheets, scripts,
-`calc()`/`var()` (an unknown value counts as visible), a box pushed out of view by its
+`calc()` or a `var()` that names no custom property and has no fallback (an unknown value
+counts as visible; custom properties are read, inherited and substituted), a box pushed out of view by its
 siblings, text covered by another box or behind a `z-index`, overflow clipped by an ancestor
 smaller than its content, `text-indent` whose text wraps back into view, or a partial clip;
 a page can keep hostile text in the screen-reader recipe (it is then indexed and scanned like
@@ -167,7 +168,11 @@ def _for_screen(media: str) -> bool:
 def _declarations(content: Any) -> list[Any]:
     """The declarations of a block (tokens or text) that this module reads."""
     parsed = tinycss2.parse_declaration_list(content, skip_whitespace=True, skip_comments=True)
-    return [d for d in parsed if d.type == "declaration" and d.lower_name in _READ]
+    return [
+        d
+        for d in parsed
+        if d.type == "declaration" and (d.lower_name in _READ or d.name.startswith("--"))
+    ]
 
 
 def _cascade(root: Any) -> dict[Any, dict[str, tuple[tuple[int, ...], Tokens]]]:
@@ -200,18 +205,63 @@ def _cascade(root: Any) -> dict[Any, dict[str, tuple[tuple[int, ...], Tokens]]]:
                 declare(el, values, rank)
     for el in root.iter():
         style = el.get("style") if isinstance(el.tag, str) else None
-        if style and _READ_WORDS.search(style):
+        if style and (_READ_WORDS.search(style) or "--" in style):
             declare(el, _values(_declarations(style)), (1, 0, 0, 0, 0))
     return chosen
 
 
 def _values(declared: list[Any]) -> list[tuple[str, Tokens, int]]:
-    """(property, value, important) of each longhand the declarations set."""
-    return [
-        (name, value, int(d.important))
-        for d in declared
-        for name, value in _longhands(d.lower_name, _plain(d.value))
-    ]
+    """(property, value, important) of each longhand the declarations set; a custom
+    property (`--x`, its case kept) and a declaration that reads one with `var()` as they are
+    (a shorthand is split once its variables are known: `_resolved`)."""
+    out: list[tuple[str, Tokens, int]] = []
+    for d in declared:
+        value = _plain(d.value)
+        if d.name.startswith("--"):
+            out.append((d.name, value, int(d.important)))
+        elif _reads_variable(value):
+            out.append((d.lower_name, value, int(d.important)))
+        else:
+            out.extend((n, v, int(d.important)) for n, v in _longhands(d.lower_name, value))
+    return out
+
+
+def _reads_variable(value: Tokens) -> bool:
+    return any(t.type == "function" and t.lower_name == "var" for t in value)
+
+
+def _substituted(value: Tokens, custom: dict[str, Tokens], depth: int = 0) -> Tokens:
+    """`value` with each `var(--x, fallback)` replaced by the custom property's value (or the
+    fallback); one that is neither stays, and so counts as unknown. Variables that read
+    variables are followed `MAX_NESTING` deep."""
+    out: Tokens = []
+    for t in value:
+        if not (t.type == "function" and t.lower_name == "var") or depth > MAX_NESTING:
+            out.append(t)
+            continue
+        args = _plain(t.arguments)
+        name = args[0].value if args and args[0].type == "ident" else ""
+        comma = next((i for i, a in enumerate(args) if a.type == "literal" and a.value == ","), -1)
+        found = custom.get(name) if name.startswith("--") else None
+        if found is None and comma >= 0:
+            found = args[comma + 1 :]
+        out.extend(_substituted(found, custom, depth + 1) if found is not None else [t])
+    return out
+
+
+def _resolved(values: dict[str, Tokens], custom: dict[str, Tokens]) -> dict[str, Tokens]:
+    """The element's read properties with their `var()`s replaced from `custom` (the custom
+    properties it has or inherits), shorthands then split. A longhand set beside a shorthand
+    that reads a variable may lose to it whatever their order (no finer cascade here)."""
+    out: dict[str, Tokens] = {}
+    for name, value in values.items():
+        if name.startswith("--"):
+            continue
+        if _reads_variable(value):
+            out.update(_longhands(name, _substituted(value, custom)))
+        else:
+            out.setdefault(name, value)
+    return out
 
 
 class _Matcher:
@@ -609,10 +659,14 @@ def hidden_by_layout(root: Any) -> Hidden:
     order: list[Any] = []
     boxed: dict[Any, bool] = {}
     tiny: dict[Any, bool] = {}
-    stack: list[tuple[Any, float, bool]] = [(root, ROOT_FONT_PX, False)]
+    stack: list[tuple[Any, float, bool, dict[str, Tokens]]] = [(root, ROOT_FONT_PX, False, {})]
     while stack:
-        el, parent_px, parent_line = stack.pop()
-        values = {k: v for k, (_, v) in chosen.get(el, {}).items()}
+        el, parent_px, parent_line, inherited = stack.pop()
+        declared = {k: v for k, (_, v) in chosen.get(el, {}).items()}
+        custom = inherited
+        if any(k.startswith("--") for k in declared):  # custom properties are inherited
+            custom = {**inherited, **{k: v for k, v in declared.items() if k.startswith("--")}}
+        values = _resolved(declared, custom)
         font_px = _font_px(values.get("font-size"), parent_px)
         line = _line_zero(values.get("line-height"), parent_line)
         order.append(el)
@@ -620,7 +674,7 @@ def hidden_by_layout(root: Any) -> Hidden:
         tiny[el] = font_px <= TINY_PX or (line and font_px <= SMALL_PX)
         for child in reversed(el):
             if isinstance(child.tag, str) and child.tag.lower() != "head":
-                stack.append((child, font_px, line))
+                stack.append((child, font_px, line, custom))
     shows: dict[Any, bool] = {}
     found = Hidden()
     for el in reversed(order):  # children before their parents
