@@ -28,6 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from tether.language.quantities import (
+    found_keys,
+    numbers_in,
+    read_periods,
+    read_quantities,
+    unit_keys,
+)
 from tether.protocols import AlignedJudge, SearchableStore
 from tether.standing import DEFAULT_PRECEDENCE, TYPE_ALIASES, source_rank
 from tether.text import fold_fast
@@ -58,13 +65,6 @@ from tether.verify.instructions import find_instructions
 from tether.verify.numbers import TODAY, Keys, Known, number_flags
 from tether.verify.options import CROSS_LANGUAGE_CUT, DEFAULT_JUDGE_THRESHOLD, VerifierOptions
 from tether.verify.passages import Prepared, VerifierCache, column_flags
-from tether.verify.quantities import (
-    found_keys,
-    numbers_in,
-    read_periods,
-    read_quantities,
-    unit_keys,
-)
 from tether.verify.reading import ClaimInfo, claim_info
 from tether.verify.sources import (
     SAME_POINT_MIN,
@@ -108,6 +108,7 @@ __all__ = [
 
 _NO_CITATION = Flag("no_citation")
 _NOT_A_STATEMENT = Flag("not_a_statement")
+_INSTRUCTION_IN_CLAIM = Flag("instruction_in_claim")
 # a detail of the claim that its evidence does not match → the flag that names it. The hard
 # ones are flagged whatever the judge says (on the tuned-on claim sets they fired on 3 of 216
 # supported claims, all quantifier_mismatch, and on 34 of 191 unsupported ones); the soft ones
@@ -303,6 +304,8 @@ class _Call:
                 flags.append(Flag("not_entailed", f"{entailment:.2f}"))
         if aligned.features["not_statement"]:
             flags.insert(n_exact, _NOT_A_STATEMENT)
+        if find_instructions(claim.text):  # the reply passes on an instruction as a claim
+            flags.append(_INSTRUCTION_IN_CLAIM)
         flags += instruction_flags(info, preps, self.store, self.shown, self.siblings, self.cache)
         flags += source_flags(
             info, preps, self.context_preps, o.precedence, self.store_vectors, best,

@@ -60,7 +60,7 @@ CLUE_FLAGS: frozenset[str] = frozenset(
     }
 )
 SOURCE_FLAGS: frozenset[str] = frozenset(
-    {"instruction_in_source", "lower_precedence", "weaker_citation"}
+    {"instruction_in_claim", "instruction_in_source", "lower_precedence", "weaker_citation"}
 )
 
 
@@ -85,6 +85,7 @@ def apply_strict(
 # to AI assistants or on a source ranked below another on the same point, or with a number its
 # passages do not hold (staff readers see these claims, marked with their flags).
 WITHHELD_FOR_PUBLIC: frozenset[str] = EXACT_FLAGS | {
+    "instruction_in_claim",
     "instruction_in_source",
     "lower_precedence",
     "number_not_found",
@@ -95,6 +96,7 @@ WITHHELD_FOR_PUBLIC: frozenset[str] = EXACT_FLAGS | {
 _WITHHELD_WHY: dict[str, dict[str, str]] = {
     "en": {
         "exact": "it cites a passage it may not cite",
+        "instruction_in_claim": "it is worded as an instruction to an AI assistant",
         "instruction_in_source": "it rests on text addressed to AI assistants",
         "lower_precedence": "it rests on a source that a higher-ranked one overrides",
         "number": "it states a number its passages do not hold",
@@ -102,6 +104,7 @@ _WITHHELD_WHY: dict[str, dict[str, str]] = {
     },
     "fr": {
         "exact": "elle cite un passage qu'elle ne peut pas citer",
+        "instruction_in_claim": "elle est rédigée comme une consigne à un assistant d'IA",
         "instruction_in_source": "elle repose sur un texte adressé aux assistants d'IA",
         "lower_precedence": "elle repose sur une source qu'une autre, de rang supérieur, remplace",
         "number": "elle donne un nombre absent de ses passages",
@@ -262,6 +265,10 @@ _DESCRIPTIONS: dict[str, str] = {
     "word_not_found": (
         "the cited passages do not hold {arg} (the judge rejected the claim; a clue, can be"
         " wrong: a true paraphrase uses other words)"
+    ),
+    "instruction_in_claim": (
+        "the claim itself is worded as text addressed to AI assistants (an instruction the"
+        " model passed on); it is shown to staff, never obeyed, and withheld from the public"
     ),
     "instruction_in_source": (
         "passage {arg} (cited, or of a cited document, repeating the claim's unsupported words)"
