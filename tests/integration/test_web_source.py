@@ -406,6 +406,14 @@ def test_a_5xx_is_retried_and_a_dead_site_or_bad_tls_is_one_line(site: Site, tmp
     assert _url(site, "flaky.html") in report.added
     assert [h.status for h in site.asked(HOWTO + "flaky.html")] == [503, 503, 200]
 
+    # a page that connects and then stalls costs one timeout, not one per try
+    before = len(site.asked(HOWTO + "slow.html"))
+    report, _ = _sync(tmp_path / "c.sqlite", site.start, WebSettings(
+        delay=0, timeout=1, retries=2, backoff=0,
+    ))  # fmt: skip
+    assert len(site.asked(HOWTO + "slow.html")) == before + 1  # asked once, never retried
+    assert "tries" not in {p.source: p.reason for p in report.problems}[_url(site, "slow.html")]
+
     index = tmp_path / "b.sqlite"
     dead = site.url.rsplit(":", 1)[0] + ":9"  # the discard port: nothing listens
     with pytest.raises(UpstreamError) as caught:

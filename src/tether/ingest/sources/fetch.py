@@ -10,13 +10,14 @@ validators and body, or a one-line `problem`. It
 - follows redirects itself, hop by hop (at most `max_redirects`), and refuses a hop to another
   host (`on_host`) or to a path robots.txt disallows (`allowed`) without requesting it; the
   URLs passed through are recorded (`redirects`);
-- retries a timeout, a dropped connection, a 429 or a 5xx (`retries` times, waiting `backoff`
-  seconds, doubled each time, or the server's `Retry-After` up to 30 s), never a TLS error
-  or another 4xx;
+- retries a connect timeout, a dropped connection, a 429 or a 5xx (`retries` times, waiting
+  `backoff` seconds, doubled each time, or the server's `Retry-After` up to 30 s), never a
+  TLS error, another 4xx or a page that connected and then stalled past `timeout` (a slow
+  page would cost a full timeout per try);
 - reads at most `max_bytes` of a body (its `Content-Length` checked first; a compressed body
   is counted as it inflates, so a small gzip bomb cannot fill memory).
 
-Every failure is one line: `timed out after 20 s (3 tries)`, `TLS error: certificate verify
+Every failure is one line: `timed out after 20 s`, `TLS error: certificate verify
 failed: self-signed certificate`, `cannot connect: connection refused`, `HTTP 403 Forbidden`,
 `redirected to another host (https://other.example/x); not followed`.
 
@@ -186,9 +187,11 @@ class Fetcher:
                         current = target
                         continue
                     return self._response(url, current, response, tuple(passed), max_bytes)
-            except httpx.TimeoutException:
+            except httpx.TimeoutException as exc:
                 problem = f"timed out after {self.settings.timeout:g} s"
-                return Fetched(url, current, problem=problem, retryable=True)
+                # a page that connected and then stalled would cost a full timeout per try
+                again = not isinstance(exc, (httpx.ReadTimeout, httpx.WriteTimeout))
+                return Fetched(url, current, problem=problem, retryable=again)
             except httpx.HTTPError as exc:
                 problem, again = _transport_problem(exc)
                 return Fetched(url, current, problem=problem, retryable=again)
