@@ -605,6 +605,7 @@ def test_an_infinite_calendar_is_held_by_the_page_and_depth_caps(tmp_path: Path)
         assert {p for p in asked if p.startswith("/cal/") and "sitemap" not in p} == within
         assert len(report.added) == 11 and source.summary.too_deep == 2  # months -6 and +6
         assert source.summary.stopped_by is None  # the depth cap is counted, not a stop
+        assert "2 links deeper than --max-depth 5 were not followed" in " ".join(report.warnings)
 
         runner = CliRunner()  # and what the command line reports
         args = ["ingest", start, "--no-embed", "--delay", "0", "--timeout", "1", "--retries",

@@ -290,6 +290,12 @@ class _Crawl:
                 f"the crawl stopped at --{s.stopped_by} {cap:,}: {s.not_fetched} queued pages"
                 " were not fetched (those indexed before keep their previous version)"
             )
+        if s.too_deep:
+            self.sink.warning(
+                f"{s.too_deep} link{'s' if s.too_deep != 1 else ''} deeper than --max-depth"
+                f" {opts.max_depth} {'were' if s.too_deep != 1 else 'was'} not followed"
+                " (raise --max-depth to read them)"
+            )
 
     def _validators(self, record: Mapping[str, Any]) -> tuple[str | None, str | None]:
         """The validators to send: only for a page whose document the index holds (else
