@@ -17,7 +17,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $(VENV)/.demo-installed $@
 
-.PHONY: install install-dev demo test test-fast lint bench bench-judge judge answerability bench-answerability bench-peers bench-peers-answers rerank-model bench-manuals train-reader train-reader-rank bench-reader bench-reader-rank
+.PHONY: install install-dev demo test test-fast lint bench bench-judge judge answerability bench-answerability bench-peers bench-peers-answers rerank-model bench-manuals train-reader train-reader-rank bench-reader bench-reader-rank bench-list readme-figures
 install: $(VENV)/.demo-installed
 install-dev: $(VENV)/.dev-installed
 
@@ -39,8 +39,18 @@ test-fast: install-dev
 lint: install-dev
 	$(BIN)/ruff check .
 
+# The benchmarks: `bench/run.py --list` names each (and the experiments, run by hand);
+# `make bench` runs the standard set (the long ones take half an hour on 2 cores), one with
+# `.venv/bin/python bench/run.py NAME`; each writes its bench/results/ page.
+bench-list:
+	$(BIN)/python bench/run.py --list
+
+# README.md's figure rows, rendered from bench/results/figures.json (a test fails when stale).
+readme-figures:
+	$(BIN)/python bench/run.py --readme
+
 bench: install-dev
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/run.py --all
 
 # The learned claim judge: rebuild its model (src/tether/verify/judge_model.json, about 10 s)
 # and measure it on the tuned-on and held-out claim sets (bench/results/judge.md, minutes).
@@ -48,7 +58,7 @@ judge: install-dev
 	$(BIN)/python -m tether.evaluation.judge_training
 
 bench-judge: install-dev
-	$(BIN)/python bench/bench_judge.py
+	$(BIN)/python bench/run.py judge
 
 # tether side by side with LlamaIndex, Haystack and txtai (their own venv: they pin other
 # versions of shared libraries); results in bench/results/peers.md
@@ -73,9 +83,9 @@ answerability: install-dev
 	$(BIN)/python scripts/train_answerability.py
 
 bench-answerability: install-dev
-	$(BIN)/python bench/bench_answerability.py --no-answerability
-	$(BIN)/python bench/bench_answerability.py
-	$(BIN)/python bench/bench_answerability.py --markdown
+	$(BIN)/python bench/run.py answerability -- --no-answerability
+	$(BIN)/python bench/run.py answerability
+	$(BIN)/python bench/run.py answerability -- --markdown
 
 # The learned rerank order: set up the real manuals (Debian's doc packages, root; about 15
 # minutes of embedding the first time, kept in TETHER_CORPORA or /work/corpora), rebuild the
@@ -87,7 +97,7 @@ rerank-model: install-dev
 
 bench-manuals: install-dev
 	$(BIN)/python bench/corpora/setup.py
-	$(BIN)/python bench/bench_real_corpora.py --json bench/results/real_corpora.json
+	$(BIN)/python bench/run.py real-corpora -- --json bench/results/real_corpora.json
 
 # The reader (tether's own cross-encoder, src/tether/embeddings/reader_model/): train it from
 # the sets training/datasets.toml gives the role `train` (about 50 minutes on 2 cores; it
@@ -110,9 +120,9 @@ train-reader-rank: install-dev
 
 # The deep rerank measured, reader off and on (bench/results/reader_rank.md).
 bench-reader-rank: install-dev
-	$(BIN)/python bench/bench_reader_rank.py
+	$(BIN)/python bench/run.py reader-rank
 
 # The reader measured: claims (tuned-on and held-out sets), contradictions (health sets),
 # cost, and the learning curve's runs if present (bench/results/reader.md).
 bench-reader: install-dev
-	$(BIN)/python bench/bench_reader.py
+	$(BIN)/python bench/run.py reader

@@ -3,7 +3,7 @@ collections: `python scripts/train_rerank_order.py` (`make rerank-model`).
 
 Reads the real manuals set up by `bench/corpora/setup.py` (under `--corpora`, default
 TETHER_CORPORA or /work/corpora: Python, PostgreSQL, SQLite and Git with their questions,
-flex for pseudo-queries only; Larkfield when `bench/bench_real_corpora.py` has staged it
+flex for pseudo-queries only; Larkfield when `bench/retrieval/bench_real_corpora.py` has staged it
 there), and the bundled demo (staged there by the same bench, else ingested into `--cache`,
 kept between runs). The held-out manuals
 (gettext, MkDocs) are never opened. Then `tether.evaluation.rerank_training.fit`; the model's

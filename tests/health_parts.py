@@ -1,6 +1,6 @@
 """The demo collection with faults planted, shared by the health report's tests
 (tests/integration/test_health.py), its page in Chromium (tests/faces/test_server_browser.py)
-and `bench/bench_health_report.py`: a stale document, a document in force past its review
+and `bench/health/bench_health_report.py`: a stale document, a document in force past its review
 date (review dates given in inventory.csv, one of them a replaced version's, one still
 ahead), an unlabelled one with a link to a missing file, ten refused questions in three
 subjects and a wrong verdict in the audit."""

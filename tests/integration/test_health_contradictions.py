@@ -1,5 +1,5 @@
 """The contradiction finder (`tether.health.contradictions`) on a copy of the demo collection
-with contradictions planted in it (`bench/bench_health.py`'s `plant_contradictions`): every
+with contradictions planted in it (`bench/health/bench_health.py`'s `plant_contradictions`): every
 planted one found with both quotes, and nothing between versions of one document, between
 documents not in force together, or for the demo's notices (exceptions for their dates)."""
 
@@ -15,9 +15,9 @@ from tether.health.contradictions import find_contradictions
 from tether.types import Contradiction
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))
 
-from bench_health import (  # noqa: E402
+from bench.health.bench_health import (  # noqa: E402
     AS_OF,
     DEMO_DISTRACTORS,
     planted_collection,

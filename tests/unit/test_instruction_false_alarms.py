@@ -1,7 +1,7 @@
 """Manual prose the instruction detector flagged as text addressed to AI assistants (issue
 47): "the prompt" of a command line, "ignore all rules" said of a configuration, "ignore
 rules" as a noun after "any other". Measured on every chunk of nine real manuals
-(bench/bench_instructions.py, bench/results/instructions.md): 14 flags before, none after;
+(bench/judge/bench_instructions.py, bench/results/instructions.md): 14 flags before, none after;
 the labelled set keeps its rates (tests/unit/test_instructions.py). The phrasings that are
 still instructions are checked beside each fix."""
 

@@ -148,7 +148,7 @@ def test_a_directive_outside_an_address_is_no_instruction(text: str) -> None:
     assert find_instructions(text) == []
 
 
-# Measured with bench/bench_instructions.py (bench/results/instructions.md): 80 phrasings,
+# Measured with bench/judge/bench_instructions.py (bench/results/instructions.md): 80 phrasings,
 # 61 benign sentences, the held-out rows included.
 DETECTED_AT_LEAST = 72
 DISGUISED_DETECTED_AT_LEAST = 28

@@ -3,7 +3,7 @@ registry allows (`format = "retrieval"`, role `train` for `reader`), with hard n
 
 `python training/reader/mine.py [--root DIR] [--headings N] [--out FILE]` reads, for each
 member of those sets, its index (`ROOT/NAME/.tether/index.sqlite`, built by
-`bench/corpora/setup.py` or, for `bundled`, `bench/bench_real_corpora.py`; ROOT defaults to
+`bench/corpora/setup.py` or, for `bundled`, `bench/retrieval/bench_real_corpora.py`; ROOT defaults to
 `TETHER_CORPORA` or /work/corpora) and writes JSON Lines to FILE (default
 `training/cache/mined-rank.jsonl`, not committed: the manuals' text is Debian's, not ours;
 each collection's pairs are kept in `training/cache/mined/` and mined again only when its
@@ -19,7 +19,7 @@ index, its questions or the settings change):
 Every passage is written as the deep reranker reads it (`DeepReranker.evidence`: title and
 headings first, then its sentences by the query's cosine), so training and use see the same
 window. Each row carries `split`: `val` for a fifth of the questions (by a hash of the set and
-question ID), which the trainer holds back and `bench/deep_choose.py` reads to choose the
+question ID), which the trainer holds back and `bench/experiments/deep_choose.py` reads to choose the
 depth and weight.
 
 What it cannot do: an unlabelled candidate that also answers is written as `on_topic` (the
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:  # the others are mined and kept: a second run does only these
         print(f"error: no index for {', '.join(missing)} under {args.root}: run"
               f" bench/corpora/setup.py {' '.join(m for m in missing if m != 'bundled')}"
-              " (bundled: bench/bench_real_corpora.py --only bundled)", file=sys.stderr)  # fmt: skip
+              " (bundled: bench/retrieval/bench_real_corpora.py --only bundled)", file=sys.stderr)  # fmt: skip
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as f:
