@@ -10,7 +10,13 @@
   wait for /readyz or /healthz, yield the base URL, stop).
 - `open_workspace(...)`: `tether.app.Workspace.open`, as every face opens one.
 - Results: `write_result(name, figures, render)` writes `RESULTS/name.json` (the figures with
-  the run's date, commit, machine and load) and `RESULTS/name.md`, rendered from that JSON.
+  the run's date, commit, machine and load) and `RESULTS/name.md`, rendered from that JSON
+  with a line naming the run (`run_line`); `make_record`, `write_record` and `render_page`
+  for results whose JSON and page are not named alike; `write_page_result(page, lines)` for
+  a script that builds its page line by line as it measures (the JSON keeps the lines and
+  the tables parsed from them); `sidecar_path(page)` never overwrites a JSON kept by hand;
+  `read_figures(path)` and `read_record(path)` read either shape back (a record, or a JSON
+  written before the harness, dated then from git history).
 
 What it cannot do: it records the load, it does not control it (on a shared machine read
 timings beside the load they were measured at); `commit()` names HEAD and says `-dirty` when
@@ -35,6 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
+
+from bench.provenance import measured_at, page_figures
 
 if TYPE_CHECKING:
     from tether.app import Workspace
@@ -231,18 +239,92 @@ def write_result(
 ) -> Path:  # fmt: skip
     """Write `folder/name.json` (`figures` under "figures", with `provenance`) and
     `folder/name.md`, `render(record)` under a line naming the run; the JSON's path."""
-    record = {"bench": name, **provenance(load_before), "figures": figures}
+    record = make_record(name, figures, load_before)
     folder.mkdir(parents=True, exist_ok=True)
-    out = folder / f"{name}.json"
-    out.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
+    out = write_record(folder / f"{name}.json", record)
     (folder / f"{name}.md").write_text(render_page(record, render), encoding="utf-8")
     return out
+
+
+def make_record(
+    name: str, figures: dict[str, Any], load_before: float | None = None
+) -> dict[str, Any]:
+    """A result's JSON record: `{"bench": name, date, commit, machine, load, "figures"}`."""
+    return {"bench": name, **provenance(load_before), "figures": figures}
+
+
+def write_record(path: Path, record: dict[str, Any]) -> Path:
+    """Write a result's JSON record to `path` (its folder made); `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
+    return path
+
+
+def write_page_result(
+    page: Path, lines: Sequence[str], *, load_before: float | None = None,
+    figures: dict[str, Any] | None = None,
+) -> Path:  # fmt: skip
+    """For a script that builds its page line by line as it measures: `page`'s JSON (beside
+    it) holds `figures`, the page's tables and numbered sentences (`provenance.page_figures`)
+    and its lines; `page` is rendered from that record with the line naming the run. The
+    JSON's path."""
+    text = "\n".join(lines)
+    body = {**(figures or {}), **page_figures(text), "lines": list(lines)}
+    record = make_record(page.stem, body, load_before)
+    out = write_record(page.with_suffix(".json"), record)
+    page.write_text(render_page(record, lambda r: "\n".join(r["figures"]["lines"])), "utf-8")
+    return out
+
+
+def sidecar_path(page: Path) -> Path:
+    """Where a page's JSON record goes: `page.json`, unless that file holds something else
+    kept by hand (a JSON that is no record), then `page.run.json` beside it."""
+    path = page.with_suffix(".json")
+    if not path.is_file():
+        return path
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        data = None
+    return path if is_record(data) else page.with_suffix(".run.json")
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """A result's JSON as a record: as written by the harness, or, for a JSON written before
+    it, its whole content as the figures with the date and commit of the last commit that
+    changed it (git history) and no load."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if is_record(data):
+        return dict(data)
+    sha, day = measured_at(path)
+    return {
+        "bench": path.stem, "date": day, "commit": sha, "machine": "not recorded",
+        "load": "load not recorded", "figures": data,
+    }  # fmt: skip
+
+
+def read_figures(path: Path) -> Any:
+    """The figures of a result's JSON: a record's "figures", or the whole JSON of a file
+    written before the harness (those name no "bench")."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data["figures"] if is_record(data) else data
+
+
+def is_record(data: Any) -> bool:
+    """Whether a result's JSON is a harness record (it names its bench and has figures)."""
+    return isinstance(data, dict) and "bench" in data and "figures" in data
 
 
 def run_line(record: dict[str, Any]) -> str:
     """One line naming a run: date, commit, CPUs and model, load before and after."""
     m = record.get("machine") or {}
     load = record.get("load") or {}
+    if not isinstance(m, dict) or not isinstance(load, dict):  # a page's record from git
+        said = load if isinstance(load, str) and "load" in load else f"load {load}"
+        return (
+            f"Run {record.get('date', 'unrecorded')} at commit"
+            f" {record.get('commit', 'unrecorded')}; machine {m}; {said}."
+        )
     return (
         f"Run {record.get('date', 'unrecorded')} at commit {record.get('commit', 'unrecorded')}; "
         f"{m.get('cpus', '?')} CPUs ({m.get('cpu_model', '?')}); load average "

@@ -10,8 +10,11 @@
 - `--readme`: renders the README's figure rows from `bench/results/figures.json`
   (`bench/figures.py`); with `--check`, only says whether they are stale (exit 1).
 
-Each script writes its own `bench/results/` page; the runner prints, for each run, its exit
-code, its seconds and the load average before and after.
+Each script writes its result through `bench/harness.py`: a JSON record (the run's date,
+commit, machine and load, and its figures) and its `bench/results/` page rendered from it,
+under a line naming the run (`bench/provenance.py` checks every page has one; pages measured
+before the harness carry a line taken from git history). The runner prints, for each run,
+its exit code, its seconds and the load average before and after.
 
 What it cannot do: it does not install what a benchmark needs (Debian documentation packages,
 PostgreSQL, the peers' virtual environment: their docstrings and the Makefile say how), and

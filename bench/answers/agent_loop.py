@@ -8,7 +8,8 @@ the caps it reached, model tokens and seconds. The verifier is off for both (its
 the local model too: one more call per claim, the same for both sides); the answer and the
 citations are still those the model gave. Every completion is recorded (replay format) to
 bench/results/agent_loop.recordings.jsonl, so a run can be replayed. Writes
-bench/results/agent_loop.md.
+bench/results/agent_loop.json (the run's date, commit, machine and load, and the rows) and
+agent_loop.md rendered from it.
 
 What it cannot do: the local model is slow (30-100 s a call on 2 shared cores), so the
 default is a subset; the machine's load is written with the figures.
@@ -18,14 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
+from bench.harness import load_average, write_result
 from tether.answering.agent import AgentCaps
 from tether.answering.pipeline import AskOptions
 from tether.app import Workspace
@@ -52,6 +54,7 @@ def main() -> None:
     parser.add_argument("--ids", default=DEFAULT_IDS)
     parser.add_argument("--index", default=".tether/demo.sqlite")
     args = parser.parse_args()
+    load_before = load_average()
     wanted = args.ids.split(",")
     questions = [q for q in load_questions() if q.id in wanted]
     ws = Workspace.open(Path(args.index), create=True)
@@ -84,17 +87,25 @@ def main() -> None:
         }  # fmt: skip
         rows.append(row)
         print(json.dumps(row, ensure_ascii=False), flush=True)
-    write(rows, os.getloadavg())
+    write(rows, load_before)
 
 
-def write(rows: list[dict], load: tuple[float, float, float]) -> None:
+def write(rows: list[dict], load_before: float) -> None:
+    """bench/results/agent_loop.json (the run's date, commit, machine, load and rows) and
+    agent_loop.md rendered from it."""
+    write_result("agent_loop", {"rows": rows}, render, load_before=load_before, folder=OUT)
+
+
+def render(record: dict[str, Any]) -> str:
+    """The page of a run, from its JSON record (`harness.write_result`)."""
+    rows = record["figures"]["rows"]
     n = len(rows)
     med = statistics.median
     lines = [
         "# Agent loop vs single-shot (local model)",
         "",
-        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores; load average"
-        f" at the end {load[0]:.1f} (other engineers' jobs were running: latencies are"
+        f"Run {record['date']} on {record['machine']['cpus']} cores; load average"
+        f" at the end {record['load']['after']:.1f} (other engineers' jobs were running: latencies are"
         " inflated, compare the two columns with each other, not with other runs). Model:"
         " the local Qwen2.5-Coder 1.5B (q4_k_m); verifier off for both; caps: 6 steps,"
         " 16,000 tokens, 900 s. A SUBSET of the bundled set (the local model is slow): "
@@ -123,7 +134,7 @@ def write(rows: list[dict], load: tuple[float, float, float]) -> None:
     lines += ["", "Answers:", ""]
     for r in rows:
         lines.append(f"- {r['id']} single: {r['single_answer']!r}; agent: {r['agent_answer']!r}")
-    (OUT / "agent_loop.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ without the answerability judge (the gate alone), for the before/after.
         [--sets demo-heldout,heldout-10] [--limit N] [--every N]
         [--out bench/results/answerability.json]
 
-Writes the JSON given by --out (default `bench/results/answerability[-local][-off].json`);
-`--markdown` rewrites `bench/results/answerability.md` from the JSON files present.
+Writes the JSON given by --out (default `bench/results/answerability[-local][-off].json`: the
+run's date, commit, machine and load, and its figures); `--markdown` rewrites
+`bench/results/answerability.md` from the JSON files present (each section names its run).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
 
 from bench.frozen import changed
+from bench.harness import load_average, make_record, run_line, write_record
+from bench.provenance import names_run
 from tether.answering.pipeline import AskOptions
 from tether.app import Workspace
 from tether.config import settings_from_mapping
@@ -175,11 +178,15 @@ def markdown() -> str:
              " one question set asked end to end. Tuned-on sets trained the answerability"
              " judge (`scripts/train_answerability.py`); held-out sets were written before it"
              " and never tuned on.", ""]  # fmt: skip
-    for path in sorted(RESULTS.glob("answerability*.json")):
-        if path.name == "answerability_before.json":
+    runs: list[str] = []  # the line naming each run that was recorded with one
+    for path in sorted([*RESULTS.glob("answerability-*.json"), RESULTS / "answerability.json"]):
+        if not path.is_file():
             continue
-        data = json.loads(path.read_text(encoding="utf-8"))
-        lines += [f"## {data['title']}", "", f"Load: {data['load']}", "",
+        record = json.loads(path.read_text(encoding="utf-8"))
+        data = record.get("figures", record)
+        run = [run_line(record), ""] if "bench" in record else []
+        runs += run[:1]
+        lines += [f"## {data['title']}", "", *run, f"Load: {data['load']}", "",
                   "| set | kind | answerable wrongly refused (by) | must-refuse refused |"
                   " abstention precision | answerable right by keys |"
                   " headings/questions as claims | median s |",
@@ -194,6 +201,13 @@ def markdown() -> str:
                 f" {s['median_s']} |"
             )
         lines.append("")
+    if runs:  # "Run DATE at ...": the latest date sorts last
+        newest = max(runs)
+        lines[1:1] = ["", f"The latest run: {newest[0].lower()}{newest[1:]}"]
+    else:  # no run recorded one: keep the line the page names its run with
+        page = RESULTS / "answerability.md"
+        old = page.read_text(encoding="utf-8").split("\n")[:6] if page.is_file() else []
+        lines[1:1] = ["", *[x for x in old if names_run(x)][:1]]
     return "\n".join(lines) + "\n"
 
 
@@ -240,6 +254,7 @@ def main() -> int:
         (RESULTS / "answerability.md").write_text(markdown(), encoding="utf-8")
         return 0
     verify_heldout()
+    load_before = load_average()
     names = [n for n in args.sets.split(",") if n] or list(sets())
     results = [measure(n, args) for n in names]
     suffix = (
@@ -258,8 +273,8 @@ def main() -> int:
     )  # fmt: skip
     load = (f"{len(names)} sets, 2-core machine shared with other jobs; every"
             f" {args.every} question(s), limit {args.limit or 'none'}")  # fmt: skip
-    out.write_text(json.dumps({"title": title, "load": load, "sets": results}, indent=1) + "\n",
-                   encoding="utf-8")  # fmt: skip
+    figures = {"title": title, "load": load, "sets": results}
+    write_record(out, make_record(out.stem, figures, load_before))
     print(markdown(), file=sys.stderr)
     return 0
 

@@ -7,7 +7,8 @@ options: rerank, k 5) and (2) the bundled recordings of the local model (replaye
 options they were recorded with: hybrid, k 4, budget 1000); then stages the shared Larkfield
 benchmark and runs the extractive answerer on its scorable part (the questions whose
 relevant passages the partial corpus holds, and the abstentions), asked as staff, as the
-retrieval benchmark does. Writes bench/results/answers.md.
+retrieval benchmark does. Writes bench/results/answers.md and its JSON
+(`harness.write_page_result`: the run's date, commit, machine and load, the tables and lines).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
+from bench.harness import load_average, write_page_result
 from tether.answering.pipeline import AskOptions
 from tether.app import Workspace
 from tether.evaluation.answer_eval import (
@@ -87,6 +90,7 @@ def _recorded_latency() -> float:
 
 
 def main() -> None:
+    load_before = load_average()
     tmp = Path(tempfile.mkdtemp(prefix="bench-answers-"))
     ws = Workspace.open(tmp / "demo.sqlite", provider=ExtractiveProvider(), create=True)
     ws.ingest(demo_collection())
@@ -133,7 +137,7 @@ def main() -> None:
             *_table("Extractive answerer", held),
         ]
     out = ROOT / "bench" / "results" / "answers.md"
-    out.write_text("\n".join(report) + "\n", encoding="utf-8")
+    write_page_result(out, [*report, ""], load_before=load_before)
     print(out)
 
 

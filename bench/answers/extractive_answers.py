@@ -6,17 +6,23 @@ the extractive answerer over the demo collection, and counts, on the answerable 
 (`abstain` false): answers whose text matches every `keys` pattern and no `must_not` pattern
 (what the model said, and what is shown: the answer text after claims withheld from a
 public reader), refusals, and claims that quote a sentence holding text addressed to AI
-assistants (`instruction_in_source`). Prints a Markdown table (paste it into
-bench/results/extractive.md with the commit measured).
+assistants (`instruction_in_source`). Prints a Markdown table; with `--out FOLDER` also writes
+FOLDER/extractive.json (the run's date, commit, machine and load, and the figures) and
+extractive.md rendered from it (bench/results/extractive.md itself is written by hand around
+a run's table, the run it names at its top).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
+from bench.harness import load_average, write_result
 from tether.answering.pipeline import AskOptions
 from tether.app import Workspace
 from tether.evaluation.questions import demo_collection, load_questions
@@ -39,7 +45,9 @@ def said(r: AskResult) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--index", type=Path, help="a demo index to reuse (else built)")
+    parser.add_argument("--out", type=Path, help="a folder: write extractive.json and .md there")
     args = parser.parse_args()
+    load_before = load_average()
     with tempfile.TemporaryDirectory() as tmp:
         index = args.index or Path(tmp) / "demo.sqlite"
         ws = Workspace.open(index, create=True)
@@ -64,18 +72,38 @@ def main() -> None:
             by_kind[q.kind][0] += ok_shown
             by_kind[q.kind][1] += 1
         ws.close()
-    n = len(answerable)
-    print(f"| measure | value (of {n} answerable bundled questions with keys) |")
-    print("|---|---|")
-    print(f"| keys match what the answerer said | {right_said} ({100 * right_said / n:.0f}%) |")
-    print(f"| keys match what is shown | {right_shown} ({100 * right_shown / n:.0f}%) |")
-    print(f"| refused (gate, answerer or verifier) | {refused} |")
-    print(f"| answers with an instruction_in_source claim | {instructed} |")
-    print()
-    print("| kind | shown and right |")
-    print("|---|---|")
-    for kind, (ok, total) in sorted(by_kind.items()):
-        print(f"| {kind} | {ok}/{total} |")
+    figures = {
+        "answerable": len(answerable), "right_said": right_said, "right_shown": right_shown,
+        "refused": refused, "instructed": instructed, "by_kind": by_kind,
+    }  # fmt: skip
+    if args.out is None:
+        print(tables(figures))
+        return
+    out = write_result("extractive", figures, render, load_before=load_before, folder=args.out)
+    print(out.with_suffix(".md").read_text(encoding="utf-8"))
+
+
+def tables(f: dict[str, Any]) -> str:
+    """The Markdown tables of a run's figures (what the script prints)."""
+    n = f["answerable"]
+    lines = [
+        f"| measure | value (of {n} answerable bundled questions with keys) |",
+        "|---|---|",
+        f"| keys match what the answerer said | {f['right_said']} ({100 * f['right_said'] / n:.0f}%) |",
+        f"| keys match what is shown | {f['right_shown']} ({100 * f['right_shown'] / n:.0f}%) |",
+        f"| refused (gate, answerer or verifier) | {f['refused']} |",
+        f"| answers with an instruction_in_source claim | {f['instructed']} |",
+        "",
+        "| kind | shown and right |",
+        "|---|---|",
+        *(f"| {kind} | {ok}/{total} |" for kind, (ok, total) in sorted(f["by_kind"].items())),
+    ]
+    return "\n".join(lines)
+
+
+def render(record: dict[str, Any]) -> str:
+    """The page of a run (`--out`), from its JSON record (`harness.write_result`)."""
+    return "# Extractive answerer on the bundled questions\n\n" + tables(record["figures"]) + "\n"
 
 
 if __name__ == "__main__":

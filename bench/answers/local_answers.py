@@ -18,7 +18,8 @@ tokens) and generated tokens, and an unloaded estimate at `--prompt-tps` / `--ge
 today's pipeline (the replay provider: the judge is then the embedding one, so only the
 recorded answer call is counted). `--ids` picks the questions (default: the fixed subset of
 15 answerable and 3 must-refuse questions, `SUBSET`); `--all` takes every bundled question.
-Prints a Markdown table and, with `--jsonl FILE`, one line per question.
+Prints a Markdown table and, with `--jsonl FILE`, one line per question; with `--out FOLDER`
+also FOLDER/local_answers.json (the run's date, commit, machine, load and rows) and its page.
 
 What it cannot do: a regular expression key is a proxy for a right answer; it measures on
 the collection the keys were written for.
@@ -37,6 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
 from bench.answers.extractive_answers import matches, said
+from bench.harness import load_average, write_result
 from tether.answering.pipeline import AskOptions
 from tether.app import Workspace
 from tether.evaluation.questions import demo_collection, load_questions
@@ -90,7 +92,9 @@ def main() -> None:
     parser.add_argument("--jsonl", type=Path)
     parser.add_argument("--prompt-tps", type=float, default=35.0)
     parser.add_argument("--gen-tps", type=float, default=9.0)
+    parser.add_argument("--out", type=Path, help="a folder: write local_answers.json and .md")
     args = parser.parse_args()
+    load_before = load_average()
     ws = Workspace.open(args.index, create=True)
     if not args.index.exists() or not ws.store.info().get("chunks"):
         ws.ingest(demo_collection())
@@ -125,10 +129,28 @@ def main() -> None:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
     ws.close()
     report(rows)
+    if args.out is not None:
+        figures = {"provider": args.provider, "mode": args.mode, "rows": rows}
+        write_result("local_answers", figures, render, load_before=load_before, folder=args.out)
+
+
+def render(record: dict[str, Any]) -> str:
+    """The page of a run (`--out`), from its JSON record (`harness.write_result`)."""
+    f = record["figures"]
+    return "\n".join([
+        f"# The local model's answers: {f['provider']} answerer, mode {f['mode']}", "",
+        "| measure | value |", "|---|---|", *summary(f["rows"]), "",
+    ])  # fmt: skip
 
 
 def report(rows: list[dict]) -> None:
-    """The Markdown summary of scored rows."""
+    """Print the Markdown summary of scored rows."""
+    print("\n".join(summary(rows)))
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """The Markdown summary rows of scored rows."""
+    lines = []
     answerable = [r for r in rows if not r["abstain"]]
     must = [r for r in rows if r["abstain"]]
     refused = [r for r in rows if r["refused"]]
@@ -137,18 +159,26 @@ def report(rows: list[dict]) -> None:
     recall = true_refusals / len(must) if must else float("nan")
     asked = [r for r in rows if r["calls"]]
     right = sum(r["right"] for r in answerable)
-    print(f"| answerable right | {right}/{len(answerable)} |")
-    print(f"| must-refuse refused | {sum(r['right'] for r in must)}/{len(must)} |")
-    print(f"| abstention precision / recall | {precision:.2f} / {recall:.2f} |")
+    lines.append(f"| answerable right | {right}/{len(answerable)} |")
+    lines.append(f"| must-refuse refused | {sum(r['right'] for r in must)}/{len(must)} |")
+    lines.append(f"| abstention precision / recall | {precision:.2f} / {recall:.2f} |")
     if asked:
         med = statistics.median
-        print(f"| median prompt tokens processed | {med(r['prompt_tokens'] for r in asked):.0f} |")
-        print(f"| median generated tokens | {med(r['generated_tokens'] for r in asked):.0f} |")
-        print(f"| median model calls | {med(r['calls'] for r in asked):.0f} |")
-        print(f"| median model seconds (loaded machine) | {med(r['model_s'] for r in asked):.1f} |")
-        print(
+        lines.append(
+            f"| median prompt tokens processed | {med(r['prompt_tokens'] for r in asked):.0f} |"
+        )
+        lines.append(
+            f"| median generated tokens | {med(r['generated_tokens'] for r in asked):.0f} |"
+        )
+        lines.append(f"| median model calls | {med(r['calls'] for r in asked):.0f} |")
+        lines.append(
+            f"| median model seconds (loaded machine) | {med(r['model_s'] for r in asked):.1f} |"
+        )
+        lines.append(
             f"| median unloaded estimate, s | {med(r['unloaded_estimate_s'] for r in asked):.1f} |"
         )
+
+    return lines
 
 
 if __name__ == "__main__":

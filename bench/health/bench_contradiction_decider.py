@@ -20,7 +20,8 @@ default embedder, reads its sentences and candidate pairs exactly as
    (P(yes) from the first token's log-probabilities): the area under the ROC curve and the
    means. Slow: 2-9 s a pair on 2 cores.
 
-Writes bench/results/health_decider.md (and .json). It reads the sets' labels (so a set it
+Writes bench/results/health_decider.json (the run's date, commit, machine, load and figures)
+and health_decider.md rendered from it. It reads the sets' labels (so a set it
 runs on is no longer held out) and changes nothing in the finder.
 
 What it cannot do: the learned decision sees only the features the checks compute, so it
@@ -44,6 +45,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
+from bench.harness import load_average, make_record, read_record, render_page, write_record
 from bench.health.bench_health import ingest
 from bench.health.bench_health_report import HERE, labelled, tuned_on
 from tether.health.contradiction_checks import check_close
@@ -257,8 +259,17 @@ def _pooled(stages: dict[str, Any], get: Any) -> str:
     return f"{hits / kept if kept else 1.0:.2f} / {found / labelled:.2f}"
 
 
-def write_page(stages: dict[str, Any], learned: dict[str, Any], model: dict | None) -> None:
-    """bench/results/health_decider.md from the figures (`--page` rewrites it from the JSON)."""
+def write_page(record: dict[str, Any]) -> None:
+    """bench/results/health_decider.md from a run's JSON record (`--page` rewrites it)."""
+    page = render_page(record, render)
+    (RESULTS / "health_decider.md").write_text(page, encoding="utf-8")
+    print(page)
+
+
+def render(record: dict[str, Any]) -> str:
+    """The page of a run, from its JSON record (`harness.make_record`)."""
+    f = record["figures"]
+    stages, learned, model = f["stages"], f["leave_one_set_out"], f["llm"]
     lines = [
         "# Contradictions: where the labelled ones are lost (bench/health/bench_contradiction_decider.py)",
         "",
@@ -294,8 +305,7 @@ def write_page(stages: dict[str, Any], learned: dict[str, Any], model: dict | No
                   f" {model['pairs']} labelled contradictions and look-alikes, AUC {model['auc']:.2f},"
                   f" mean P(yes) {model['mean_true']:.2f} on contradictions against"
                   f" {model['mean_lookalike']:.2f} on look-alikes ({model['seconds']} s)."]  # fmt: skip
-    (RESULTS / "health_decider.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -307,9 +317,9 @@ def main() -> None:
     parser.add_argument("--page", action="store_true", help="only rewrite the page from the JSON")
     args = parser.parse_args()
     if args.page:
-        saved = json.loads((RESULTS / "health_decider.json").read_text())
-        write_page(saved["stages"], saved["leave_one_set_out"], saved["llm"])
+        write_page(read_record(RESULTS / "health_decider.json"))
         return
+    load_before = load_average()
     names = [s for s in args.sets.split(",") if s]
     cache = args.cache or Path(tempfile.mkdtemp())
     cache.mkdir(parents=True, exist_ok=True)
@@ -326,11 +336,11 @@ def main() -> None:
     model = ask_model(asked) if args.llm else None
     RESULTS.mkdir(exist_ok=True)
     if model is None and (RESULTS / "health_decider.json").exists():  # keep the last model run
-        model = json.loads((RESULTS / "health_decider.json").read_text()).get("llm")
-    (RESULTS / "health_decider.json").write_text(
-        json.dumps({"stages": stages, "leave_one_set_out": learned, "llm": model}, indent=1)
-    )
-    write_page(stages, learned, model)
+        model = read_record(RESULTS / "health_decider.json")["figures"].get("llm")
+    figures = {"stages": stages, "leave_one_set_out": learned, "llm": model}
+    record = make_record("health_decider", figures, load_before)
+    write_record(RESULTS / "health_decider.json", record)
+    write_page(record)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ copy with the default embedder (chunk and sentence vectors), runs `find_contradi
 contradictions (`DEMO_CONTRADICTIONS`: written into the demo on purpose, see
 `src/tether/demo/difficulties.md` section 7) and its distractors (`DEMO_DISTRACTORS`:
 versions, notices, near-duplicate guides, staff exceptions). It writes
-bench/results/health_contradictions.md.
+bench/results/health_contradictions.md and its JSON (the run's date, commit, machine, load and
+figures).
 
 `python bench/health/bench_health.py --collection FOLDER --labels FILE [--index FILE]` scores a
 labelled collection instead (the held-out set: run by the lead engineer, once). FILE is JSON:
@@ -37,6 +38,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
+from bench.harness import load_average, write_page_result
 from tether.health.contradictions import find_contradictions
 from tether.types import Contradiction
 
@@ -269,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timing", nargs="*", default=[], help="indexes to time (a+b: joined)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    load_before = load_average()
     os.environ.setdefault("TETHER_VECTOR_CACHE", "off")
     with tempfile.TemporaryDirectory() as tmp:
         if args.collection is not None:
@@ -287,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     times = [(p, *timing(p, date.fromisoformat(AS_OF))) for p in args.timing]
     for p, n, s, k in times:
         print(f"timing {p}: {n} chunks, {s:.1f} s, {k} findings")
-    _write(args.out, result, seconds, chunks, times)
+    _write(args.out, result, seconds, chunks, times, load_before)
     return 0
 
 
@@ -301,7 +305,7 @@ def _print(result: dict[str, Any], seconds: float, found: list[Contradiction], c
 
 def _write(
     out: Path, result: dict[str, Any], seconds: float, chunks: int,
-    times: list[tuple[str, int, float, int]],
+    times: list[tuple[str, int, float, int]], load_before: float | None = None,
 ) -> None:  # fmt: skip
     lines = [
         "# Contradiction finder (`tether.health.contradictions`)",
@@ -349,7 +353,8 @@ def _write(
             "2,000 chunks on 2 cores.",
             "",
         ]
-    out.write_text("\n".join(lines), encoding="utf-8")
+    figures = {"result": result, "seconds": seconds, "chunks": chunks, "timing": times}
+    write_page_result(out, lines, load_before=load_before, figures=figures)
     print(f"wrote {out}")
 
 

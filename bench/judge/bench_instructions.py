@@ -19,7 +19,8 @@ reports, for the detector of this tree (`tether.instructions.find_instructions`)
   collection is counted apart: one of its documents carries a planted instruction
   (src/tether/demo/difficulties.md, section 8), which must stay flagged;
 - the time per 1,000 sentences, and over the demo collection's chunks (what ingest adds).
-Writes bench/results/instructions.md and lists what is missed and what alarms.
+Writes bench/results/instructions.md (and its JSON: the run's date, commit, machine, load and
+figures) and lists what is missed and what alarms.
 
 What it cannot do: the set is small and written by the people who wrote the patterns, so the
 rates say what the detector does on these phrasings, not on an attacker's next one; the
@@ -42,6 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
+from bench.harness import load_average, write_page_result
 from tether.instructions import find_instructions
 
 HERE = Path(__file__).resolve().parents[1]
@@ -347,6 +350,7 @@ def main() -> None:
         "--lists", action="store_true", help="only the pages of bench/corpora/NAME/pages.txt"
     )
     args = parser.parse_args()
+    load_before = load_average()
     rows = load_rows()
     old = detector_at(args.before) if args.before else None
     demo = demo_texts()
@@ -354,8 +358,9 @@ def main() -> None:
     before = run(old, rows, manuals, demo) if old else None
     after = run(find_instructions, rows, manuals, demo)
     text = report(after, before, args.before, manuals, args.lists)
-    OUT.write_text(text, encoding="utf-8")
-    print(text)
+    figures = {"before_revision": args.before, "after": after, "before": before}
+    write_page_result(OUT, text.split("\n"), load_before=load_before, figures=figures)
+    print(OUT.read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
 
 from bench.frozen import changed
-from bench.harness import percentile
+from bench.harness import load_average, percentile, write_page_result
 from bench.judge.verifier_heldout import HELDOUT, LARKFIELD, MARKER, _expected_hits, _wrong_lines
 from tether.app import shared_models
 from tether.embeddings.embedders import describe
@@ -100,6 +100,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/tether-bench-judge"))
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "judge.md")
     args = parser.parse_args()
+    load_before = load_average()
     args.work.mkdir(parents=True, exist_ok=True)
     embedder = shared_models().embedder()
     judges: list[tuple[str, Judge | None]] = []
@@ -171,7 +172,7 @@ def main() -> None:
     if args.out.is_file() and MARKER in (old := args.out.read_text(encoding="utf-8")):
         kept = old.split(MARKER, 1)[1]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n" + MARKER + kept, encoding="utf-8")
+    write_page_result(args.out, [*lines, MARKER + kept], load_before=load_before)
     print("\n".join(lines[: 8 + len(runs)]))
 
 

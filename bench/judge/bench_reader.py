@@ -28,10 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from datetime import date
@@ -43,7 +40,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # the repository root: bench.*
 sys.path.insert(0, str(ROOT / "training"))
 
-from bench.harness import percentile  # noqa: E402
+from bench.harness import load_average, make_record, percentile, read_figures, write_record  # noqa: E402
 
 RESULTS = HERE / "results"
 READER_HELDOUT = ROOT / "bench" / "data" / "reader_heldout"
@@ -53,14 +50,6 @@ HEALTH_SETS = [("Northwind", "heldout"), ("Calder", "heldout2"), ("Harrowgate", 
                ("Ferncliffe", "heldout7"), ("Severnside", "heldout8"), ("Kestrel", "heldout9")]  # fmt: skip
 HEALTH_HELDOUT = ("Granite", "heldout10")
 NOTES = "<!-- the notes below are written by hand; bench_reader.py keeps them -->"
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                              capture_output=True, check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return ""
 
 
 def claim_sets(work: Path, which: str = "all") -> list[tuple[str, str, Path, list[Path]]]:
@@ -327,10 +316,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS / "reader.md")
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
+    load_before = load_average()
     json_path = args.out.with_suffix(".json")
-    data: dict[str, Any] = (
-        json.loads(json_path.read_text(encoding="utf-8")) if json_path.is_file() else {}
-    )
+    data: dict[str, Any] = dict(read_figures(json_path)) if json_path.is_file() else {}
+    for key in ("date", "commit", "machine", "load"):  # a JSON from before the harness
+        data.pop(key, None)
     from tether.embeddings.reader import MODEL_DIR
 
     card_path = (args.reader or MODEL_DIR) / "card.json"
@@ -349,16 +339,25 @@ def main(argv: list[str] | None = None) -> int:
         data["curve"] = run_curve(args.work)
     if "speed" in parts:
         data["speed"] = run_speed(args.reader)
-    data.update(date=date.today().isoformat(), commit=_commit(),
-                machine=f"{platform.machine()}, {os.cpu_count()} cores",
-                load=round(os.getloadavg()[0], 1))  # fmt: skip
-    json_path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    record = make_record("reader", data, load_before)
+    write_record(json_path, record)
     kept = ""
     if args.out.is_file() and NOTES in (old := args.out.read_text(encoding="utf-8")):
         kept = old.split(NOTES, 1)[1]
-    args.out.write_text(render(data) + "\n" + NOTES + kept, encoding="utf-8")
-    print(render(data))
+    args.out.write_text(page(record) + "\n" + NOTES + kept, encoding="utf-8")
+    print(page(record))
     return 0
+
+
+def page(record: dict[str, Any]) -> str:
+    """The page of a run, from its JSON record (`harness.make_record`): `render` of its
+    figures with the run's date, commit, machine and load."""
+    machine = record["machine"]
+    return render({
+        **record["figures"], "date": record["date"], "commit": record["commit"],
+        "machine": f"{machine['platform']}, {machine['cpus']} cores",
+        "load": record["load"]["after"],
+    })  # fmt: skip
 
 
 if __name__ == "__main__":

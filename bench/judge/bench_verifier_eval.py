@@ -5,7 +5,7 @@ Ingests the bundled demo collection with the default embedder (the verifier uses
 vectors for `lower_precedence`, the embedding judge the embedder), then runs
 `evaluate.run_verifier_eval` (what `tether eval --verifier` runs) with no judge, with the
 embedding judge (the default) and, with `--llm`, with the LLM judge on the local model (about
-5 s a claim on 2 cores: some 15 minutes). Writes bench/results/verifier-eval.md: false passes
+5 s a claim on 2 cores: some 15 minutes). Writes bench/results/verifier-eval.md (and its JSON: the run's date, commit, machine, load): false passes
 and false alarms overall, per check and per kind of item, the median time per claim, and the
 items each judge gets wrong.
 """
@@ -20,6 +20,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
+from bench.harness import load_average, write_page_result
 from tether.app import shared_models
 from tether.embeddings.embedders import describe
 from tether.evaluation.questions import demo_collection
@@ -41,6 +43,7 @@ def main() -> None:
     parser.add_argument("--llm", action="store_true", help="also the LLM judge (local model)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "verifier-eval.md")
     args = parser.parse_args()
+    load_before = load_average()
     embedder = shared_models().embedder()
     items = load_claims()
     judges: list[tuple[str, object]] = [
@@ -103,7 +106,7 @@ def main() -> None:
             "",
         ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines), encoding="utf-8")
+    write_page_result(args.out, lines, load_before=load_before)
     print("\n".join(lines))
 
 

@@ -9,7 +9,7 @@ Measures, on this machine, over the bundled demo collection:
   per claim with the passages' sentences new (cold) and already embedded (warm);
 - the calibration numbers of the embedding judge and the cross-language cut (cosines of the
   constructed set in tests/integration/test_verify.py).
-Writes bench/results/verify.md. Goal (issue): ≥ 5,000 claims/s without a judge.
+Writes bench/results/verify.md and its JSON (the run's date, commit, machine and load). Goal (issue): ≥ 5,000 claims/s without a judge.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
+from bench.harness import load_average, write_page_result
 from tether.evaluation.questions import demo_collection
 from tether.ingest.sync import sync
 from tether.stores.sqlite import SqliteStore
@@ -347,6 +349,7 @@ def _report(n: int, checks: tuple, timings: tuple, kind: str, ref: dict, cal: di
 
 
 def main() -> None:
+    load_before = load_average()
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore(Path(tmp) / "index.sqlite")
         sync(store, demo_collection())
@@ -387,7 +390,7 @@ def main() -> None:
     )  # fmt: skip
     out = Path(__file__).parents[1] / "results" / "verify.md"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
+    write_page_result(out, [*lines, ""], load_before=load_before)
     print(f"wrote {out}")
 
 

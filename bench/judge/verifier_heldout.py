@@ -29,6 +29,8 @@ import tempfile
 from datetime import date
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
+from bench.harness import load_average, write_page_result
 from tether.app import shared_models
 from tether.embeddings.embedders import describe
 from tether.evaluation.questions import demo_collection, larkfield_collection
@@ -133,6 +135,7 @@ def main() -> None:
         "--out", type=Path, default=ROOT / "bench" / "results" / "verifier_heldout.md"
     )
     args = parser.parse_args()
+    load_before = load_average()
     embedder = shared_models().embedder()
     judges: list[tuple[str, Judge | None]] = [
         ("none", None),
@@ -164,7 +167,7 @@ def main() -> None:
         kept = old.split(MARKER, 1)[1]
     lines = _report(runs, skipped, embedder)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n" + MARKER + kept, encoding="utf-8")
+    write_page_result(args.out, [*lines, MARKER + kept], load_before=load_before)
     print("\n".join(lines[:20]))
 
 

@@ -1,6 +1,7 @@
 """The peers benchmark: tether side by side with LlamaIndex, Haystack and txtai on the same
 documents, questions, embedder and machine (`make bench-peers`; results in
-bench/results/peers.md, peers.json and peers.html).
+bench/results/peers.md, peers.json (a record: the run's date, commit, machine, load and
+figures) and peers.html).
 
 Each system runs in its own process (so its peak memory is its own): it is built over the
 files tether indexed (its own parsing and chunking, and again over tether's chunks with
@@ -32,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench.harness import load_average, make_record, read_figures, render_page, write_record
 from bench.peers.common import (
     DEPTH,
     ROOT,
@@ -216,9 +218,11 @@ def score(qset: QuestionSet, work: Path, rankings: dict) -> dict:
         m = score_question(ref, q, [Passage(s, t) for s, t in rankings[q.id]])
         if m is not None:
             rows.append((q, m))
+
     def mean(sel, rule, metric):
         vals = [m[rule][metric] for q, m in rows if sel(q)]
         return (sum(vals) / len(vals) if vals else 0.0), len(vals)
+
     out: dict = {"n": len(rows), "overall": {}, "by_kind": {}, "by_language": {}}
     cells = [("location", "recall"), ("location", "mrr"), ("location", "ndcg"),
              ("location", "hit"), ("text", "hit"), ("text", "mrr"), ("budget", "hit"),
@@ -261,6 +265,13 @@ def _row(name: str, r: dict, cols: list[str]) -> str:
                                       for c in cols) + " |"  # fmt: skip
 
 
+def render(record: dict) -> str:
+    """The page of a run (retrieval; `answers.write` adds the answers), from its JSON record
+    (`harness.make_record`: the sets' figures, and "answers" once answers.py wrote them)."""
+    sets = {k: v for k, v in record["figures"].items() if k != "answers"}
+    return report(sets, (record["load"]["before"], record["load"]["after"]))
+
+
 def report(all_results: dict, load: tuple[float, float]) -> str:
     cols = ["location.recall", "location.mrr", "location.ndcg", "location.hit", "text.hit",
             "text.mrr", "budget.hit", "words_top5.words"]  # fmt: skip
@@ -282,19 +293,38 @@ def report(all_results: dict, load: tuple[float, float]) -> str:
         ti = res["tether ingest"]
         some = next((s for s in res["systems"].values() if "scores" in s), None)
         n = some["scores"]["n"] if some else 0
-        lines += [f"## {set_name} ({n} scored questions)", "", "### Retrieval (k = 5)", "",
-                  "| system | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+        lines += [
+            f"## {set_name} ({n} scored questions)",
+            "",
+            "### Retrieval (k = 5)",
+            "",
+            "| system | " + " | ".join(heads) + " |",
+            "|---" * (len(heads) + 1) + "|",
+        ]
         for name, r in res["systems"].items():
             lines.append(_row(name, r, cols))
-        best_peer = max(((r["scores"]["overall"]["location.recall"], n2)
-                         for n2, r in res["systems"].items()
-                         if "scores" in r and not n2.startswith("tether")), default=(0.0, ""))
-        best_t = max(((r["scores"]["overall"]["location.recall"], n2)
-                      for n2, r in res["systems"].items()
-                      if "scores" in r and n2.startswith("tether")), default=(0.0, ""))
+        best_peer = max(
+            (
+                (r["scores"]["overall"]["location.recall"], n2)
+                for n2, r in res["systems"].items()
+                if "scores" in r and not n2.startswith("tether")
+            ),
+            default=(0.0, ""),
+        )
+        best_t = max(
+            (
+                (r["scores"]["overall"]["location.recall"], n2)
+                for n2, r in res["systems"].items()
+                if "scores" in r and n2.startswith("tether")
+            ),
+            default=(0.0, ""),
+        )
         if best_peer[0] and best_t[0]:
-            lines += ["", f"Ratio of recall@5, best tether method ({best_t[1]}) / best peer"
-                      f" ({best_peer[1]}): {best_t[0] / best_peer[0]:.2f}."]
+            lines += [
+                "",
+                f"Ratio of recall@5, best tether method ({best_t[1]}) / best peer"
+                f" ({best_peer[1]}): {best_t[0] / best_peer[0]:.2f}.",
+            ]
         lines += ["", "### recall@5 per kind and language", ""]
         groups = [(k, g) for k in ("by_kind", "by_language")
                   for g in (some["scores"][k] if some else {})]  # fmt: skip
@@ -305,13 +335,20 @@ def report(all_results: dict, load: tuple[float, float]) -> str:
             vals = " | ".join(f"{res['systems'][x]['scores'][k][g]['location.recall']:.2f}"
                               for x in names)  # fmt: skip
             lines.append(f"| {k[3:]}: {g} | {cnt} | {vals} |")
-        lines += ["", "### Cost", "", "Query times embed each query afresh with the same e5"
-                  " (its median is the embedding column); the last two columns are the rest:"
-                  " what each pipeline itself adds.", "",
-                  "| system | passages | ingest s (parse + chunk) |"
-                  " ingest s (with embedding) | query p50 ms | query p95 ms | peak memory MB |"
-                  " lines of user code | query embedding p50 ms | without it p50 ms |"
-                  " without it p95 ms |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "### Cost",
+            "",
+            "Query times embed each query afresh with the same e5"
+            " (its median is the embedding column); the last two columns are the rest:"
+            " what each pipeline itself adds.",
+            "",
+            "| system | passages | ingest s (parse + chunk) |"
+            " ingest s (with embedding) | query p50 ms | query p95 ms | peak memory MB |"
+            " lines of user code | query embedding p50 ms | without it p50 ms |"
+            " without it p95 ms |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for name, r in res["systems"].items():
             if "figures" not in r:
                 continue
@@ -322,11 +359,15 @@ def report(all_results: dict, load: tuple[float, float]) -> str:
             lines.append(
                 f"| {name} | {f.get('passages', '')} | "
                 + (f"{f['parse_chunk_s']:.1f}" if "parse_chunk_s" in f else "given")
-                + " | " + (f"{f['ingest_s']:.1f}" if "ingest_s" in f else "given")
+                + " | "
+                + (f"{f['ingest_s']:.1f}" if "ingest_s" in f else "given")
                 + f" | {f['p50_ms']:.1f} | {f['p95_ms']:.1f} | {f['peak_rss_mb']:.0f} |"
                 f" {code_lines(Path(__file__).parent / 'systems' / mod)} |"
-                + (f" {f['embed_p50_ms']:.1f} | {f['rest_p50_ms']:.1f} | {f['rest_p95_ms']:.1f} |"
-                   if "rest_p50_ms" in f else " | | |")
+                + (
+                    f" {f['embed_p50_ms']:.1f} | {f['rest_p50_ms']:.1f} | {f['rest_p95_ms']:.1f} |"
+                    if "rest_p50_ms" in f
+                    else " | | |"
+                )
             )
         lines.append("")
     return "\n".join(lines) + "\n"
@@ -367,10 +408,18 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/tether-peers"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "peers.md")
     ap.add_argument("--reuse", action="store_true", help="keep tether's indexes from a run before")
-    ap.add_argument("--answers", type=int, default=0, metavar="N",
-                    help="also compare answers with citations on N questions (answers.py)")
-    ap.add_argument("--server-python", default=sys.executable,
-                    help="for --answers: a Python with xllamacpp (default: this one)")
+    ap.add_argument(
+        "--answers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also compare answers with citations on N questions (answers.py)",
+    )
+    ap.add_argument(
+        "--server-python",
+        default=sys.executable,
+        help="for --answers: a Python with xllamacpp (default: this one)",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--set", help=argparse.SUPPRESS)
     ap.add_argument("--out-json", dest="out_json", type=Path, help=argparse.SUPPRESS)
@@ -378,7 +427,7 @@ def main() -> None:
     if args.worker:
         return worker(args.worker, args.set, args.work, args.out)
     args.work.mkdir(parents=True, exist_ok=True)
-    load0 = os.getloadavg()[0]
+    load0 = load_average()
     results = {
         qset.name: run_set(qset, args.work, args.systems.split(","), args.reuse)
         for qset in question_sets(args.work, args.sets.split(","))
@@ -386,13 +435,14 @@ def main() -> None:
     from bench.peers import answers
 
     js = args.out.with_suffix(".json")
-    before = json.loads(js.read_text()).get("answers") if js.exists() else None
-    text = report(results, (load0, os.getloadavg()[0]))
+    before = read_figures(js).get("answers") if js.exists() else None
+    record = make_record(args.out.stem, dict(results), load0)
+    text = render_page(record, render)
     notes = args.out.with_name("peers_notes.md")  # the reading of the figures, kept by hand
     if notes.exists():
         text += "\n" + notes.read_text(encoding="utf-8")
     args.out.write_text(text)
-    js.write_text(json.dumps(results, indent=1))
+    write_record(js, record)
     if args.answers:
         before = answers.run(args.answers, args.work, args.server_python, ("json", "select"))
     if before:  # this run's answers, or the run before's

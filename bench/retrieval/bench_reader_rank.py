@@ -5,7 +5,8 @@ tuned-on and held-out side by side, and what the reader costs.
 bench-reader-rank`) evaluates bm25, dense, hybrid, rerank (the reader off) and deep (the
 reader on: the rerank list's top 20 reread) at k = 5 on the bundled set, Larkfield and the
 manuals of `bench/corpora` (`bench/corpora/setup.py` first), with the defaults of this
-checkout, and writes `bench/results/reader_rank.md` and `.json`: hit@5, MRR, recall@5 per
+checkout, and writes `bench/results/reader_rank.json` (the run's date, commit, machine and
+load, and the figures) and `.md` rendered from it: hit@5, MRR, recall@5 per
 method, the paraphrase questions' hit@5, question-by-question counts of deep against
 rerank, and search latency p50/p95 per method (the deep rerank's own cost is deep's minus
 rerank's); and, from `bench/answers/bench_answerability.py`'s runs with the reader off and on, the
@@ -19,7 +20,6 @@ measures the indexes as they are (the parser and chunker of the checkout that bu
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -30,6 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
 
+from bench.harness import read_figures, write_result
 from bench.retrieval.bench_real_corpora import ROOT, corpora
 from tether.app import retriever_for
 from tether.evaluation.questions import load_questions
@@ -86,11 +87,11 @@ def order_ok(m: dict[str, Any], metric: str) -> bool:
     )
 
 
-def report(results: dict[str, Any], load: float) -> list[str]:
+def report(results: dict[str, Any], load: float, day: str = "") -> list[str]:
     lines = [
         "# The reader ranks: deep rerank, reader off (rerank) and on (deep)",
         "",
-        f"Run on {date.today()}, {platform.system().lower()}, {os.cpu_count()} cores shared"
+        f"Run on {day or date.today()}, {platform.system().lower()}, {os.cpu_count()} cores shared"
         f" (load average {load:.1f} at the start: timings are pessimistic). Written by"
         " `bench/retrieval/bench_reader_rank.py` (`make bench-reader-rank`). Tuned on: every set but"
         " Apache (the reader's relevance head was fine-tuned on the manuals' and the bundled"
@@ -130,7 +131,7 @@ def report(results: dict[str, Any], load: float) -> list[str]:
     return lines
 
 
-def answers_table() -> list[str]:
+def answer_runs() -> dict[str, dict[str, Any]]:
     """Answerability and extractive answers, reader off and on, from
     `bench/answers/bench_answerability.py`'s JSON (`--no-reader` and the default run)."""
     results = ROOT / "bench" / "results"
@@ -138,9 +139,12 @@ def answers_table() -> list[str]:
     for label, name in (("off", "answerability-noreader.json"), ("on", "answerability.json")):
         path = results / name
         if path.is_file():
-            runs[label] = {
-                s["set"]: s for s in json.loads(path.read_text(encoding="utf-8"))["sets"]
-            }
+            runs[label] = {s["set"]: s for s in read_figures(path)["sets"]}
+    return runs
+
+
+def answers_table(runs: dict[str, dict[str, Any]]) -> list[str]:
+    """The answers' table, reader off and on (`answer_runs()`); none without both runs."""
     if len(runs) < 2:
         return []
 
@@ -191,14 +195,17 @@ def main() -> None:
     md = OUT.with_suffix(".md")
     old = md.read_text(encoding="utf-8") if md.is_file() else ""
     notes = old[old.index(NOTES) :] if NOTES in old else NOTES + "\n"
-    md.write_text("\n".join(report(results, load) + answers_table()) + "\n\n" + notes,
-                  encoding="utf-8")  # fmt: skip
-    OUT.with_suffix(".json").write_text(
-        json.dumps({"date": str(date.today()), "load": load, "results": results}, indent=1),
-        encoding="utf-8",
-    )
+    figures = {"load": load, "results": results, "answers": answer_runs(), "notes": notes}
+    write_result(OUT.name, figures, render, load_before=load, folder=OUT.parent)
     print(f"wrote {md}")
     _ = statistics
+
+
+def render(record: dict[str, Any]) -> str:
+    """The page of a run, from its JSON record (`harness.write_result`)."""
+    f = record["figures"]
+    lines = report(f["results"], f["load"], str(record["date"])[:10]) + answers_table(f["answers"])
+    return "\n".join(lines) + "\n\n" + f["notes"]
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ table per corpus; `--append FILE` adds notes; `--from-json` re-renders a saved r
 the goals (rerank >= hybrid >= max(bm25, dense) on hit@5 and MRR, best hit@5 >= 0.90 and best
 paraphrase hit@5 >= 0.70) with paired counts, per-kind tables, the labelled passages no chunk
 reaches, ingest times (from each corpus's ingest.json) and search latency p50/p95 per method,
-and writes bench/results/real_corpora.md.
+and writes bench/results/real_corpora.md with its JSON beside it (`--json FILE` elsewhere):
+the run's date, commit, machine and load, and the figures the page is rendered from.
 
 What it cannot do: it measures the indexes as they are (parser and chunker of the checkout
 that built them); timings on a shared machine are pessimistic (the load is recorded).
@@ -42,6 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
 
 from bench.frozen import changed
+from bench.harness import make_record, read_figures, render_page, write_record
 from tether.app import Workspace, retriever_for
 from tether.evaluation.questions import (
     demo_collection,
@@ -285,12 +287,14 @@ def baseline_table(name: str, res: dict[str, Any], base: dict[str, Any] | None) 
     return [*lines, ""]
 
 
-def report(results: dict[str, Any], load: float, base: dict[str, Any] | None = None) -> list[str]:
+def report(
+    results: dict[str, Any], load: float, base: dict[str, Any] | None = None, day: str = ""
+) -> list[str]:
     lines = [
         "# Retrieval on real manuals (Python, PostgreSQL, SQLite, Git, gettext, MkDocs, Doxygen) and"
         " Larkfield",
         "",
-        f"Run on {date.today()}, {platform.system().lower()}, {os.cpu_count()} cores shared with"
+        f"Run on {day or date.today()}, {platform.system().lower()}, {os.cpu_count()} cores shared with"
         f" other engineers' jobs (load average {load:.1f} at the start: timings are pessimistic);"
         " embedder multilingual-e5-small. Written by `bench/retrieval/bench_real_corpora.py`; corpora by"
         " `bench/corpora/setup.py`. Tuned on: the bundled set, Larkfield, the Python,"
@@ -371,25 +375,39 @@ def main() -> None:
     args = parser.parse_args()
     load = os.getloadavg()[0]
     results: dict[str, Any] = {}
+    run: dict[str, Any] | None = None  # the saved run's record, when re-rendering one
     if args.from_json:
-        saved = json.loads(args.from_json.read_text(encoding="utf-8"))
+        saved = read_figures(args.from_json)
         load, results = saved["load"], saved["results"]
+        run = json.loads(args.from_json.read_text(encoding="utf-8"))
+        run = run if "bench" in run else None
     for name, index, questions, audience, tuned in (
         [] if args.from_json else corpora(args.root, args.only)
     ):
         print(f"evaluating {name} …", file=sys.stderr)
         results[name] = {**evaluate(index, questions, audience), "tuned": tuned}
-    if args.json:
-        saved = {"load": load, "results": results}
-        args.json.write_text(json.dumps(saved, indent=1), encoding="utf-8")
-    base = json.loads(args.baseline.read_text(encoding="utf-8")) if args.baseline else None
+    base = read_figures(args.baseline) if args.baseline else None
     if base is not None:
         base.setdefault("label", args.baseline.name)
-    lines = report(results, load, base)
-    if args.append:
-        lines += ["", args.append.read_text(encoding="utf-8")]
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    figures = {
+        "load": load, "results": results, "baseline": base,
+        "appended": args.append.read_text(encoding="utf-8") if args.append else None,
+    }  # fmt: skip
+    record = make_record("real_corpora", figures, load)
+    if run is not None:  # a re-rendered run keeps the date, commit, machine and load it had
+        record = {**run, "figures": figures}
+    write_record(args.json or args.out.with_suffix(".json"), record)
+    args.out.write_text(render_page(record, render), encoding="utf-8")
     print(args.out.read_text())
+
+
+def render(record: dict[str, Any]) -> str:
+    """The page of a run, from its JSON record (`harness.make_record`)."""
+    f = record["figures"]
+    lines = report(f["results"], f["load"], f.get("baseline"), str(record["date"])[:10])
+    if f.get("appended"):
+        lines += ["", f["appended"]]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

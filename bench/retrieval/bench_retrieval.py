@@ -13,7 +13,8 @@ Measures, on this machine:
    filter mask. The synthetic vectors are drawn from a Gaussian fitted (mean and covariance) to
    the demo index's real e5 vectors, so they sit in e5's narrow cosine band; the queries are
    the real e5 vectors of the bundled questions.
-Writes bench/results/retrieval.md.
+Writes bench/results/retrieval.md and its JSON (`harness.write_page_result`: the run's date,
+commit, machine and load, the tables and the page's lines).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
 import numpy as np
 
+from bench.harness import load_average, write_page_result
 from bench.scale import e5_like
 from tether.app import retriever_for, shared_models
 from tether.embeddings.embedders import describe
@@ -274,6 +276,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "retrieval.md")
     args = parser.parse_args()
 
+    load_before = load_average()
     embedder = shared_models().embedder()
     questions = load_questions()
     report: list[str] = [
@@ -449,8 +452,8 @@ def main() -> None:
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(report), encoding="utf-8")
-    print("\n".join(report))
+    write_page_result(args.out, report, load_before=load_before)
+    print(args.out.read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ dense, hybrid, rerank) at k = 5 on each. The PostgreSQL store computes BM25 in S
 own postings (tokenised by FTS5's tokenizer); the goal is recall@5 within 0.02 of SQLite.
 
     TETHER_TEST_PG_URL=postgresql://postgres@127.0.0.1:55432/postgres \\
-        python bench/scale/pg_compare.py          # writes bench/results/postgres.md
+        python bench/scale/pg_compare.py          # writes bench/results/postgres.md and .json
 
 What it cannot do: it measures quality and agreement, not speed (bench/scale/pg_scale.py does).
 """
@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
+from bench.harness import load_average, write_page_result
 from tether.app import retriever_for, shared_models
 from tether.evaluation.questions import demo_collection, larkfield_collection, load_questions
 from tether.evaluation.retrieval_eval import run_retrieval_eval
@@ -117,6 +119,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.pg:
         sys.exit("error: pass --pg URL or set TETHER_TEST_PG_URL")
+    load_before = load_average()
     emb = Remembering(shared_models().embedder())
     report = [
         "# PostgreSQL store against SQLite store (bench/scale/pg_compare.py)",
@@ -133,7 +136,7 @@ def main() -> None:
             folder = larkfield_collection(LARKFIELD, tmp / "larkfield")
             lq = load_questions(LARKFIELD / "questions" / "questions.jsonl")
             report += compare("Larkfield", folder, lq, "staff", args.pg, tmp, emb)
-    args.out.write_text("\n".join(report), encoding="utf-8")
+    write_page_result(args.out, report, load_before=load_before)
     print("\n".join(report))
 
 

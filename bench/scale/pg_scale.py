@@ -21,7 +21,8 @@ checked against it on 30 queries); BM25 p50/p95 (2-3 word queries); then 8 reade
 (filtered dense and BM25) for `--seconds` while 1 writer rewrites a 10-chunk document in a
 loop. `--ef` and `--builds` sweep hnsw.ef_search and the index's m / ef_construction (and its
 type: `32:80:halfvec` builds the graph over half-precision copies of the vectors) on the
-same rows. Each run writes bench/results/pg_scale_<vectors>_<N>.md and appends its figures
+same rows. Each run writes bench/results/pg_scale_<vectors>_<N>.md with its JSON record (the run's date,
+commit, machine, load and figures) and appends its figures
 to bench/results/pg_scale_runs.jsonl; `--summary` writes the growth table across runs
 (bench/results/pg_scale_1m.md).
 
@@ -54,6 +55,7 @@ import psycopg
 
 import tether.stores.postgres as pg_module
 import tether.stores.postgres_write as pg_write
+from bench.harness import load_average, make_record, render_page, write_record
 from bench.scale import e5_like
 from tether.stores.dense import HNSW_EF_CONSTRUCTION, HNSW_M
 from tether.stores.postgres import PostgresStore
@@ -262,6 +264,7 @@ def main() -> None:
     if not args.pg:
         sys.exit("error: pass --pg URL or set TETHER_TEST_PG_URL")
     out = args.out or RESULTS / f"pg_scale_{args.vectors}_{label(args.n)}.md"
+    args.load_before = load_average()
     base = args.pg
     if args.database:
         with psycopg.connect(base, autocommit=True) as admin:
@@ -371,9 +374,11 @@ def run(args, base: str, out: Path) -> dict:
         drop(store)
     else:
         store.close()
-    out.write_text(report(record) + "\n", encoding="utf-8")
+    result = make_record(out.stem, record, args.load_before)
+    write_record(out.with_suffix(".json"), result)
+    out.write_text(render_page(result, lambda r: report(r["figures"])), encoding="utf-8")
     print(report(record))
-    return record
+    return {**record, "commit": result["commit"]}
 
 
 def sweep(args, admin, store, queries, truth, warm) -> list[dict]:

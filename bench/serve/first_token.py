@@ -1,5 +1,6 @@
 """How long a help-desk agent waits for the local model's answer on the page (run on demand:
-`python bench/serve/first_token.py [--questions 4]`; writes bench/results/first_token.md and .json).
+`python bench/serve/first_token.py [--questions 4]`; writes bench/results/first_token.json, with the
+run's date, commit, machine and load, and first_token.md rendered from it).
 
 Starts `tether serve --demo` as its own process with the local model (TETHER_PROVIDER=local)
 and a staff key, twice:
@@ -26,14 +27,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
 from bench.harness import BENCH as HERE
-from bench.harness import QUESTIONS, SRC, free_port
+from bench.harness import QUESTIONS, SRC, free_port, load_average, write_result
 
 
 def bundled(count: int) -> list[str]:
@@ -119,14 +120,17 @@ def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def report(warm: dict, cold: dict, load: tuple[float, float]) -> str:
+def report(record: dict[str, Any]) -> str:
+    """The page of a run, from its JSON record (`harness.write_result`)."""
+    warm, cold = record["figures"]["warm"], record["figures"]["cold"]
+    load = (record["load"]["before"], record["load"]["after"])
     rows = warm["questions"]
     firsts = [r["first_text_s"] for r in rows if r["first_text_s"] is not None]
     lines = [
         "# First text of a local answer on the page",
         "",
-        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {platform.machine()},"
-        f" {os.cpu_count()} cores; load average before/after {load[0]:.2f}/{load[1]:.2f}."
+        f"Run {record['date']} on {record['figures']['arch']},"
+        f" {record['machine']['cpus']} cores; load average before/after {load[0]:.2f}/{load[1]:.2f}."
         " `python bench/serve/first_token.py` (the demo collection, the local model, a staff key,"
         " streamed as the page asks).",
         "",
@@ -159,18 +163,18 @@ def main() -> None:
     from tether.server.keys import add_key
 
     questions = bundled(args.questions)
-    load_before = os.getloadavg()[0]
+    load_before = load_average()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         keys = folder / "keys.json"
         key = add_key(keys, "bench", "staff")
         warm = run(folder, keys, key, True, questions)
         cold = run(folder, keys, key, False, questions[:1])
-    out = HERE / "results"
-    (out / "first_token.json").write_text(json.dumps({"warm": warm, "cold": cold}, indent=2))
-    text = report(warm, cold, (load_before, os.getloadavg()[0]))
-    (out / "first_token.md").write_text(text)
-    print(text)
+    figures = {"warm": warm, "cold": cold, "arch": platform.machine()}
+    out = write_result(
+        "first_token", figures, report, load_before=load_before, folder=HERE / "results"
+    )
+    print(out.with_suffix(".md").read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":

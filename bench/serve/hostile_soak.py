@@ -1,6 +1,7 @@
 """A bounded soak of `tether serve` under a hostile client mix, over loopback (run on demand:
 `python bench/serve/hostile_soak.py [--seconds 120] [--index FILE]`; writes
-bench/results/hostile_soak.md and .json).
+bench/results/hostile_soak.json, with the run's date, commit, machine and load, and
+hostile_soak.md rendered from it).
 
 Starts `tether serve` on 127.0.0.1 on a free port (`serve_load.start_server`: anonymous
 callers as the public audience, the extractive answerer so no model loads, no request rate
@@ -52,7 +53,18 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
 from bench.harness import BENCH as HERE
-from bench.harness import QUESTIONS, free_port, load_averages, percentile, start_server, wait_ready
+from bench.harness import (
+    QUESTIONS,
+    free_port,
+    load_average,
+    load_averages,
+    make_record,
+    percentile,
+    render_page,
+    start_server,
+    wait_ready,
+    write_record,
+)  # fmt: skip
 
 MAX_BODY = 64 * 1024  # tether.server.api.ServeConfig.max_body
 MAX_CLAIMS = 30  # tether.answering.answer
@@ -514,9 +526,11 @@ def main() -> None:
     parser.add_argument("--body-timeout", type=float, default=30.0)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "hostile_soak.md")
     args = parser.parse_args()
+    load_before = load_average()
     result = run(args)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    text = render(result)
+    record = make_record(args.out.stem, result, load_before)
+    write_record(args.out.with_suffix(".json"), record)
+    text = render_page(record, lambda r: render(r["figures"]))
     args.out.write_text(text, encoding="utf-8")
     print(text)
 

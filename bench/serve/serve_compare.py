@@ -11,7 +11,8 @@ the two meet the same moment's machine: the idle one waits on its socket and tak
 Each run has `--warmup` seconds not counted. Per phase and version it pools the rounds'
 latencies (p50/p95/p99) and requests (throughput: requests over counted seconds), and gives
 the ratio this/baseline of throughput and of p95 per round and pooled. The phases are those
-of `serve_load.py`. Prints a markdown table; `--json` appends the run as one line.
+of `serve_load.py`. Prints a markdown table under a line naming the run (date, commit, machine, load); `--json`
+appends the run as one line, with the same.
 
 What it cannot do: each server keeps what its earlier phases left (its caches, as a server
 would); the phases' order is the same for both. The load generator and both servers share
@@ -32,7 +33,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
-from bench.harness import QUESTIONS, SRC, free_port, load_average, start_server, wait_ready
+from bench.harness import (
+    QUESTIONS,
+    SRC,
+    free_port,
+    load_average,
+    provenance,
+    run_line,
+    start_server,
+    wait_ready,
+)  # fmt: skip
 from bench.serve.serve_load import PHASES, latencies_of, summary
 
 DEFAULT = ("rerank", "alone", "distinct", "distinct-alone")
@@ -79,6 +89,7 @@ def main() -> None:
     parser.add_argument("--index", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    load_before = load_average()
     unknown = [p for p in args.phases if p not in PHASES]
     if unknown:
         parser.error(f"unknown phases {unknown}: choose from {', '.join(PHASES)}")
@@ -138,12 +149,13 @@ def main() -> None:
         }
         for key in args.phases
     }
-    print(table(results, rounds, args))
+    run_of = provenance(load_before)
+    print(run_line(run_of) + "\n\n" + table(results, rounds, args))
     if args.json is not None:
         run = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M}", "against": str(args.against),
                "workers": args.workers, "clients": args.clients, "seconds": args.seconds,
                "repeat": args.repeat, "warmup": args.warmup, "loads": loads,
-               "pooled": results, "rounds": rounds}  # fmt: skip
+               "pooled": results, "rounds": rounds, **run_of}  # fmt: skip
         with args.json.open("a", encoding="utf-8") as out:
             out.write(json.dumps(run) + "\n")
 

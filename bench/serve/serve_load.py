@@ -1,7 +1,9 @@
 """A bounded load test of `tether serve` over loopback (run on demand:
 `python bench/serve/serve_load.py [--seconds 60] [--clients 32] [--ask-clients 4] [--index FILE]
 [--workers N] [--phases bm25,rerank,alone,ask] [--warmup 5] [--src DIR] [--json FILE]`;
-writes bench/results/serve_load.md unless `--out -`).
+writes bench/results/serve_load.md unless `--out -`, and its JSON record beside it: the run's
+date, commit, machine, load and figures; `serve_load.run.json` where `serve_load.json` is a
+file kept by hand).
 
 Starts `tether serve` as its own process (the extractive answerer, no rate limit, the
 demo collection's index with vectors, built in a temporary folder unless `--index` is
@@ -44,7 +46,18 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
-from bench.harness import free_port, percentile, start_server, wait_ready
+from bench.harness import (
+    free_port,
+    load_average,
+    make_record,
+    percentile,
+    provenance,
+    render_page,
+    sidecar_path,
+    start_server,
+    wait_ready,
+    write_record,
+)  # fmt: skip
 
 HERE = Path(__file__).resolve().parents[1]
 SRC = HERE.parent / "src"
@@ -183,7 +196,17 @@ def summary(latencies_ms: list[float], errors: Counter[str] | dict, seconds: flo
     }  # fmt: skip
 
 
-def report(rows: list[tuple[str, int, dict]], args: argparse.Namespace, loads: list) -> str:
+def render(record: dict[str, Any]) -> str:
+    """The page of a run, from its JSON record (`harness.make_record`)."""
+    f = record["figures"]
+    args = argparse.Namespace(**f["options"])
+    return report([tuple(r) for r in f["rows"]], args, f["loads"], record)
+
+
+def report(
+    rows: list[tuple[str, int, dict]], args: argparse.Namespace, loads: list,
+    record: dict[str, Any],
+) -> str:  # fmt: skip
     processes = "one uvicorn process" if args.workers <= 1 else f"{args.workers} processes"
     lines = [
         "# `tether serve` under load (loopback)",
@@ -191,7 +214,7 @@ def report(rows: list[tuple[str, int, dict]], args: argparse.Namespace, loads: l
         f"`python bench/serve/serve_load.py --seconds {args.seconds:g} --clients {args.clients}"
         f" --ask-clients {args.ask_clients} --workers {args.workers} --phases"
         f" {','.join(args.phases)} --warmup {args.warmup:g}`,"
-        f" {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. {processes.capitalize()} (4 reader"
+        f" {record['date']}. {processes.capitalize()} (4 reader"
         " threads, one model lane each), the demo collection with vectors, the extractive"
         " answerer, closed-loop clients in one asyncio process on the same machine.",
         "",
@@ -217,8 +240,8 @@ def report(rows: list[tuple[str, int, dict]], args: argparse.Namespace, loads: l
         ]
     lines += [
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python"
-        f" {platform.python_version()}; load average before {loads[0]}, after {loads[1]}."
+        f"Machine: {args.arch}, {record['machine']['cpus']} CPU cores, Python"
+        f" {record['machine']['python']}; load average before {loads[0]}, after {loads[1]}."
         " Other jobs (other engineers' builds and tests) were running on the same cores, and"
         " the load generator itself shares them with the server.",
         "",
@@ -246,6 +269,7 @@ def main() -> None:
     unknown = [p for p in args.phases if p not in PHASES]
     if unknown:
         parser.error(f"unknown phases {unknown}: choose from {', '.join(PHASES)}")
+    load_before = load_average()
     questions = [json.loads(line)["question"] for line in QUESTIONS.read_text().splitlines()]
     fresh = itertools.count(1)  # the distinct phases' numbers: never the same query twice
 
@@ -296,11 +320,17 @@ def main() -> None:
         run = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M}", "src": str(args.src),
                "workers": args.workers, "clients": args.clients, "seconds": args.seconds,
                "warmup": args.warmup, "loads": loads,
-               "phases": {name: r for name, _, r in rows}}  # fmt: skip
+               "phases": {name: r for name, _, r in rows},
+               **provenance(load_before)}  # fmt: skip
         with args.json.open("a", encoding="utf-8") as out:
             out.write(json.dumps(run) + "\n")
     if args.out != "-":
-        Path(args.out).write_text(report(rows, args, loads), encoding="utf-8")
+        options = {k: getattr(args, k) for k in ("seconds", "clients", "ask_clients", "workers",
+                                                 "phases", "warmup")}  # fmt: skip
+        figures = {"options": {**options, "arch": platform.machine()}, "rows": rows, "loads": loads}
+        record = make_record("serve_load", figures, load_before)
+        write_record(sidecar_path(Path(args.out)), record)
+        Path(args.out).write_text(render_page(record, render), encoding="utf-8")
         print(f"wrote {args.out}")
 
 

@@ -1,5 +1,6 @@
 """A bounded soak of one index shared by several processes (run on demand:
-`python bench/serve/soak.py [--minutes 5] [--workers 4]`; writes bench/results/soak.md).
+`python bench/serve/soak.py [--minutes 5] [--workers 4]`; writes bench/results/soak.md, and its JSON
+with the run's date, commit, machine, load and figures).
 
 Each worker process loops, until the deadline or its operation budget, over random:
 ingests (a Workspace that writes), edits (new text, sometimes the access label flipped),
@@ -32,6 +33,9 @@ import traceback
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: bench.*
+from bench.harness import load_average, make_record, render_page, write_record
 
 WORDS = (
     "return refund delivery warranty frame battery tent stove rental membership points gift"
@@ -286,9 +290,12 @@ def main() -> None:
         "--out", type=Path, default=Path(__file__).parents[1] / "results" / "soak.md"
     )
     args = parser.parse_args()
+    load_before = load_average()
     result = run(args.minutes, args.workers, args.docs, args.lock_timeout)
-    text = render(result)
-    args.out.write_text(text)
+    record = make_record(args.out.stem, result, load_before)
+    write_record(args.out.with_suffix(".json"), record)
+    text = render_page(record, lambda r: render(r["figures"]))
+    args.out.write_text(text, encoding="utf-8")
     print(text)
 
 
