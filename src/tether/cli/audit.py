@@ -197,13 +197,13 @@ def list_feedback(
 ) -> None:
     """`tether audit --feedback`: the feedback `query` selects, as a table or JSON, and how
     many pieces of feedback on staff answers were left out for a public reader."""
-    from tether.schemas import Feedback
+    from tether.schemas import WireFeedback
 
     with user_errors():
         ws = open_workspace(index, demo, store)
         found = ws.feedback_entries(query)
         hidden = staff_left_out(ws, query, feedback=True)
-    records = [Feedback.from_feedback(f) for f in found]
+    records = [WireFeedback.from_feedback(f) for f in found]
     if as_json:
         print_json(records)
         say_left_out(hidden, as_json, feedback=True)

@@ -85,7 +85,7 @@ def health(
 
                 raise TetherError(f"cannot write {report}: {exc.strerror}") from None
     if as_json:
-        from tether.schemas import HealthReport as WireHealthReport
+        from tether.schemas import WireHealthReport
 
         print_json(WireHealthReport.from_report(found))
     else:

@@ -114,18 +114,18 @@ def build_server(tools: Tools, *, name: str = "tether") -> MCPServer:
         description="Search the collection: the top k passages (1-50) for a query,"
         " among the versions in force on as_of (YYYY-MM-DD, today or none)."
     )
-    async def search(query: str, k: int = 5, as_of: str = "today") -> list[schemas.Hit]:
+    async def search(query: str, k: int = 5, as_of: str = "today") -> list[schemas.WireHit]:
         return await worker.call(tools.search, query, k, as_of, error=ToolError)
 
     @server.tool(description="Read one passage (chunk) in full by its ID.")
-    async def read(chunk_id: str) -> schemas.Chunk:
+    async def read(chunk_id: str) -> schemas.WireChunk:
         return await worker.call(tools.read, chunk_id, error=ToolError)
 
     @server.tool(
         description="Answer a question from the collection with claims that cite"
         " passages, each checked by code; refuses when the passages do not answer."
     )
-    async def ask(question: str, as_of: str = "today") -> schemas.AskResult:
+    async def ask(question: str, as_of: str = "today") -> schemas.WireAskResult:
         return await worker.call(tools.ask, question, as_of, error=ToolError)
 
     @server.tool(
@@ -133,7 +133,7 @@ def build_server(tools: Tools, *, name: str = "tether") -> MCPServer:
         " was written from (passage_ids; default: the cited ones)."
     )
     async def check(
-        claims: list[schemas.Claim],
+        claims: list[schemas.WireClaim],
         passage_ids: list[str] | None = None,
         question: str = "",
         as_of: str | None = None,

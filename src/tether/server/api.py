@@ -251,7 +251,7 @@ class Server:
             raise
         return lane.submit(fn, admitted=True)
 
-    def observe(self, result: schemas.AskResult) -> None:
+    def observe(self, result: schemas.WireAskResult) -> None:
         """Count a refusal, flagged claims, a provider error."""
         if result.refused_by is not None:
             self.metrics.refusals.labels(result.refused_by).inc()
@@ -370,7 +370,7 @@ async def ask(body: AskRequest, request: Request, key: Key) -> Any:
 def _ask(
     ws: Workspace, s: Server, question: str, options: Any, key: ApiKey, address: str,
     events: Any = None, on_text: Callable[[str], None] | None = None,
-) -> schemas.AskResult:  # fmt: skip
+) -> schemas.WireAskResult:  # fmt: skip
     """Answer on a worker, recorded in the audit as asked by the key's name ("anonymous"), or,
     for an anonymous caller over its daily cap, counted as dropped."""
     audit = s.audits(key, address)
@@ -381,7 +381,7 @@ def _ask(
         s.dropped(ws)
     if key is ANONYMOUS:  # see `feedback`: no id for a caller nobody can tell apart
         found = replace(found, audit_id=None)
-    return schemas.AskResult.from_ask_result(found)
+    return schemas.WireAskResult.from_ask_result(found)
 
 
 def _event(name: str, data: Any) -> str:
@@ -390,7 +390,7 @@ def _event(name: str, data: Any) -> str:
 
 def _stage(stage: str, partial: Any) -> list[tuple[str, Any]]:
     """The events one stage of `ask` sends (wire shapes, as JSON data)."""
-    wire = schemas.AskResult.from_ask_result(partial).model_dump(mode="json")
+    wire = schemas.WireAskResult.from_ask_result(partial).model_dump(mode="json")
     if stage == "retrieval":
         return [("retrieval", {"method": wire["method"], "hits": wire["hits"]})]
     if stage == "gate":
@@ -404,7 +404,7 @@ def _stage(stage: str, partial: Any) -> list[tuple[str, Any]]:
 
 
 async def _stream(
-    s: Server, future: Future[schemas.AskResult], line: asyncio.Queue[tuple[str, Any]]
+    s: Server, future: Future[schemas.WireAskResult], line: asyncio.Queue[tuple[str, Any]]
 ) -> AsyncIterator[str]:
     """The stage events as they come, then `result` (or `error`, a problem body)."""
     done = asyncio.ensure_future(wait(future, s.config.deadline_s))
@@ -428,7 +428,7 @@ async def _stream(
     yield _event("result", result.model_dump(mode="json"))
 
 
-async def search(body: SearchRequest, request: Request, key: Key) -> list[schemas.Hit]:
+async def search(body: SearchRequest, request: Request, key: Key) -> list[schemas.WireHit]:
     """The top passages for a query that the audience may see, in force on `as_of`."""
     s = server_of(request)
     deadline = Deadline.after(s.config.deadline_s)  # the search stops at its next stage past it
@@ -437,41 +437,45 @@ async def search(body: SearchRequest, request: Request, key: Key) -> list[schema
         deadline,
     )  # fmt: skip
     hits = await s.read(lambda ws: ws.search(body.query, options), deadline)
-    return [schemas.Hit.from_hit(h) for h in hits]
+    return [schemas.WireHit.from_hit(h) for h in hits]
 
 
 ViewQuery = Annotated[View, Query(description="At most the key's own audience.")]
 NOT_FOUND = "no {what} with {name} {value!r}"
 
 
-async def documents(request: Request, key: Key, view: ViewQuery = None) -> list[schemas.Document]:
+async def documents(
+    request: Request, key: Key, view: ViewQuery = None
+) -> list[schemas.WireDocument]:
     """The document versions the audience may see."""
     audience = audience_for(request, key, view)
     docs = await server_of(request).read(lambda ws: ws.documents(audience))
-    return [schemas.Document.from_info(d) for d in docs]
+    return [schemas.WireDocument.from_info(d) for d in docs]
 
 
 async def document(
     doc_id: str, request: Request, key: Key, view: ViewQuery = None
-) -> list[schemas.Document]:
+) -> list[schemas.WireDocument]:
     """The versions of one document (404 when the audience may see none: exactly as for a
     doc_id that does not exist)."""
     audience = audience_for(request, key, view)
     docs = await server_of(request).read(lambda ws: ws.documents(audience))
-    found = [schemas.Document.from_info(d) for d in docs if d.meta.doc_id == doc_id]
+    found = [schemas.WireDocument.from_info(d) for d in docs if d.meta.doc_id == doc_id]
     if not found:
         raise NotFoundError(NOT_FOUND.format(what="document", name="doc_id", value=doc_id))
     return found
 
 
-async def chunk(chunk_id: str, request: Request, key: Key, view: ViewQuery = None) -> schemas.Chunk:
+async def chunk(
+    chunk_id: str, request: Request, key: Key, view: ViewQuery = None
+) -> schemas.WireChunk:
     """One passage by its chunk ID (404 when the audience may not see it: exactly as for an
     ID that does not exist)."""
     audience = audience_for(request, key, view)
     found = await server_of(request).read(lambda ws: ws.read(chunk_id, audience))
     if found is None:
         raise NotFoundError(NOT_FOUND.format(what="chunk", name="chunk_id", value=chunk_id))
-    return schemas.Chunk.from_chunk(found)
+    return schemas.WireChunk.from_chunk(found)
 
 
 async def check(body: CheckRequest, request: Request, key: Key) -> list[schemas.Check]:
@@ -486,7 +490,7 @@ async def check(body: CheckRequest, request: Request, key: Key) -> list[schemas.
     return [schemas.Check.from_check(c) for c in found]
 
 
-async def feedback(body: FeedbackRequest, request: Request, key: Key) -> schemas.Feedback:
+async def feedback(body: FeedbackRequest, request: Request, key: Key) -> schemas.WireFeedback:
     """Say whether an answer was helpful or wrong (201: the stored record): its `audit_id`
     (from the AskResult), an optional note and, for a wrong one, the chunk ID of the passage
     that answers. A key may give feedback on the answers asked under its own name, a staff
@@ -506,7 +510,7 @@ async def feedback(body: FeedbackRequest, request: Request, key: Key) -> schemas
             audience=audience,
         )
     )  # fmt: skip
-    return schemas.Feedback.from_feedback(found)
+    return schemas.WireFeedback.from_feedback(found)
 
 
 async def whoami(request: Request, key: Key) -> Caller:
@@ -567,7 +571,7 @@ async def health(
     )
     if format == "html":
         return report_page(render_html(found))
-    return schemas.HealthReport.from_report(found)
+    return schemas.WireHealthReport.from_report(found)
 
 
 async def metrics(request: Request, key: Key) -> PlainTextResponse:
@@ -648,17 +652,19 @@ def _routes(app: FastAPI) -> None:
         200: {"content": {"text/event-stream": {}}, "description": "AskResult or events"}
     }
     add = app.add_api_route
-    add("/v1/ask", ask, methods=["POST"], response_model=schemas.AskResult,
+    add("/v1/ask", ask, methods=["POST"], response_model=schemas.WireAskResult,
         responses={**busy, **stream})  # fmt: skip
-    add("/v1/search", search, methods=["POST"], response_model=list[schemas.Hit], responses=busy)
-    add("/v1/documents", documents, methods=["GET"], response_model=list[schemas.Document],
+    add(
+        "/v1/search", search, methods=["POST"], response_model=list[schemas.WireHit], responses=busy
+    )
+    add("/v1/documents", documents, methods=["GET"], response_model=list[schemas.WireDocument],
         responses=busy)  # fmt: skip
     add("/v1/documents/{doc_id}", document, methods=["GET"],
-        response_model=list[schemas.Document], responses=gone)  # fmt: skip
-    add("/v1/chunks/{chunk_id}", chunk, methods=["GET"], response_model=schemas.Chunk,
+        response_model=list[schemas.WireDocument], responses=gone)  # fmt: skip
+    add("/v1/chunks/{chunk_id}", chunk, methods=["GET"], response_model=schemas.WireChunk,
         responses=gone)  # fmt: skip
     add("/v1/check", check, methods=["POST"], response_model=list[schemas.Check], responses=busy)
-    add("/v1/feedback", feedback, methods=["POST"], response_model=schemas.Feedback,
+    add("/v1/feedback", feedback, methods=["POST"], response_model=schemas.WireFeedback,
         status_code=201, responses=problem_responses(404, 504))  # fmt: skip
     add("/v1/whoami", whoami, methods=["GET"], response_model=Caller)
     add("/v1/flags", flag_words, methods=["GET"], response_model=dict[str, str])
@@ -667,7 +673,7 @@ def _routes(app: FastAPI) -> None:
         503: {"model": Readiness, "description": "Still warming up, or the warm-up failed"}
     }
     add("/readyz", readyz, methods=["GET"], response_model=Readiness, responses=ready)
-    add("/v1/health", health, methods=["GET"], response_model=schemas.HealthReport,
+    add("/v1/health", health, methods=["GET"], response_model=schemas.WireHealthReport,
         responses={**problem_responses(404, 504),
                    200: {"content": {"text/html": {}}, "description": "HealthReport or page"}})  # fmt: skip
     add("/metrics", metrics, methods=["GET"], response_class=PlainTextResponse,
