@@ -1,12 +1,16 @@
 """The names of the parts a setting chooses (providers, ingest executors): the built-in ones,
 in the order the docs list them, each with one line saying what it is, and the entry-point
-groups where an installed package adds its own.
+groups where an installed package adds its own; and the choices of the options' text fields
+(`Method`/`METHODS`, `AskMode`/`ASK_MODES`, `AUDIENCES`), as `Literal`s that
+`tether.options` types its fields with and the CLI builds its help and checks from.
 
-This is the one list those names are written in. The settings (`tether.config`) check
-TETHER_PROVIDER and TETHER_EXECUTOR against it, the CLI's help and messages print it, and the
-registries (`tether.providers.registry`, `tether.ingest.executor`) give each name its code and
-check, when they load, that they cover exactly these names. It sits below all of them and
-imports only `tether.errors`, so reading it loads neither pydantic nor a provider.
+This is the one list those names are written in (with `BUNDLED_PROVIDERS`, the providers set
+up for the bundled demo, which a command line may name but the listings leave out). The
+settings (`tether.config`) check TETHER_PROVIDER and TETHER_EXECUTOR against it, the CLI's
+help and messages print it, and the registries (`tether.providers.registry`,
+`tether.ingest.executor`) give each name its code and check, when they load, that they cover
+exactly these names. It sits below all of them and imports only `tether.errors`, so reading it
+loads neither pydantic nor a provider.
 
 A third-party package declares a provider in its own metadata, e.g. in its pyproject.toml:
 
@@ -29,9 +33,18 @@ from __future__ import annotations
 import importlib.metadata
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 from tether.errors import TetherError
+from tether.types import Audience
+
+AUDIENCES: tuple[str, ...] = get_args(Audience)
+# "auto": rerank when the index has vectors, else bm25 (`tether.retrieval.retriever`)
+Method = Literal["auto", "bm25", "dense", "hybrid", "rerank", "deep"]
+METHODS: tuple[str, ...] = tuple(m for m in get_args(Method) if m != "auto")
+# how `ask` has the model answer; "auto": the provider's `Capabilities.answer_mode`
+AskMode = Literal["auto", "json", "inline", "select"]
+ASK_MODES: tuple[str, ...] = get_args(AskMode)
 
 PROVIDER_PLUGINS = "tether.providers"
 EXECUTOR_PLUGINS = "tether.executors"
@@ -47,6 +60,31 @@ PROVIDERS: Mapping[str, str] = MappingProxyType(
     }
 )
 """The built-in providers: name → what it is, in the order the docs list them."""
+
+JUDGES: Mapping[str, str] = MappingProxyType(
+    {
+        "align": "the learned alignment judge, the default; the reader reads claims in another"
+        " language than their passages",
+        "align+llm": "the local model as a second opinion on uncertain claims",
+        "reader": "the reader on every claim",
+        "words": "the alignment judge, never the reader",
+        "embedding": "",
+        "llm": "the local model on every claim",
+        "none": "the rules alone",
+    }
+)
+"""The claim judges: name → what it is ("" when the name says it), in the order the CLI lists
+them; the judge registry (`tether.answering.judging`) builds each and checks it covers
+exactly these names."""
+
+BUNDLED_PROVIDERS: Mapping[str, str] = MappingProxyType(
+    {
+        "recorded": "the bundled recordings of the local model's answers, replayed with the"
+        " options they were made with (`tether eval --answers --provider recorded`)",
+    }
+)
+"""Built-in providers set up for the bundled demo: a `--provider` (and `make_provider`'s
+`name`) may name them; the listings, the messages and TETHER_PROVIDER leave them out."""
 
 RECORDER = "replay"
 """The built-in provider that records another one (TETHER_REPLAY_INNER names the other)."""

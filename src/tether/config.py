@@ -86,7 +86,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from tether.catalog import RECORDER, executor_names, one_of, provider_names
+from tether.catalog import BUNDLED_PROVIDERS, RECORDER, executor_names, one_of, provider_names
 from tether.errors import TetherError
 
 ReplayMode = Literal["replay", "record", "auto"]
@@ -103,12 +103,12 @@ DEFAULT_VECTOR_CACHE = Path("~/.cache/tether/vectors")
 
 
 def check_provider(name: str) -> str:
-    """`name` in lower case when it names a provider (`tether.catalog`: a built-in one or an
-    installed plugin's) or is `auto`, else a TetherError saying the choices: the rule
-    `make_provider` applies to a name it is given (the CLI's --provider checks with it as the
-    option is parsed)."""
+    """`name` in lower case when it names a provider (`tether.catalog`: a built-in one, one
+    set up for the bundled demo, or an installed plugin's) or is `auto`, else a TetherError
+    saying the choices: the rule `make_provider` applies to a name it is given (the CLI's
+    --provider checks with it as the option is parsed)."""
     chosen = name.strip().lower()
-    if chosen != "auto" and chosen not in provider_names(plugins=False):
+    if chosen != "auto" and chosen not in (*provider_names(plugins=False), *BUNDLED_PROVIDERS):
         names = provider_names()
         if chosen not in names:
             raise TetherError(f"unknown provider {name!r}; use {one_of(names)}")
@@ -526,7 +526,8 @@ class Profile:
     # support gate: the floor per retrieval method (BM25 score, cosine, reranker score) for an
     # index that has no fit of its own; rerank's is an off-topic prefilter like the self-fitted
     # one (the answerability judge decides the rest): about the floors ingest fits on the
-    # tuned-on collections (0.737-0.754), where 0.784 refused 2-10% of answerable questions
+    # tuned-on collections, where a higher fixed floor refused answerable questions
+    # (bench/experiments/gate_carryover.py, bench/results/gate_carryover.md)
     gate_floors: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType(
             {"bm25": 5.15, "dense": 0.826, "hybrid": 0.826, "rerank": 0.745}
@@ -539,8 +540,8 @@ class Profile:
     # of questions generated from the index's own passages. Since the answerability judge
     # (tether.answering.answerable) decides whether the passages answer, this floor is only a
     # cheap off-topic filter tuned for recall: one standard deviation above the off-topic mean
-    # (on the tuned-on answer sets it refused 1 of 138 answerable questions, where z 2 and the
-    # 5% cap refused 7: bench/results/answerability.md)
+    # (on the tuned-on answer sets it refused fewer answerable questions than z 2 with a 5%
+    # cap: bench/answers/bench_answerability.py, bench/results/answerability.md)
     gate_self_methods: tuple[str, ...] = ("rerank",)
     gate_offtopic_z: float = 1.0
     gate_generated_quantile: float = 0.02
@@ -573,11 +574,12 @@ class Profile:
     fusion_ratio_slope: float = 12.0
     # adaptive rerank: the lexical features' weights at a BM25 share of 0.5 (scaled by twice
     # the query's share; replaces their fixed weights above); bm25, coverage and heading set on
-    # bench/corpora/python (structure parser, with the two changes below: bm25 2 -> 1 raised
-    # rerank MRR 0.771 -> 0.783); rrf (the fused score over the best candidate's) 2 with the
+    # bench/corpora/python (structure parser, with the two changes below: bm25 lowered from 2
+    # to 1 raised rerank's MRR); rrf (the fused score over the best candidate's) 2 with the
     # calibrated fusion: the sentence reranker's other features are the embedder's, weak where
-    # the collection leans lexical, and without it rerank fell below hybrid there (hit@5
-    # Python 0.908 vs 0.938, PostgreSQL 0.892 vs 0.908; with it 0.954 and 0.908)
+    # the collection leans lexical, and without it rerank fell below hybrid on hit@5 on the
+    # Python and PostgreSQL manuals (bench/retrieval/bench_real_corpora.py,
+    # bench/results/real_corpora.md)
     rerank_lexical_weights: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType(
             {"bm25": 1.0, "coverage": 1.0, "heading": 1.0, "rrf": 2.0}
@@ -589,9 +591,11 @@ class Profile:
     # them cost hit@5 on the PostgreSQL manual)
     fusion_protect_each: int = 0
     # adaptive rerank in a collection written in one language: at most this many chunks of one
-    # document in the top 10 (None: no cap; the fixed fusion and several languages keep 3). Set on bench/corpora/python with the structure parser, whose
-    # chunks follow a reference page's entries: the cap of 3 pushed the answer out of the top
-    # 5 (hit@5 0.892 with it, 0.923 without); on the bundled set it had added 0.002 recall@5
+    # document in the top 10 (None: no cap; the fixed fusion and several languages keep 3).
+    # Set on bench/corpora/python with the structure parser, whose chunks follow a reference
+    # page's entries: the cap of 3 pushed the answer out of the top 5 (hit@5 lower with it
+    # than without: bench/retrieval/bench_real_corpora.py, bench/results/real_corpora.md); on
+    # the bundled set it had added next to nothing to recall@5 (bench/results/retrieval.md)
     rerank_per_document: int | None = None
     # what the fusion values were fitted on (a collection's own calibration, stored in its
     # index as meta `fusion_calibration`, names its own pseudo-questions)
@@ -623,7 +627,9 @@ class Profile:
         )
     )
     # two passages whose chunk vectors reach this cosine make the same point (standing rule,
-    # the verifier's lower_precedence): help vs policy paraphrase 0.92-0.94, neighbours 0.85-0.91
+    # the verifier's lower_precedence): set between a help article's paraphrase of a policy and
+    # passages that are merely neighbours on the bundled collection (the flags it raises:
+    # bench/judge/bench_verifier_eval.py, bench/results/verifier-eval.md)
     same_point_cosine: float = 0.92
     # the embedding judge maps a cosine in [low, high] onto 0..1
     judge_low: float = 0.70

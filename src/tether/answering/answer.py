@@ -131,8 +131,9 @@ def build_request(
     )
 
 
-# What a reply may hold before it is refused unread (checking grows with the text: a 60 KB
-# claim took about a minute); far above what an answer of a few claims needs.
+# What a reply may hold before it is refused unread (checking time grows with the text's
+# length; bench/serve/hostile_soak.py times checks near and over these caps,
+# bench/results/hostile_soak.md); far above what an answer of a few claims needs.
 MAX_REPLY_CHARS = 32_000
 MAX_CLAIMS = 30
 MAX_CLAIM_CHARS = 2_000

@@ -53,11 +53,11 @@ MODEL_PATH = Path(__file__).with_name("answerability_model.json")
 # The second opinion (the local model, when it is the provider): asked when the judge's
 # probability falls in SECOND_BAND (every question, by default), it decides with
 # SECOND_WEIGHT x its P(yes) + (1 - SECOND_WEIGHT) x the judge's probability against
-# SECOND_THRESHOLD. Chosen on 41 tuned-on questions (every must-refuse question of the
+# SECOND_THRESHOLD. Chosen on tuned-on questions only (every must-refuse question of the
 # bundled training half, the library's and the transit's sets, a third of their answerable
-# ones): the judge alone AUC 0.77, the model's P(yes) 0.87, the mix 0.90; at 0.6 the mix
-# refused none of 17 answerable questions and 17 of 24 that must be refused
-# (bench/answerability_second_opinion.py, bench/results/answerability_second_opinion.md).
+# ones), where the mix told the two kinds apart better than the judge or the model alone, and
+# 0.6 is the highest threshold on the mix that refused no answerable question
+# (bench/experiments/answerability_second_opinion.py, bench/results/answerability_second_opinion.md).
 SECOND_BAND = (0.0, 1.0)
 SECOND_WEIGHT = 0.7
 SECOND_THRESHOLD = 0.6
@@ -354,7 +354,9 @@ class Verdict:
 class ModelAnswerability:
     """A language model's P(yes) to "does one of these passages answer this exact question?"
     (`prompts/answerable.txt`, one token with log-probabilities; the verdict word when the
-    provider gives none). About 10-20 s a question with the local 1.5B model on 2 cores."""
+    provider gives none). Seconds a question with the local 1.5B model on a small CPU (timed
+    by bench/experiments/answerability_second_opinion.py:
+    bench/results/answerability_second_opinion.md)."""
 
     def __init__(self, provider: Provider, *, words: int = 150) -> None:
         self.provider = provider

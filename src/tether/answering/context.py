@@ -19,10 +19,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from tether.options import DEFAULT_BUDGET as DEFAULT_BUDGET
 from tether.text import words
 from tether.types import Chunk, Context, Dropped, Hit, Passage
 
-DEFAULT_BUDGET = 1800  # tokens of passages (headers included)
 NEAR_DUPLICATE = 0.8  # share of the smaller passage's 3-word shingles found in the other
 CHARS_PER_TOKEN = 3.5
 

@@ -22,7 +22,7 @@ ones cannot be chosen, so an answer the ranking misses is lost; passages holding
 addressed to AI assistants are left out (as the extractive answerer does). A provider without
 constrained decoding may still return a number outside the list: it is ignored, and an answer
 made only of such numbers is a `not_schema` problem. The local 1.5B model almost never
-chooses 0 (none of 3 must-refuse questions in bench/results/local_answers.md): refusals still
+chooses 0 (its refusals: bench/answers/local_answers.py, bench/results/local_answers.md): refusals still
 come from the gate and the verifier.
 """
 

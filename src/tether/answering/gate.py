@@ -25,12 +25,12 @@ from dataclasses import replace
 
 from tether.config import DEFAULT_PROFILE
 from tether.errors import LimitError, TetherError
+from tether.options import DEFAULT_MIN_SUPPORT as DEFAULT_MIN_SUPPORT
 from tether.protocols import SearchableStore, StoreReader
 from tether.types import Filters, Gate, Hit
 
 # Default floors per method (support score a passage needs to count), see `calibrate`.
 DEFAULT_FLOORS: Mapping[str, float] = DEFAULT_PROFILE.gate_floors  # tuned: tether.config
-DEFAULT_MIN_SUPPORT = 1
 
 
 def support_score(hit: Hit) -> float:

@@ -1,6 +1,7 @@
 """`ask()`: the whole flow for one question from parts the caller built; `choose_judge`, the
-judge that suits a provider, and `make_judge`, a judge by name (the Workspace in `tether.app`
-builds the parts).
+judge that suits a provider, and `make_judge`, a judge by name from the judge registry
+(`tether.answering.judging`, whose `JUDGES` and `shipped_reader` are re-exported here); the
+Workspace in `tether.app` builds the parts.
 
 question → filters (as_of, audience) → retrieval → support gate (`tether.answering.gate`, a
 cheap off-topic filter) → answerability (`tether.answering.answerable`: does a retrieved
@@ -12,7 +13,8 @@ counter are parameters, built once by whoever holds them (the application's Work
 question never loads a model.
 
 A question (or a search query) over `MAX_QUESTION_CHARS` characters is refused before any
-retrieval: ranking costs grow with its length (a 100 KB question took 46 s and 700 MB).
+retrieval: ranking's time and memory grow with its length (bench/serve/hostile_soak.py sends
+questions at and over the cap: bench/results/hostile_soak.md).
 
 What it cannot do: the gate judges retrieval strength and the answerability judge reads words,
 numbers and sentence vectors (see their modules), so a passage that looks like an answer and is
@@ -26,11 +28,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import date
 
 from tether.answering.answer import build_request, parse_completion
 from tether.answering.answerable import AnswerabilityJudge, read_question, reader_probabilities
-from tether.answering.context import DEFAULT_BUDGET, TokenCounter, assemble
+from tether.answering.context import TokenCounter, assemble
 from tether.answering.draft import Draft
 from tether.answering.evidence import (
     Closeness,
@@ -41,7 +42,6 @@ from tether.answering.evidence import (
     span_cosines,
 )
 from tether.answering.gate import (
-    DEFAULT_MIN_SUPPORT,
     check_question,
     explain,
     filtered_out,
@@ -49,13 +49,16 @@ from tether.answering.gate import (
     floors_for,
     gate,
 )
+from tether.answering.judging import JUDGES as JUDGES  # re-exported: the names
+from tether.answering.judging import build_judge
+from tether.answering.judging import shipped_reader as shipped_reader  # re-exported
 from tether.asks import asks, gives
 from tether.config import DEFAULT_PROFILE, Profile
 from tether.errors import DeadlineError, ProviderError
+from tether.options import AskOptions as AskOptions
 from tether.protocols import (
     Embedder,
     Judge,
-    PairReader,
     Provider,
     SearchableStore,
     Searcher,
@@ -70,49 +73,14 @@ from tether.types import (
     Answerability,
     AnswerProblem,
     AskResult,
-    Audience,
     Context,
     Filters,
     Hit,
 )
 from tether.verify import check as verify
 from tether.verify.flags import public_answer
-from tether.verify.judges import EmbeddingJudge, LLMJudge
-from tether.verify.options import JUDGES
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class AskOptions:
-    """How to ask: the filters (`as_of`, None for every version; `audience`, public by
-    default), the answer `language` (detected when None), the retrieval `method` and `k`
-    passages, the context `budget` in tokens, the support gate (`min_support` passages over
-    `floor`, the index's calibrated floor when None), the answer `mode` (json or inline
-    citations; select: the model chooses evidence sentences by number,
-    `tether.answering.evidence`; auto: `answer_mode`), `closed_book` (no passages), `strict`
-    (drop flagged claims), `verify`, and `answerability` (refuse before the model when the
-    answerability judge finds no passage that answers; `tether.answering.answerable`), and a
-    `deadline` (a `time.monotonic()` instant; past it `ask` raises `DeadlineError` at the next
-    stage boundary instead of going on: the server sets it so a request it has given up on
-    stops working). A public asker is never shown a claim that fails an
-    exact, instruction, precedence or number check (`tether.verify.flags.withhold`; the
-    result's `notice` says what was withheld)."""
-
-    as_of: date | None = None
-    audience: Audience = "public"
-    language: str | None = None  # detected from the question when None
-    method: str = "auto"  # rerank when the index has vectors, else bm25
-    k: int = 5
-    budget: int = DEFAULT_BUDGET
-    min_support: int = DEFAULT_MIN_SUPPORT
-    floor: float | None = None  # None: the index's calibrated floor for the method
-    mode: str = "auto"  # json | inline | select | auto (`answer_mode`)
-    closed_book: bool = False
-    strict: bool = False
-    verify: bool = True
-    answerability: bool = True  # refuse before the model when no passage answers
-    deadline: float | None = None  # a time.monotonic() instant: past it, the next stage stops
 
 
 def answer_language(text: str) -> str:
@@ -130,15 +98,6 @@ def answer_mode(mode: str, provider: Provider) -> str:
     return capabilities_of(provider).answer_mode
 
 
-def shipped_reader() -> PairReader | None:
-    """The reader that ships with tether (`tether.embeddings.reader.available_reader`);
-    None where it cannot be loaded (warned once in the log): the claim judge then reads the
-    alignment alone, as `words` does."""
-    from tether.embeddings.reader import available_reader
-
-    return available_reader()
-
-
 def make_judge(
     name: str,
     embedder: Embedder | None,
@@ -147,41 +106,14 @@ def make_judge(
     *,
     reader: bool = True,
 ) -> Judge | None:
-    """The judge called `name` (one of `JUDGES`): `align`, the learned alignment judge (no
-    model to load); `align+llm`, the same with a language model as a second opinion on the
-    claims it leaves uncertain (`llm()` makes the provider); `embedding`, the cosine judge
-    (None without an embedder); `llm`, the model on every claim; `none`. Without `reader`
-    (the Settings' `reader` off) the alignment judges read words alone, as `words` does. An
-    unknown name is a TetherError."""
-    from tether.errors import TetherError
-    from tether.verify.learned import AlignmentJudge
-
-    if not reader and name == "reader":
-        raise TetherError("the reader judge needs tether's reader, which TETHER_READER=off turns off")
-
-    def default_reader() -> PairReader | None:
-        return shipped_reader() if reader else None
-
-    if name == "none":
-        return None
-    if name == "align":  # the words model; the reader where it cannot judge (across languages)
-        return AlignmentJudge(reader=default_reader(), across_only=True)
-    if name == "reader":  # the reader on every claim, combined with the words model
-        return AlignmentJudge(reader=default_reader())
-    if name == "words":
-        return AlignmentJudge()
-    if name == "embedding":
-        if embedder is None:
-            return None
-        return EmbeddingJudge(embedder, low=profile.judge_low, high=profile.judge_high)
-    if name in ("llm", "align+llm"):
-        if llm is None:
-            raise TetherError(f"the {name} judge needs a language model")
-        model = LLMJudge(llm())
-        return model if name == "llm" else AlignmentJudge(
-            second=model, reader=default_reader(), across_only=True
-        )
-    raise TetherError(f"unknown judge {name!r}: {', '.join(JUDGES)}")
+    """The judge called `name` (one of `JUDGES`), built by its spec in the judge registry
+    (`tether.answering.judging`): `align`, the learned alignment judge (no model to load);
+    `align+llm`, the same with a language model as a second opinion on the claims it leaves
+    uncertain (`llm()` makes the provider); `embedding`, the cosine judge (None without an
+    embedder); `llm`, the model on every claim; `none`. Without `reader` (the Settings'
+    `reader` off) the alignment judges read words alone, as `words` does. An unknown name is
+    a TetherError."""
+    return build_judge(name, embedder, llm, profile, reader=reader)
 
 
 def choose_judge(
@@ -275,9 +207,7 @@ def ask(
     timings["context_s"] = time.perf_counter() - t
     closeness = _closeness(question, store, retriever, context) if o.mode == "select" else None
     spans = (
-        _span_closeness(question, store, retriever, context)
-        if o.mode in ("json", "inline")
-        else ()
+        _span_closeness(question, store, retriever, context) if o.mode in ("json", "inline") else ()
     )
     # an answerer that quotes (no model) chooses its sentences by what the reader says
     readings = (
@@ -457,7 +387,9 @@ class VerifierParts:
     embedder: Callable[[], Embedder | None] | None = None
 
 
-def _closeness(question: str, store: SearchableStore, retriever: Searcher, context: Context) -> Closeness | None:
+def _closeness(
+    question: str, store: SearchableStore, retriever: Searcher, context: Context
+) -> Closeness | None:
     """How close the question is to each context sentence, from the index's sentence vectors
     and the retriever's query vector; None without an embedder or sentence vectors."""
     if getattr(retriever, "embedder", None) is None:

@@ -4,7 +4,8 @@ kind and per language, the failures with the answer, the keys and the passages; 
 (`tether.schemas.AnswerReport`) and `--report FILE.html`.
 
 `--provider recorded` replays the bundled recordings of the local model (labelled with the
-model and the day they were recorded) with the options they were recorded with.
+model and the day they were recorded) with the options they were recorded with (a replay that
+knows them: `ReplayProvider.recorded_options`).
 
 What it cannot do: it computes nothing itself; questions are not audited (an evaluation is
 not a reader's question).
@@ -45,17 +46,13 @@ def run_answers(
 ) -> AnswerEvalResult:
     """Ask every question through the Workspace (not audited) and score the answers."""
     from tether.answering.pipeline import AskOptions
-    from tether.evaluation.answer_eval import (
-        RECORDED_OPTIONS,
-        run_answer_eval,
-        with_recordings,
-    )
+    from tether.evaluation.answer_eval import run_answer_eval, with_recordings
 
     chosen, label = answers_provider(ws, provider, model)
     ws.use_provider(chosen)
-    options: dict[str, Any] = {"method": method, "k": k}
-    if provider == "recorded":
-        options = dict(RECORDED_OPTIONS)
+    # a replay that knows the options its recordings were made with asks with them
+    options: dict[str, Any] = dict(getattr(chosen, "recorded_options", None) or {})
+    options = options or {"method": method, "k": k}
     if capabilities_of(chosen).recorded:  # only the questions that were recorded
         asked = with_recordings(qs, chosen.recorded_questions())
         label += f" ({len(asked)} of {len(qs)} questions recorded)"

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from tether.catalog import AUDIENCES, one_of
 from tether.errors import TetherError
 
 if TYPE_CHECKING:
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from tether.app import Workspace
-    from tether.types import AskResult
+    from tether.types import AskResult, SyncReport
+    from tether.types import Progress as IngestProgress
 
 
 class TetherGroup(TyperGroup):
@@ -137,12 +139,15 @@ def global_options(
         ),
     ] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Say more: ask's timings, ingest's unchanged files.")
+        bool,
+        typer.Option("--verbose", "-v", help="Say more: ask's timings, ingest's unchanged files."),
     ] = False,
     version: Annotated[
         bool,
         typer.Option(
-            "--version", help="Print the version and exit.", callback=_print_version,
+            "--version",
+            help="Print the version and exit.",
+            callback=_print_version,
             is_eager=True,
         ),
     ] = False,
@@ -236,7 +241,9 @@ EXIT_NO_ANSWER = 3  # `ask`: no answer could be produced (the provider failed, o
 #                     was unusable: cut at the token limit, not JSON, not the answer schema,
 #                     too long to check)
 EXIT_FLAGGED = 4  # `ask`: an answer, with a claim that failed a check (read its flags)
-EXIT_REFUSED = 5  # `ask`: a refusal, by the support gate (the audience filter included) or the model
+EXIT_REFUSED = (
+    5  # `ask`: a refusal, by the support gate (the audience filter included) or the model
+)
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_CODES: dict[str, int] = {
     "answered": EXIT_ANSWERED,
@@ -277,9 +284,9 @@ def as_of_date(value: str) -> date | None:
 
 
 def audience_value(value: str) -> str:
-    """--audience: public or staff (else a usage error, exit 2)."""
-    if value not in ("public", "staff"):
-        raise typer.BadParameter(f"{value!r} is not public or staff")
+    """--audience: one of `tether.options.AUDIENCES` (else a usage error, exit 2)."""
+    if value not in AUDIENCES:
+        raise typer.BadParameter(f"{value!r} is not {one_of(AUDIENCES)}")
     return value
 
 
@@ -309,11 +316,10 @@ def method_option(value: str) -> str:
 
 
 def provider_option(value: str | None) -> str | None:
-    """--provider: a provider's name or auto, by the settings' own rule
-    (`tether.config.check_provider`), or `recorded` (the bundled recordings,
-    `Workspace.make_provider`); else a usage error naming the flag. The command passes the
-    text on as it was given."""
-    if value is not None and value != "recorded":
+    """--provider: a provider's name (`recorded` included: the bundled recordings) or auto,
+    by the settings' own rule (`tether.config.check_provider`); else a usage error naming the
+    flag. The command passes the text on as it was given."""
+    if value is not None:
         from tether.config import check_provider
 
         try:
@@ -321,7 +327,6 @@ def provider_option(value: str | None) -> str | None:
         except TetherError as exc:
             raise typer.BadParameter(str(exc)) from None
     return value
-
 
 
 IndexOpt = Annotated[
@@ -332,6 +337,8 @@ IndexOpt = Annotated[
         envvar="TETHER_INDEX",
     ),
 ]
+
+
 def store_value(value: str | None) -> str | None:
     """--store: a postgresql:// URL (else a usage error, exit 2)."""
     if value is not None and not value.lower().startswith(("postgresql://", "postgres://")):
@@ -411,7 +418,6 @@ def open_workspace(
     TETHER_STORE), --provider and --model; a demo ingest on the way shows its progress and
     says where the demo went."""
     from tether.app import Workspace
-    from tether.cli.ingest import announce_demo, ingest_progress
 
     with ingest_progress() as step:
         return Workspace.open(
@@ -472,7 +478,9 @@ class PhaseLog:
         rate = done / elapsed if elapsed > 0 else 0.0
         left = f", about {(total - done) / rate:,.0f} s left" if rate > 0 and not finished else ""
         ended = " (done)" if finished else ""
-        self._print(f"{label}: {done:,} of {total:,} in {elapsed:,.1f} s ({rate:,.1f}/s{left}){ended}")
+        self._print(
+            f"{label}: {done:,} of {total:,} in {elapsed:,.1f} s ({rate:,.1f}/s{left}){ended}"
+        )
         if finished:
             state[2] = 1.0
 
@@ -485,6 +493,44 @@ def phase_log(labels: Mapping[str, str]) -> PhaseLog | None:
     """A PhaseLog when stderr is not a terminal and output is not --quiet, else None (the
     progress bar serves a terminal)."""
     return None if verbosity().quiet or err.is_terminal else PhaseLog(labels)
+
+
+PHASE_LABELS = {
+    "fetch": "Fetching pages",  # a website's crawl (`tether ingest URL`)
+    "read": "Reading files",
+    "embed": "Embedding chunks",
+    "embed sentences": "Embedding sentences",
+    "write": "Writing index",
+    "calibrate": "Calibrating",  # the fusion weight and the gate's floors, on the index itself
+}
+
+
+@contextmanager
+def ingest_progress() -> Iterator[IngestProgress]:
+    """An ingest's progress callback: a bar per phase on a terminal, a log line per phase
+    (and every few seconds) elsewhere; nothing shows until the first phase starts."""
+    log = phase_log(PHASE_LABELS)
+    with progress("{task.description:<17}", rate=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def step(phase: str, done: int, total: int) -> None:
+            if log is not None:
+                log.step(phase, done, total)
+            if phase == "embed:tokens":  # tokens embedded so far: show the rate
+                task = bar.tasks[tasks["embed"]] if "embed" in tasks else None
+                if task is not None and task.elapsed:
+                    bar.update(task.id, rate=f"{done / task.elapsed:,.0f} tokens/s")
+                return
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(PHASE_LABELS.get(phase, phase), total=total, rate="")
+            bar.update(tasks[phase], completed=done, total=total)
+
+        yield step
+
+
+def announce_demo(report: SyncReport, path: Path) -> None:
+    """What `Workspace.open` reports after ingesting the demo on its way: one line."""
+    err.print(f"ingested the demo collection into {shown(path)}", highlight=False)
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tether.catalog import PROVIDERS, one_of
+from tether.catalog import AUDIENCES, METHODS, PROVIDERS, one_of
 from tether.cli.app import (
     EXIT_HELP,
     DemoOpt,
@@ -212,7 +212,8 @@ def questions(
     asked_by: Annotated[
         str | None,
         typer.Option(
-            "--asked-by", help="With --from-feedback: only questions asked for public or staff."
+            "--asked-by",
+            help=f"With --from-feedback: only questions asked for {one_of(AUDIENCES)}.",
         ),
     ] = None,
     index: IndexOpt = None,
@@ -241,9 +242,9 @@ def questions(
             raise typer.Exit(1)
         qs = [q for q in qs if q.kind == kind]
     if as_json:
-        from tether.schemas import Question
+        from tether.schemas import WireQuestion
 
-        print_json([Question.from_question(q) for q in qs])
+        print_json([WireQuestion.from_question(q) for q in qs])
         return
     listed = table(
         f"{len(qs)} questions",
@@ -279,9 +280,9 @@ def print_feedback_questions(
         err.print("note: no feedback recorded for this reader (see `tether audit --feedback`)",
                   highlight=False, soft_wrap=True)  # fmt: skip
     if as_json:
-        from tether.schemas import Question
+        from tether.schemas import WireQuestion
 
-        print_json([Question.from_question(q) for q in qs])
+        print_json([WireQuestion.from_question(q) for q in qs])
         return
     for q in qs:
         typer.echo(json.dumps(question_line(q), ensure_ascii=False))
@@ -305,12 +306,14 @@ def ask(
     ] = None,
     audience: Annotated[
         str | None,
-        typer.Option(help="public (default, fail-closed) or staff.", callback=audience_option),
+        typer.Option(
+            help=f"{one_of(AUDIENCES)} (default public: fail-closed).", callback=audience_option
+        ),
     ] = None,
     method: Annotated[
         str,
         typer.Option(
-            help="Retrieval: bm25, dense, hybrid, rerank or deep (rerank's top 10 reread by"
+            help=f"Retrieval: {one_of(METHODS)} (rerank's top 10 reread by"
             " tether's reader with the question). Default: deep when the index has vectors"
             " and the reader loads, else rerank, else bm25.",
             callback=method_option,
@@ -386,7 +389,7 @@ def ask(
         if draft is not None:
             draft.end()
     if as_json:
-        from tether.schemas import AskResult as WireAskResult
+        from tether.schemas import WireAskResult
 
         # the command's user configured the provider: its error is theirs to read
         print_json(WireAskResult.from_ask_result(result, provider_errors=False))
@@ -434,7 +437,7 @@ def chat(
     method: Annotated[
         str,
         typer.Option(
-            help="bm25, dense, hybrid, rerank or deep (default: as for `ask`).",
+            help=f"{one_of(METHODS)} (default: as for `ask`).",
             callback=method_option,
         ),
     ] = "auto",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from tether.catalog import JUDGES
 from tether.cli.app import (
     DemoOpt,
     IndexOpt,
@@ -66,7 +67,6 @@ def eval_verifier(
     demo index, or `claims` (files of the user's own) on `collection` (ingested first) or
     on the index (or --store) given or found here."""
     from tether.evaluation.verifier_eval import load_claims, run_verifier_eval
-    from tether.verify.options import JUDGES
 
     if judge_name not in JUDGES:
         raise typer.BadParameter(
@@ -214,14 +214,11 @@ ClaimsOpt = Annotated[
         " or on the index.",
     ),
 ]
+_JUDGE_PHRASES = [f"{name} ({what})" if what else name for name, what in JUDGES.items()]
 JudgeOpt = Annotated[
     str,
     typer.Option(
-        help="With --verifier: align (the learned alignment judge, the default; the reader"
-        " reads claims in another language than their passages), align+llm (the local model as"
-        " a second opinion on uncertain claims), reader (the reader on every claim), words (the"
-        " alignment judge, never the reader), embedding, llm (the local model on every claim),"
-        " or none (the rules alone)."
+        help=f"With --verifier: {', '.join(_JUDGE_PHRASES[:-1])}, or {_JUDGE_PHRASES[-1]}."
     ),
 ]
 
@@ -484,5 +481,7 @@ def print_failures(result: Any) -> None:
             )
         for r in failing:
             where = shown(f"[{r.kind}, {r.language}]", one_line=True)
-            out.print(f"  {shown(r.id, one_line=True)} {where} {shown(r.question)}", highlight=False)
+            out.print(
+                f"  {shown(r.id, one_line=True)} {where} {shown(r.question)}", highlight=False
+            )
             out.print(f"      {shown(r.why(result.k))}", highlight=False)

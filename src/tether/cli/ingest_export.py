@@ -15,7 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.cli.app import out, print_json, shown, verbosity
+from tether.cli.app import ingest_progress, out, print_json, shown, verbosity
+from tether.cli.ingest_shared import print_problems, print_report, writable_index
+from tether.cli.ingest_web import site_index
 
 if TYPE_CHECKING:
     from tether.ingest.sources.exports.common import ExportSource
@@ -37,8 +39,6 @@ def ingest_export(
 ) -> SyncReport:
     """Sync the export `source` (`export_at` found it) into the index and print what
     happened; the report (the caller exits 1 on problems with --strict)."""
-    from tether.cli.ingest import ingest_progress, print_problems, print_report, writable_index
-    from tether.cli.ingest_web import site_index
     from tether.ingest.sources.exports import remembered
 
     ws = writable_index(site_index(index, store), store, **workspace_settings)

@@ -23,12 +23,14 @@ from tether.cli.app import (
     IndexOpt,
     JsonOpt,
     StoreOpt,
+    ingest_progress,
     out,
     print_json,
     shown,
     user_errors,
     verbosity,
 )
+from tether.cli.ingest_shared import print_problems, print_report, writable_index
 from tether.errors import TetherError
 
 if TYPE_CHECKING:
@@ -82,7 +84,6 @@ def sync(
     Each with its remembered settings: what changed is read again, what is gone leaves. One
     command to run from a timer. Exit 1 when a source could not be synced (the others still
     are, each problem said in one line)."""
-    from tether.cli.ingest import writable_index
     from tether.ingest.sources.sync import remembered_sources
     from tether.ingest.sources.web_settings import CrawlSummary
     from tether.schemas import Crawl, IngestReport
@@ -128,7 +129,6 @@ def _sync_one(
 ) -> tuple[SyncReport, CrawlSummary | list[str]]:
     """One remembered source synced again, with its crawl's summary (an export: its summary
     lines); a failure is one `error:` line naming it."""
-    from tether.cli.ingest import ingest_progress, writable_index
     from tether.ingest.sources import open_source
     from tether.ingest.sources.web import WebSource
 
@@ -154,8 +154,6 @@ def _sync_one(
 
 def _print(report: SyncReport, summary: CrawlSummary | list[str], where: str) -> None:
     from dataclasses import replace
-
-    from tether.cli.ingest import print_problems, print_report
 
     if verbosity().quiet:
         print_problems(report)
@@ -186,7 +184,6 @@ def ingest_site(
 ) -> SyncReport:
     """Crawl `url` into the index and print what happened; the report (the caller exits 1
     on problems with --strict). `site`: the crawl options given (None: remembered)."""
-    from tether.cli.ingest import ingest_progress, writable_index
     from tether.ingest.sources import source_at
     from tether.ingest.sources.web import WebSource
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tether.catalog import METHODS, one_of
 from tether.cli.app import (
     AsOfOpt,
     AudienceOpt,
@@ -52,9 +53,9 @@ def documents(
     with user_errors():
         docs = open_workspace(index, demo, store).documents(who)  # type: ignore[arg-type]
     if as_json:
-        from tether.schemas import Document
+        from tether.schemas import WireDocument
 
-        print_json([Document.from_info(d) for d in docs])
+        print_json([WireDocument.from_info(d) for d in docs])
         return
     listed = table(
         f"{len(docs)} documents",
@@ -85,7 +86,7 @@ def print_instructions(docs: list[DocumentInfo]) -> None:
         )  # invisible characters shown as escapes: the disguise is part of the finding
         out.print(
             f"  ! {visible(m.doc_id, one_line=True)} v{visible(m.version, one_line=True)}"
-            f"  {i.chunk_id} [{i.start}:{i.end}]  \"{escaped}\"",
+            f'  {i.chunk_id} [{i.start}:{i.end}]  "{escaped}"',
             highlight=False,
             markup=False,
         )
@@ -105,9 +106,9 @@ def chunks(
     with user_errors():
         found = open_workspace(index, demo, store).chunks(doc_id, version, who)  # type: ignore[arg-type]
     if as_json:
-        from tether.schemas import Chunk
+        from tether.schemas import WireChunk
 
-        print_json([Chunk.from_chunk(c) for c in found])
+        print_json([WireChunk.from_chunk(c) for c in found])
         return
     for c in found:
         where = f"page {c.page}" if c.page else ""
@@ -131,7 +132,7 @@ def search(
     method: Annotated[
         str,
         typer.Option(
-            help="bm25, dense, hybrid, rerank or deep (rerank's top 10 reread by tether's"
+            help=f"{one_of(METHODS)} (rerank's top 10 reread by tether's"
             " reader: slower). Default: rerank when the index has vectors, else bm25.",
             callback=method_option,
         ),
@@ -153,7 +154,7 @@ def search(
     if why:  # on stderr, so that --json stays a list of hits
         err.print(f"note: {why}", highlight=False)
     if as_json:
-        from tether.schemas import Hit as WireHit
+        from tether.schemas import WireHit
 
         print_json([WireHit.from_hit(h) for h in hits])
         return

@@ -34,16 +34,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tether.providers.bundled import RECORDED_OPTIONS as RECORDED_OPTIONS  # re-exported
 from tether.types import AskResult, ClaimCheck, Question
 from tether.verify.flags import CLUE_FLAGS
-
-RECORDED_OPTIONS: dict[str, Any] = {"k": 4, "budget": 1000, "method": "hybrid", "mode": "json"}
-"""The options the bundled recordings were made with (scripts/record_answers.py); an
-evaluation of the recordings asks with them so each request finds its exact recording. They
-are json-mode answers (recorded through the replay provider when "auto" resolved by the
-provider's name, and a replay's name was not "local"). A replay's "auto" resolves to the mode
-its answers were recorded in (`ReplayProvider.recorded_modes`); the mode is named here too, so
-an evaluation asks exactly as they were recorded."""
 
 SUPPORT_FLAGS = CLUE_FLAGS
 """Flags by which the verifier says a claim is not supported by its passages (number, name,

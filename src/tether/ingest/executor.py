@@ -56,7 +56,6 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.connection
 import os
-import re
 import signal
 import threading
 import time
@@ -69,18 +68,20 @@ import numpy as np
 
 from tether.catalog import EXECUTOR_PLUGINS, EXECUTORS, executor_names, load_plugin
 from tether.errors import TetherError
+from tether.ingest.shard_work import (
+    SHARD_TEXTS,
+    EmbedderFactory,
+    EmbedProgress,
+    Placer,
+    failed_worker,
+)
 from tether.ingest.tasks import ParseOutcome, ParseTask, embed_shard, parse_task, shards
 from tether.protocols import Embedder
 
-SHARD_TEXTS = 16  # texts per unit of embedding work sent to a worker (progress comes per unit)
 # Below these the pool's start-up costs more than it saves (bench/ingest_throughput.py).
 POOL_MIN_TEXTS = 200
 POOL_MIN_BYTES = 2_000_000
 STOP_GRACE_S = 2.0  # how long close() lets workers leave by themselves before ending them
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-EmbedderFactory = Callable[[int], Embedder]  # threads -> a new embedder
-EmbedProgress = Callable[[int, int], None]  # (done_texts, done_tokens)
 
 
 class Executor(Protocol):
@@ -152,32 +153,6 @@ def _worker_embed(texts: list[str]) -> tuple[np.ndarray, int]:
     return embed_shard(_worker_embedder[0], texts)
 
 
-def _failed(exc: BaseException) -> TetherError:
-    """A worker's failure as the error the ingest raises: a `TetherError` keeps its class (so
-    its exit status and problem type), with the ingest's words around its message."""
-    if isinstance(exc, TetherError):
-        message = f"an ingest worker failed: {exc}; nothing was written"
-        try:
-            return type(exc)(message)
-        except TypeError:  # a subclass whose constructor takes other arguments
-            return TetherError(message)
-    if isinstance(exc, BrokenProcessPool):
-        return TetherError(
-            "an ingest worker process died (out of memory, killed, or its embedder could not"
-            " be built); nothing was written; --executor serial runs in this process"
-        )
-    return TetherError(f"an ingest worker failed ({_one_line(exc)}); nothing was written")
-
-
-def _one_line(exc: BaseException) -> str:
-    """An exception as one line: its last line when it spans several (a remote traceback
-    ends with the cause), colour codes removed."""
-    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
-    if len(lines) > 1:
-        return lines[-1]
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-
-
 def _gather(
     futures: Iterable[Future[Any]], each: Callable[[int, Any], None] | None = None
 ) -> list[Any]:
@@ -192,34 +167,8 @@ def _gather(
     except Exception as exc:
         for future in futures:
             future.cancel()
-        raise _failed(exc) from exc
+        raise failed_worker(exc) from exc
     return out
-
-
-class Placer:
-    """Puts each shard's rows back at their input positions as shards finish, reporting
-    progress per shard; `out` holds the vectors once every shard is placed."""
-
-    def __init__(
-        self, texts: list[str], dim: int, cuts: list[list[int]], progress: EmbedProgress | None
-    ) -> None:
-        self.out = np.empty((len(texts), dim), dtype=np.float32)
-        self.cuts = cuts
-        self.progress = progress
-        self.done = self.tokens = 0
-
-    def __call__(self, i: int, result: tuple[np.ndarray, int]) -> None:
-        idx = self.cuts[i]
-        matrix, used = result
-        if matrix.shape != (len(idx), self.out.shape[1]):
-            raise ValueError(
-                f"vectors of shape {matrix.shape}, expected {(len(idx), self.out.shape[1])}"
-            )
-        self.out[idx] = matrix
-        self.done += len(idx)
-        self.tokens += used
-        if self.progress is not None:
-            self.progress(self.done, self.tokens)
 
 
 def available_cores() -> int:
@@ -272,7 +221,7 @@ class ProcessExecutor:
         try:
             futures = [pool.submit(parse_task, t) for t in tasks]
         except BrokenProcessPool as exc:
-            raise _failed(exc) from exc
+            raise failed_worker(exc) from exc
         return _gather(futures)
 
     def expect(self, texts: int) -> None:
@@ -292,7 +241,7 @@ class ProcessExecutor:
         try:
             futures = [pool.submit(_worker_embed, [texts[i] for i in idx]) for idx in cuts]
         except BrokenProcessPool as exc:
-            raise _failed(exc) from exc
+            raise failed_worker(exc) from exc
         place = Placer(texts, embedder.dim, cuts, progress)
         _gather(futures, place)
         return place.out

@@ -2,7 +2,7 @@
 
 `RayExecutor(make_embedder, workers, address=...)` starts `workers` Ray actors (default: the
 cluster's CPUs), each building its own embedder in its constructor from the picklable factory
-(`tether.ingest.executor`), and hands them shards of texts and files' bytes through a
+(`tether.ingest.executor` says how it is made), and hands them shards of texts and files' bytes through a
 `ray.util.ActorPool`, results in input order. It joins the cluster at `address`
 (`tether ingest --executor ray --ray-address ray://head:10001`, or `auto`), else uses the Ray
 this process already initialised, else starts a local Ray (stopped again by `close`).
@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from tether.errors import TetherError, UpstreamError
-from tether.ingest.executor import (
+from tether.ingest.shard_work import (
     SHARD_TEXTS,
     EmbedderFactory,
     EmbedProgress,
     Placer,
-    _failed,
+    failed_worker,
 )
 from tether.ingest.tasks import ParseOutcome, ParseTask, embed_shard, parse_task, shards
 from tether.protocols import Embedder
@@ -112,7 +112,7 @@ class RayExecutor:
             raise
         except Exception as exc:
             self.close()
-            raise _failed(getattr(exc, "cause", None) or exc) from exc
+            raise failed_worker(getattr(exc, "cause", None) or exc) from exc
         return out
 
     def parse(self, tasks: list[ParseTask]) -> list[ParseOutcome]:

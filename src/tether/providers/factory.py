@@ -5,6 +5,10 @@ and the installed plugins'). With no provider configured (auto): the local model
 xllamacpp and the model parts are installed, else the extractive answerer; the provider's
 `describe()` and `selection` say which was chosen and why.
 
+Loaded local models live in the `LocalModels` registry the caller passes (the Workspace's
+`Models.local`, one for the process): this module keeps none of its own. A caller that passes
+none gets a registry for this call alone (shared with the provider a replay records from).
+
 What it cannot do: it checks that a provider can be built (keys, model names, files named in
 the settings), not that it answers: a wrong model name or an unreachable server shows up on
 the first request.
@@ -20,10 +24,6 @@ from tether.providers.extractive import ExtractiveProvider
 from tether.providers.local import LocalModels, LocalProvider, local_model_status
 from tether.providers.registry import Build, spec
 
-# The process's registry of loaded local models, used only by `make_provider` when its caller
-# passes none (a caller that holds its own `LocalModels` controls their lifetime instead).
-PROCESS_LOCAL_MODELS = LocalModels()
-
 
 def make_provider(
     settings: Settings,
@@ -34,15 +34,16 @@ def make_provider(
 ) -> Provider:
     """The provider `settings` ask for (or `name`), with `model` overriding TETHER_MODEL.
 
-    A local provider takes its server from `local_models` (the process default
-    `PROCESS_LOCAL_MODELS` when none is given, so providers made here share loaded models).
+    A local provider takes its server from `local_models`: the caller's registry (the
+    Workspace's `Models.local`), so the providers made with it share loaded models; a
+    registry for this call alone when none is given.
 
     With no provider set (auto): the local model when xllamacpp and the model parts are
     installed, else the extractive answerer. The provider's `describe()` (and its
     `selection` attribute) say which was chosen and why.
     """
     chosen = check_provider(name or settings.provider or "auto")
-    models = local_models if local_models is not None else PROCESS_LOCAL_MODELS
+    models = local_models if local_models is not None else LocalModels()
     provider: Any
     if chosen == "auto":
         ok, why = local_model_status(settings.model_cache)

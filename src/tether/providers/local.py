@@ -227,8 +227,9 @@ class LocalModels:
     1.1 GB) and takes seconds to load, so every `LocalProvider` asking for the same model, context
     and threads should share one; whoever holds the registry decides how long the servers live
     and who shares them (the application's Workspace holds one for the process, a test holds its
-    own and drops it). A `LocalProvider` built without one gets a registry of its own;
-    `make_provider` falls back to its process default only when the caller passes none.
+    own and drops it). A `LocalProvider` built without one gets a registry of its own, and so
+    does a `make_provider` call given none: the Workspace's `Models.local` is the one registry
+    a process keeps.
 
     What it cannot do: it never unloads a server (they live as long as the registry), and it
     does not share servers between processes.
@@ -374,9 +375,7 @@ class LocalProvider:
         writes it (llama.cpp's streamed chunks; no log-probabilities in a stream)."""
         return self._request(request, on_text)
 
-    def _request(
-        self, request: ModelRequest, on_text: Callable[[str], None] | None
-    ) -> Completion:
+    def _request(self, request: ModelRequest, on_text: Callable[[str], None] | None) -> Completion:
         loaded_before = self.load_seconds
         server = self._server()
         load_note = (
@@ -475,6 +474,9 @@ def _streamed(server: Any, body: dict[str, Any], on_text: Callable[[str], None])
         "choices": [
             {"message": {"content": "".join(pieces)}, "finish_reason": end["finish_reason"]}
         ],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": int(timings.get("predicted_n") or 0)},
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": int(timings.get("predicted_n") or 0),
+        },
         "timings": timings,
     }

@@ -1,10 +1,13 @@
 """The providers tether can build, by name: one `ProviderSpec` each (what it is, how it is
-built, its capabilities), the built-in ones in the order of `tether.catalog.PROVIDERS`, then
-the third-party ones installed under the entry-point group `tether.providers`.
+built, its capabilities), the built-in ones in the order of `tether.catalog.PROVIDERS`, the
+ones set up for the bundled demo (`recorded`: `tether.providers.bundled`), then the
+third-party ones installed under the entry-point group `tether.providers`.
 
 `make_provider` (`tether.providers.factory`) builds through `spec(name).factory`; the replay
 provider reads `capabilities_for(name)` for the provider its recordings name; the agent's
-message lists `names(tool_use=True)`. The names themselves are `tether.catalog`'s (the settings
+message lists `names(tool_use=True)` (both from `tether.providers.specs`, which knows each
+name's capabilities without its factory, and re-exported here with `ProviderSpec` and
+`Build`). The names themselves are `tether.catalog`'s (the settings
 check TETHER_PROVIDER against the same list, below this layer); this module checks, when it
 loads, that it builds exactly those.
 
@@ -25,57 +28,39 @@ found out when it is built, and whether it answers by its first request.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import cast
 
-from tether.catalog import PROVIDER_PLUGINS, PROVIDERS, load_plugin, one_of, provider_names
-from tether.config import Settings
+from tether.catalog import BUNDLED_PROVIDERS, PROVIDERS, one_of, provider_names
 from tether.errors import TetherError
 from tether.protocols import Provider
 from tether.providers.anthropic import AnthropicProvider
+from tether.providers.bundled import recorded_provider
 from tether.providers.extractive import ExtractiveProvider
-from tether.providers.local import LocalModels, LocalProvider
+from tether.providers.local import LocalProvider
 from tether.providers.openai import OpenAICompatibleProvider
 from tether.providers.replay import ReplayMode, ReplayProvider
-from tether.types import Capabilities
+from tether.providers.specs import (
+    BUILT_IN_CAPABILITIES,
+    Build,
+    ProviderSpec,
+    capabilities_for,
+    names,
+    plugin_spec,
+)
 
-
-@dataclass(frozen=True)
-class Build:
-    """What a factory is given: the settings, the model asked for (`--model`, else
-    TETHER_MODEL), the process's loaded local models, how the choice is named in a message
-    (`said`: "provider 'openai'" or "TETHER_PROVIDER=openai"; `model_from`: where a model is
-    set), and `make`, which builds another provider by name the same way (the replay
-    provider's recorder)."""
-
-    settings: Settings
-    model: str | None
-    local_models: LocalModels
-    said: str
-    model_from: str
-    make: Callable[[str], Provider]
-
-    def needs_model(self, example: str) -> TetherError:
-        """The error for a provider built without a model name (`example`: a model's name)."""
-        return TetherError(f"{self.said} needs {self.model_from} (e.g. {example})")
-
-
-@dataclass(frozen=True)
-class ProviderSpec:
-    """One provider: its `name`, what it is (`description`, one line), its `factory` (a
-    `Build` → the provider; it raises `TetherError` for a missing setting: a model, a key, a
-    file) and its `capabilities` (the class's). `origin` says where a plugin's came from
-    ("" for a built-in)."""
-
-    name: str
-    description: str
-    factory: Callable[[Build], Provider]
-    capabilities: Capabilities
-    origin: str = ""
+__all__ = [
+    "BUILT_IN",
+    "BUNDLED",
+    "Build",
+    "ProviderSpec",
+    "capabilities_for",
+    "names",
+    "provider_names",
+    "spec",
+]
 
 
 def _openai(build: Build) -> Provider:
@@ -116,63 +101,40 @@ def _replay(build: Build) -> Provider:
     return ReplayProvider(s.recordings, mode=cast(ReplayMode, s.replay_mode), inner=inner)
 
 
-# name → (factory, capabilities): the code of each name of `tether.catalog.PROVIDERS`
-_CODE: dict[str, tuple[Callable[[Build], Provider], Capabilities]] = {
-    "openai": (_openai, OpenAICompatibleProvider.capabilities),
-    "anthropic": (_anthropic, AnthropicProvider.capabilities),
-    "local": (_local, LocalProvider.capabilities),
-    "extractive": (lambda build: ExtractiveProvider(), ExtractiveProvider.capabilities),
-    "replay": (_replay, ReplayProvider.UNKNOWN),
+# name → factory: the code of each name of `tether.catalog.PROVIDERS`, then of
+# `tether.catalog.BUNDLED_PROVIDERS` (their capabilities: `tether.providers.specs`)
+_CODE: dict[str, Callable[[Build], Provider]] = {
+    "openai": _openai,
+    "anthropic": _anthropic,
+    "local": _local,
+    "extractive": lambda build: ExtractiveProvider(),
+    "replay": _replay,
+    "recorded": lambda build: recorded_provider(),
 }
-if list(_CODE) != list(PROVIDERS):  # the catalog is the one list of names: no more, no fewer
+_NAMES = {**PROVIDERS, **BUNDLED_PROVIDERS}
+if list(_CODE) != list(_NAMES) or list(BUILT_IN_CAPABILITIES) != list(_NAMES):
+    # the catalog is the one list of names: no more, no fewer
     raise ImportError(f"the providers built here ({list(_CODE)}) are not tether.catalog's")
 
-BUILT_IN: Mapping[str, ProviderSpec] = MappingProxyType(
-    {name: ProviderSpec(name, PROVIDERS[name], *code) for name, code in _CODE.items()}
-)
+_SPECS = {
+    name: ProviderSpec(name, _NAMES[name], code, BUILT_IN_CAPABILITIES[name])
+    for name, code in _CODE.items()
+}
+BUILT_IN: Mapping[str, ProviderSpec] = MappingProxyType({name: _SPECS[name] for name in PROVIDERS})
 """The built-in providers, in the order the docs list them."""
 
-
-def _plugin(name: str) -> ProviderSpec | None:
-    """The plugin's spec for `name` (None when no installed package declares it); a
-    `TetherError` naming the plugin when it cannot be loaded or is not a `ProviderSpec`."""
-    found = load_plugin(PROVIDER_PLUGINS, name)
-    if found is None:
-        return None
-    loaded, origin = found
-    if not isinstance(loaded, ProviderSpec):
-        raise TetherError(
-            f"{PROVIDER_PLUGINS} plugin {name!r} ({origin}) is a {type(loaded).__name__},"
-            " not a tether.providers.registry.ProviderSpec"
-        )
-    return dataclasses.replace(loaded, name=name, origin=origin)
+BUNDLED: Mapping[str, ProviderSpec] = MappingProxyType(
+    {name: _SPECS[name] for name in BUNDLED_PROVIDERS}
+)
+"""The built-in providers set up for the bundled demo (`recorded`): a name may choose one,
+the listings leave them out."""
 
 
 def spec(name: str) -> ProviderSpec:
     """The provider called `name` (any case): a built-in one, else an installed plugin's;
     a `TetherError` for an unknown name (listing every name) or a plugin that cannot load."""
     chosen = name.strip().lower()
-    found = BUILT_IN.get(chosen) or _plugin(chosen)
+    found = BUILT_IN.get(chosen) or BUNDLED.get(chosen) or plugin_spec(chosen)
     if found is None:
         raise TetherError(f"unknown provider {name!r}; use {one_of(provider_names())}")
     return found
-
-
-def capabilities_for(name: str) -> Capabilities | None:
-    """The capabilities of the provider called `name`; None for a name no provider has or a
-    plugin that cannot be loaded."""
-    try:
-        return spec(name).capabilities
-    except TetherError:
-        return None
-
-
-def names(**wanted: bool) -> list[str]:
-    """The providers whose capabilities have the `wanted` values (e.g. `tool_use=True`), in
-    the registry's order; a plugin that cannot be loaded is left out."""
-    out = []
-    for name in provider_names():
-        caps = capabilities_for(name)
-        if caps is not None and all(getattr(caps, k) == v for k, v in wanted.items()):
-            out.append(name)
-    return out

@@ -8,7 +8,7 @@ returns, one line per completion, under a file lock.
 Its `capabilities` are those of the provider it replays, so a replay behaves like that provider
 (a replay of the local model's recordings answers in select mode with the align+llm judge):
 the recording provider's (`inner`) in record and auto modes; in replay mode, those the registry
-(`tether.providers.registry`) gives the provider the recordings name, with `recorded` set (it
+(`tether.providers.specs.capabilities_for`) gives the provider the recordings name, with `recorded` set (it
 answers only what it holds), the answer mode its answers were recorded in (the bundled local
 recordings were made in json mode, so they replay in json mode), and the judge `align` when the
 file holds no second opinion (no `judge` request): a second opinion it cannot replay is not
@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +35,7 @@ from typing import Any, Literal
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Provider, StreamingProvider, capabilities_of
 from tether.providers.base import join_notes, one_line, with_selection
+from tether.providers.specs import REPLAYED, capabilities_for
 from tether.types import AnswerMode, Capabilities, Completion, ModelRequest
 
 ReplayMode = Literal["replay", "record", "auto"]
@@ -87,11 +88,18 @@ class ReplayProvider:
     # A replay of recordings that name no registered provider (or several that differ): a
     # remote model's capabilities, answering only what was recorded. `capabilities` (per
     # instance) reads the recordings for the provider they name.
-    UNKNOWN = Capabilities(recorded=True)
+    UNKNOWN = REPLAYED
 
     def __init__(
-        self, path: Path, mode: ReplayMode = "replay", inner: Provider | None = None
+        self,
+        path: Path,
+        mode: ReplayMode = "replay",
+        inner: Provider | None = None,
+        *,
+        recorded_options: Mapping[str, Any] | None = None,
     ) -> None:
+        """`recorded_options`: the ask options the recordings were made with, when known
+        (the bundled ones', `tether.providers.bundled`): an evaluation asks with them."""
         if mode not in ("replay", "record", "auto"):
             raise TetherError(f"replay mode {mode!r} is not one of replay, record, auto")
         if mode != "replay" and inner is None:
@@ -102,6 +110,7 @@ class ReplayProvider:
         self.mode = mode
         self.inner = inner
         self.selection = ""
+        self.recorded_options: dict[str, Any] = dict(recorded_options or {})
         self._lock = threading.Lock()
         self._exact: dict[str, dict] | None = None
         self._loose: dict[str, dict] = {}
@@ -117,9 +126,6 @@ class ReplayProvider:
         if self.mode != "replay" and self.inner is not None:
             return capabilities_of(self.inner)
         if self._capabilities is None:
-            # here, not at the top: the registry imports this module for its factory
-            from tether.providers.registry import capabilities_for
-
             found = {capabilities_for(name) for name in self.recorded_providers()}
             if not found and self.inner is not None:
                 found = {capabilities_of(self.inner)}

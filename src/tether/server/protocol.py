@@ -28,7 +28,6 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from tether.server.http import SECURITY_HEADERS
-from tether.server.running import DEFAULT_HEADER_TIMEOUT_S
 
 MAX_HEAD_BYTES = 16 * 1024  # the largest request line and headers h11 buffers (400 beyond)
 LINGER_S = 2.0  # how long a refused connection's further bytes are read and dropped
@@ -59,9 +58,10 @@ def too_long_response() -> bytes:
 
 class HeaderDeadline(H11Protocol):
     """uvicorn's h11 protocol; a request's headers must be complete within `header_timeout_s`
-    (see the module docstring). `factory` makes it with a given deadline."""
+    (see the module docstring). It is made only by `factory`, which sets that deadline (the
+    caller's: `tether.server.running.uvicorn_config` holds the default)."""
 
-    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    header_timeout_s: float  # set by `factory` on each protocol it makes
 
     @classmethod
     def factory(cls, seconds: float) -> Callable[..., HeaderDeadline]:

@@ -48,7 +48,7 @@ from tether.errors import TetherError
 if TYPE_CHECKING:
     from tether.server.api import ServeConfig
 
-DEFAULT_HEADER_TIMEOUT_S = 10.0  # tether.server.protocol's (that module needs uvicorn)
+DEFAULT_HEADER_TIMEOUT_S = 10.0  # seconds for a request's headers (HeaderDeadline is given it)
 WORKER_ENV = "TETHER_SERVE_WORKER"  # the plan each worker process builds its app from
 WORKER_APP = "tether.server.running:worker_app"
 # seconds a worker may take to answer the supervisor's ping before it is killed and started

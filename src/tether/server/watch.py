@@ -28,17 +28,27 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tether.answering.audit import AuditWrites
 from tether.errors import TetherError, UnavailableError, UnwritableError
 
 if TYPE_CHECKING:
     from tether.app import Workspace
-    from tether.server.workers import Lane, WarmStatus
+
+WarmStatus = Literal["warming", "ready", "failed"]  # a server's warm-up, as /readyz says it
+
+
+class Lane(Protocol):
+    """What a check runs on: a lane of worker threads, each with its Workspace
+    (`tether.server.workers.Lane`)."""
+
+    def submit(self, fn: Callable[[Workspace], None]) -> Future[None]: ...
+
 
 PROBE_EVERY_S = 5.0  # while the index is failing, at most one check this often
 log = logging.getLogger("uvicorn.error")

@@ -46,18 +46,18 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tether.app import Workspace
 from tether.deadlines import Deadline
 from tether.errors import DeadlineError, TetherError, UnavailableError, UpstreamError
 from tether.server.http import Refused
+from tether.server.watch import WarmStatus
 
 if TYPE_CHECKING:
     from tether.server.watch import Watch
 
 T = TypeVar("T")
-WarmStatus = Literal["warming", "ready", "failed"]
 
 
 class Lane:
