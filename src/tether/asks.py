@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from tether.language.number_words import LOOSE_COUNTS, words_for
 from tether.text import fold
 
 AskKind = Literal["money", "duration", "percent", "measure", "count", "time", "yes_no", "other"]
@@ -74,14 +75,12 @@ ASKS_YES_NO = re.compile(
     r"accepte[sz]?|offrez|proposez|vendez|livrez)\b"
 )
 
-_NUMBER_WORDS = (
-    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
-    r"forty|fifty|sixty|ninety|hundred|thousand|deux|trois|quatre|cinq|six|sept|huit|neuf|dix|"
-    r"onze|douze|quinze|vingt|trente|quarante|cinquante|soixante|cent|mille|a|an|un|une|half|"
-    r"a few|several|quelques"
-)
+# Number words (`tether.language.number_words`, its `asks` view), and the loose counts ("a",
+# "a few", "half") that also read as a duration's number.
+_CARDINALS = "|".join(words_for("asks"))
+_NUMBER_WORDS = _CARDINALS + "|" + "|".join(LOOSE_COUNTS)
 NUMBERISH = re.compile(
-    rf"\d|\b(?:{_NUMBER_WORDS[:-len('|a|an|un|une|half|a few|several|quelques')]}|half|twice|"
+    rf"\d|\b(?:{_CARDINALS}|half|twice|"
     r"once|double|free|no charge|gratuit\w*|sans frais|moitie|"
     r"(?:a|an|one|un|une) (?:day|week|month|year|hour|jour|semaine|mois|an|annee|heure)|"
     r"(?:daily|weekly|monthly|yearly|annual\w*|quotidien\w*|hebdomadaire|mensuel\w*|annuel\w*)|"

@@ -50,6 +50,7 @@ import re
 import sys
 import tempfile
 import time
+import zlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -58,15 +59,16 @@ from typing import Any
 
 from tether.answering.context import header
 from tether.evaluation.questions import demo_claims, demo_collection, larkfield_collection
+from tether.language.number_words import training_words
+from tether.language.stems import content_stem
 from tether.linear import fit_scaled
 from tether.protocols import Store
-from tether.text import fold_fast
+from tether.text import fold, fold_fast, sentences
 from tether.types import Answer, Chunk, Claim, Context, Passage
 from tether.verify.align import FEATURES
 from tether.verify.check import check_answer
 from tether.verify.learned import MODEL_PATH, JudgeModel
 from tether.verify.passages import VerifierCache
-from tether.verify.stems import content_stem
 
 __all__ = ["Pair", "features_of", "fit", "main", "make_pairs", "training_collections"]
 
@@ -87,10 +89,7 @@ class Pair:
 # ------------------------------------------------------------------ the rules that make pairs
 
 _NUM = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\d)")
-_WORDS = {
-    "en": "zero one two three four five six seven eight nine ten eleven twelve".split(),
-    "fr": "zéro un deux trois quatre cinq six sept huit neuf dix onze douze".split(),
-}
+_WORDS = {"en": training_words("en"), "fr": training_words("fr")}  # 0 to 12
 _QUANT = {
     "en": [("before_number", "at least "), ("before_number", "at most "),
            ("before_number", "only "), ("before_number", "more than "),
@@ -131,8 +130,6 @@ _CONTENT = re.compile(r"\b[^\W\d_]{4,}\b")
 
 
 def _sentences(chunk: Chunk) -> list[str]:
-    from tether.text import fold, sentences
-
     heads = {fold(h).strip(" #") for h in (*chunk.heading_path, chunk.meta.title)}
     out = []
     for s, e in sentences(chunk.text):
@@ -446,8 +443,6 @@ def features_of(pair: Pair, store: Store | None = None, cache: Any = None) -> di
 
 def hash_fold(doc: str, folds: int = 5) -> int:
     """The fold of a document: a stable hash of its key (the same on every run)."""
-    import zlib
-
     return zlib.crc32(doc.encode("utf-8")) % folds
 
 

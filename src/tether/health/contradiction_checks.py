@@ -40,19 +40,19 @@ from tether.health.contradiction_units import (
     same_value,
     slots_differ,
 )
+from tether.language.cues import condition, periods
+from tether.language.negation import CUE_STEMS, negation_mismatch
+from tether.language.stems import content_stem, stem_set
 from tether.text import fold_fast, words_of
 from tether.types import Chunk, Contradiction, Quote
 from tether.verify.align import align
-from tether.verify.cues import condition, periods
-from tether.verify.negation import CUE_STEMS, negation_mismatch
 from tether.verify.passages import Prepared, VerifierCache
 from tether.verify.reading import claim_info
-from tether.verify.stems import content_stem, stem_set
 
 __all__ = ["check_close", "clause", "excluded", "names_row", "other_model", "quote", "subject"]
 
 # Thresholds, chosen on the bundled demo collection with contradictions planted in a copy of
-# it (bench/bench_health.py); round values.
+# it (bench/health/bench_health.py); round values.
 SUBJECT_SHARE = 0.5  # share of the shorter side's content words the other must hold
 SLOT_SHARE = 0.5  # share of a number's bound words the other number's must hold...
 SLOT_MIN = 2  # ...and at least this many (or all of them when fewer; two in all)

@@ -49,28 +49,28 @@ named in the detail. With a `judge` (the `Judge` protocol), a pair the judge fin
 side supports with the other (both scores at or above its threshold) is dropped: meant for a
 model judge (`verify.judges.NLIJudge`, `LLMJudge`); the learned alignment judge
 (`verify.learned.AlignmentJudge`) reads words and numbers as these rules do and, on the demo
-with planted contradictions, passed both ways 3 of the 7 true findings (it would drop them),
+with planted contradictions, passed both ways some of the true findings (it would drop them),
 and its probability for a claim with the other side's number swapped in did not separate the
 reworded contradictions from their look-alikes, so no judge is the default.
 
-Measured (bench/bench_health_report.py, bench/results/health.md): on ten labelled sets (the
+Measured (bench/health/bench_health_report.py, bench/results/health.md): on ten labelled sets (the
 demo with planted faults, Northwind Fibre, Calder University IT, Harrowgate Public Libraries,
 Wyvern Valley Buses, Brackenridge Leisure, Thornbury waste and recycling, Ferncliffe Homes,
 Severnside Water, Kestrel Vehicle Rental), each but the demo written by another hand and held
 out until its one run. Those runs are the figures that count, and they show the finder does
-not yet generalise: contradictions (precision / recall) 0.22 / 0.20 on Wyvern, 0.60 / 0.30 on
-Brackenridge, 0.33 / 0.20 on Thornbury, 1.00 / 0.20 on Ferncliffe, 0.50 / 0.30 on Severnside
-and 1.00 / 0.40 on Kestrel (the goal is 0.8 / 0.8), against 0.85 / 0.58 on the sets tuned on.
-Where they are lost (bench/bench_contradiction_decider.py): the candidate pairs hold nearly
+not yet generalise: on every held-out set its contradictions' precision and recall fall well
+short of the goal (0.8 / 0.8) and of what it reaches on the sets tuned on (each set's one
+held-out run: bench/results/health.md and its history).
+Where they are lost (bench/health/bench_contradiction_decider.py): the candidate pairs hold nearly
 every labelled contradiction; the decision loses them, and neither a classifier trained on
 the checks' own features (each set left out in turn) nor the bundled 1.5B model asked
 directly separates them from their look-alikes better than these rules. Their history is in
-bench/results/health.md. On eight software manuals with no planted faults it still reports 3
-to 69 pairs each (mostly rules), down from up to 200.
+bench/results/health.md. On software manuals with no planted faults it still reports pairs
+(mostly rules; how many: bench/health/bench_health.py, bench/results/health_contradictions.md).
 
 Cost: matrix products over the sentences' vectors (in blocks), then a few thousand pair
-checks of a millisecond or so (about 20 s for 1,850 chunks of two software manuals on a
-shared 2-core machine); nothing is loaded unless an `embedder` is given for an index without
+checks of a millisecond or so (its seconds on indexed software manuals:
+bench/health/bench_health.py, bench/results/health_contradictions.md); nothing is loaded unless an `embedder` is given for an index without
 sentence vectors (then those sentences are embedded once, which is the slow part).
 
 What it cannot do: it compares sentences two at a time, so a contradiction that needs two

@@ -9,13 +9,13 @@ and the answers readers marked wrong, grouped by subject ("people ask X; nothing
   while that mean cosine reaches `SAME_SUBJECT` (a mean, not a normalised centre: a centre
   sits closer to every question than its members do, and pulls other subjects in). From
   `CENTRE_FROM` questions on, the questions' mean vector is taken out first: questions to
-  one help desk share their company and trade, which lifts every cosine (the held-out
-  telecom set's questions of different subjects had a median cosine of 0.845, its
-  questions of one subject 0.895), and what is left tells subjects apart; the cut is then
+  one help desk share their company and trade, which lifts every cosine (on the held-out
+  telecom set, questions of different subjects were nearly as close as questions of one
+  subject), and what is left tells subjects apart; the cut is then
   `SAME_SUBJECT_CENTRED`. Centred, two questions of one subject asked in other words are
-  often only a little closer than two of different subjects (on the four labelled sets:
-  one subject's median 0.15-0.41, different subjects' median -0.09 to -0.31 and 90th
-  percentile -0.18 to 0.08): joining the closest groups first lets a subject's questions,
+  often only a little closer than two of different subjects (on the four labelled sets; the
+  groups found on each: bench/health/bench_health_report.py, bench/results/health.md):
+  joining the closest groups first lets a subject's questions,
   each close to a few of the others, come together under a low cut, where the earlier
   single pass (each question, in turn, to the first group close enough) left most
   held-out subjects in pairs at 0.2 and mixed them at 0.1. The most asked

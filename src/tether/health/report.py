@@ -138,8 +138,8 @@ RECHECK_MAX = 300
 ANSWERED_NOW = 0.6
 """The answerability probability over which a refused question counts as answered now (with
 the gate passing), set well above the judge's own threshold: on the demo's questions (tuned
-on them), 77% of the answerable ones reach 0.6 and 48% of the deliberately tricky
-unanswerable ones do too (at the judge's threshold, 0.22, off-topic questions such as "Do you
+on them), most of the answerable ones reach 0.6, but so do many of the deliberately tricky
+unanswerable ones (and at the judge's own threshold off-topic questions such as "Do you
 repair drones?" pass: a lenient bar would hide real gaps)."""
 
 

@@ -19,18 +19,16 @@ and French only; a claim drawn from more than two sentences is aligned to the tw
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from tether.text import fold_fast, is_statement, words_of
-from tether.types import Detail
-from tether.verify.cues import (
+from tether.language.cues import (
     BENIGN_ADDED,
     GENERIC,
     LIMITING,
     OPPOSITES,
-    PERIOD_WORDS,
     QUANT_NEIGHBOURS,
     classes,
     condition,
@@ -40,13 +38,15 @@ from tether.verify.cues import (
     polarity,
     related,
 )
+from tether.language.stems import content_stem
+from tether.text import fold_fast, is_statement, words_of
+from tether.types import Detail
+from tether.verify.bindings import UNIT_STEMS, bound, table_binding
 from tether.verify.passages import Prepared, Sentence
 from tether.verify.reading import ClaimInfo, claim_info
-from tether.verify.stems import content_stem
 
 __all__ = ["FEATURES", "Alignment", "align", "is_statement"]
 
-_WINDOW = 4  # a number's neighbouring words: this many tokens either side
 
 FEATURES: tuple[str, ...] = (
     "share_passages",  # share of the claim's content words in the cited passages
@@ -144,10 +144,98 @@ def align(
 ) -> Alignment:
     """The claim aligned to its cited passages (the module docstring says what it returns).
     `other_stems`: the words of the passages around them (the context's other passages, the
-    cited documents' other sections), where a swapped item or place is usually found."""
+    cited documents' other sections), where a swapped item or place is usually found. Each
+    detail family (`_FAMILIES`: words, numbers, table cells, opposites, quantifiers,
+    conditions, polarity, periods) adds its details and features, in that order."""
     heads = [h for p in preps for h in (p.chunk.meta.title, *p.chunk.heading_path)]
-    cwords = words_of(claim)
     statement = is_statement(claim, heads)
+    at = _Aligning.read(info, claim, preps, heads, question, other_stems)
+    if not statement:
+        at.add(
+            "not_a_statement", claim.strip()[:120], "a question, heading or title, not a statement"
+        )
+    found: dict[str, float] = {
+        "not_statement": 0.0 if statement else 1.0,
+        "clue_flags": float(clue_flags),
+    }
+    for family in _FAMILIES:
+        found.update(family(at))
+    return Alignment(tuple(at.chosen), tuple(at.details), {k: found[k] for k in FEATURES})
+
+
+@dataclass
+class _Aligning:
+    """What every detail family reads: the claim, its aligned sentences and the passages,
+    each read once; `details` gathers what the families add."""
+
+    info: ClaimInfo
+    claim: str
+    preps: Sequence[Prepared]
+    question: str
+    other_stems: frozenset[str]
+    chosen: list[tuple[str, Sentence]]
+    cwords: str  # the claim's folded words
+    ewords: str  # ... and the aligned sentences'
+    evidence: str  # the aligned sentences joined (what a detail is quoted against)
+    cid: str  # the chunk a detail is quoted from
+    aligned_tokens: frozenset[str]
+    aligned_stems: frozenset[str]
+    header_stems: frozenset[str]
+    passage_stems: frozenset[str]
+    passage_tokens: frozenset[str]
+    passage_words: str  # the cited passages' folded words, once per claim
+    q_stems: frozenset[str]
+    computes: bool  # a claim that computes binds no number to a word
+    details: list[Detail]
+
+    @classmethod
+    def read(
+        cls,
+        info: ClaimInfo,
+        claim: str,
+        preps: Sequence[Prepared],
+        heads: Sequence[str],
+        question: str,
+        other_stems: frozenset[str],
+    ) -> _Aligning:
+        chosen = _choose(info, preps)
+        evidence = " … ".join(s.text.strip() for _, s in chosen)
+        cwords = words_of(claim)
+        return cls(
+            info=info,
+            claim=claim,
+            preps=preps,
+            question=question,
+            other_stems=other_stems,
+            chosen=chosen,
+            cwords=cwords,
+            ewords=words_of(evidence),
+            evidence=evidence,
+            cid=chosen[0][0] if chosen else (preps[0].chunk.chunk_id if preps else ""),
+            aligned_tokens=_union(s.tokens for _, s in chosen),
+            aligned_stems=_union(s.stems for _, s in chosen),
+            header_stems=_union(
+                frozenset(content_stem(w) for w in words_of(h).split()) for h in heads
+            ),
+            passage_stems=_union(p.stems for p in preps),
+            passage_tokens=_union(p.tokens | p.keys for p in preps),
+            passage_words=" ".join(words_of(p.chunk.text) for p in preps),
+            q_stems=frozenset(content_stem(w) for w in words_of(question).split()) - {""},
+            computes=bool(_COMPUTED.search(cwords)),
+            details=[],
+        )
+
+    def add(self, kind: str, what: str, against: str = "") -> None:
+        self.details.append(Detail(kind, what, (against or self.evidence)[:300], self.cid))
+
+
+def _union(sets: Iterable[frozenset[str]]) -> frozenset[str]:
+    return frozenset().union(*sets)
+
+
+def _choose(info: ClaimInfo, preps: Sequence[Prepared]) -> list[tuple[str, Sentence]]:
+    """The claim's evidence: the sentence of the cited passages that shares the most of its
+    words and numbers, and the one that adds the most of the rest (at most two)."""
     ranked = sorted(
         (
             (len(info.tokens & s.tokens), -len(s.tokens), i, p.chunk.chunk_id, s)
@@ -169,134 +257,170 @@ def align(
                 extra_best = (extra, cid, s)
         if extra_best is not None:
             chosen.append((extra_best[1], extra_best[2]))
-    aligned_tokens = frozenset().union(*(s.tokens for _, s in chosen)) if chosen else frozenset()
-    aligned_stems = frozenset().union(*(s.stems for _, s in chosen)) if chosen else frozenset()
-    header_stems = frozenset().union(
-        *(frozenset(content_stem(w) for w in words_of(h).split()) for h in heads)
-    ) if heads else frozenset()  # fmt: skip
-    passage_stems = frozenset().union(*(p.stems for p in preps)) if preps else frozenset()
-    passage_tokens = (
-        frozenset().union(*(p.tokens | p.keys for p in preps)) if preps else frozenset()
-    )
-    q_stems = frozenset(content_stem(w) for w in words_of(question).split()) - {""}
-    evidence = " … ".join(s.text.strip() for _, s in chosen)
-    ewords = words_of(evidence)
-    cid = chosen[0][0] if chosen else (preps[0].chunk.chunk_id if preps else "")
-    details: list[Detail] = []
+    return chosen
 
-    def add(kind: str, what: str, against: str = "") -> None:
-        details.append(Detail(kind, what, (against or evidence)[:300], cid))
 
-    if not statement:
-        add("not_a_statement", claim.strip()[:120], "a question, heading or title, not a statement")
-
-    # words
-    stems = info.stems
-    known_stems = passage_stems | q_stems
-    shown = _surface(claim)
-    passage_words = " ".join(words_of(p.chunk.text) for p in preps)  # folded once per claim
-    heads5 = {w[:5] for w in passage_words.split() if len(w) >= 5}
-    heads5 |= {w[:5] for w in words_of(question).split() if len(w) >= 5}
+def _words(at: _Aligning) -> dict[str, float]:
+    """Content words: the share the passages and the aligned sentences hold, the words no
+    passage holds (a `word` detail each, the generic words apart)."""
+    stems, chosen = at.info.stems, at.chosen
+    known_stems = at.passage_stems | at.q_stems
+    shown = _surface(at.claim)
+    heads5 = {w[:5] for w in at.passage_words.split() if len(w) >= 5}
+    heads5 |= {w[:5] for w in words_of(at.question).split() if len(w) >= 5}
     absent = sorted(
         w for w in stems
-        if w not in known_stems and w not in _UNIT_STEMS
+        if w not in known_stems and w not in UNIT_STEMS
         and not related(fold_fast(shown.get(w, w)), known_stems, heads5)
     )  # fmt: skip
-    absent_other = [w for w in absent if w in other_stems]
+    absent_other = [w for w in absent if w in at.other_stems]
     generic = [w for w in absent if w in GENERIC]
     elsewhere = sorted(
         w for w in stems
-        if w in passage_stems and w not in aligned_stems and w not in header_stems
-        and w not in q_stems
+        if w in at.passage_stems and w not in at.aligned_stems and w not in at.header_stems
+        and w not in at.q_stems
     )  # fmt: skip
     for w in absent:
         if w not in GENERIC:
-            add("word", shown.get(w, w))
-    # numbers
-    items = info.quantities.items
-    computes = bool(_COMPUTED.search(cwords))  # a claim that computes binds no number to a word
+            at.add("word", shown.get(w, w))
+    n_stems = max(len(stems), 1)
+    e_stems = _union(s.stems for _, s in chosen[:1])
+    in_passages = sum(1 for w in stems if w in at.passage_stems or w in at.q_stems)
+    in_aligned = sum(1 for w in stems if w in at.aligned_stems or w in at.header_stems)
+    return {
+        "share_passages": in_passages / n_stems,
+        "share_aligned": in_aligned / n_stems,
+        "tokens_aligned": len(at.info.tokens & at.aligned_tokens) / max(len(at.info.tokens), 1),
+        "words_absent": float(len(absent) - len(generic)),
+        "words_absent_share": (len(absent) - len(generic)) / n_stems,
+        "words_absent_generic": float(len(generic)),
+        "words_absent_nearby": float(len(absent_other)),
+        "words_elsewhere": float(len(elsewhere)),
+        "claim_words": math.log1p(len(stems)),
+        "evidence_words_unused": len(e_stems - stems) / max(len(e_stems), 1),
+    }
+
+
+def _numbers(at: _Aligning) -> dict[str, float]:
+    """The claim's numbers: those no cited passage holds, those only another sentence holds
+    (a `number` detail quoting it), and those whose neighbouring words the evidence puts
+    beside another number (a `number` detail)."""
+    items, claim, preps = at.info.quantities.items, at.claim, at.preps
     n_absent = n_elsewhere = n_unbound = 0
-    for (key, display), start in zip(items, info.quantities.where, strict=True):
+    for (key, display), start in zip(items, at.info.quantities.where, strict=True):
         k = key.rstrip("?") if key.startswith("t:") else key
-        if k in aligned_tokens:
-            if computes or _MODEL_NUMBER.search(claim[:start]):
+        if k in at.aligned_tokens:
+            if at.computes or _MODEL_NUMBER.search(claim[:start]):
                 continue  # a claim that computes, or a model's number ("Ridgeline 2")
-            if not _bound(claim, start, display, chosen, k):
+            if not bound(claim, start, display, at.chosen, k):
                 n_unbound += 1
-                add("number", display)
+                at.add("number", display)
             continue
         if any(k in s.tokens for p in preps for s in p.sentences):
             n_elsewhere += 1
             holder = next(s for p in preps for s in p.sentences if k in s.tokens)
-            add("number", display, holder.text.strip())
-        elif k not in passage_tokens:
+            at.add("number", display, holder.text.strip())
+        elif k not in at.passage_tokens:
             n_absent += 1
-    # table cells: the row and the column the claim names must hold the number
+    return {
+        "numbers": float(len(items)),
+        "numbers_absent": float(n_absent),
+        "numbers_elsewhere": float(n_elsewhere),
+        "numbers_unbound": float(n_unbound),
+    }
+
+
+def _cells(at: _Aligning) -> dict[str, float]:
+    """Table cells: the row and the column the claim names must hold the number (a `cell`
+    detail quoting the row)."""
+    items = at.info.quantities.items
     wrong_row = wrong_column = 0
-    units = info.units or ("",) * len(items)
-    for (key, display), start, unit in zip(items, info.quantities.where, units, strict=True):
-        if computes or unit == "%" or _MODEL_NUMBER.search(claim[:start]):
+    units = at.info.units or ("",) * len(items)
+    for (key, display), start, unit in zip(items, at.info.quantities.where, units, strict=True):
+        if at.computes or unit == "%" or _MODEL_NUMBER.search(at.claim[:start]):
             continue  # a claim that computes, a rate, or a model's number ("Ridgeline 2")
-        found = _table_binding(key, stems, preps)
+        found = table_binding(key, at.info.stems, at.preps)
         if found is not None:
             kind, row_text = found
             if kind == "row":
                 wrong_row += 1
             else:
                 wrong_column += 1
-            add("cell", display, row_text)
-    # opposites: the claim says "after" where its evidence says "before"
-    c_set = set(cwords.split())
-    best_words = set(words_of(chosen[0][1].text).split()) if chosen else set()
+            at.add("cell", display, row_text)
+    return {"number_other_row": float(wrong_row), "number_other_column": float(wrong_column)}
+
+
+def _opposites(at: _Aligning) -> dict[str, float]:
+    """The claim says "after" where its evidence says "before" (an `opposite` detail)."""
+    c_set = set(at.cwords.split())
+    best_words = set(words_of(at.chosen[0][1].text).split()) if at.chosen else set()
     swapped = sorted(
         w for w in c_set
         if w in OPPOSITES and w not in best_words and OPPOSITES[w] & best_words
         and not (OPPOSITES[w] & c_set)
     )  # fmt: skip
     for w in swapped:
-        add("opposite", w, chosen[0][1].text.strip())
-    # quantifiers
-    c_cls, e_cls = classes(cwords), classes(ewords)
+        at.add("opposite", w, at.chosen[0][1].text.strip())
+    return {"opposite": float(len(swapped))}
+
+
+def _quantifiers(at: _Aligning) -> dict[str, float]:
+    """Scope words the claim adds (a `quantifier` detail) or drops."""
+    c_cls, e_cls = classes(at.cwords), classes(at.ewords)
     added = sorted(
         c for c in c_cls - e_cls
         if not (QUANT_NEIGHBOURS.get(c, set()) & e_cls) and c not in BENIGN_ADDED
-        and not _clause_has(claim, c, preps, language_of(preps))
+        and not _clause_has(at.claim, c, at.preps, language_of(at.preps))
     )  # fmt: skip
     dropped = sorted(
         c for c in (e_cls - c_cls) & set(LIMITING)
         if not (QUANT_NEIGHBOURS.get(c, set()) & c_cls)
     )  # fmt: skip
     for c in added:
-        add("quantifier", cue_text(cwords, c))
-    # conditions the claim leaves out
-    # only from a sentence that holds at least half of the claim (not one aligned for a word)
+        at.add("quantifier", cue_text(at.cwords, c))
+    return {"quantifier_added": float(len(added)), "quantifier_dropped": float(len(dropped))}
+
+
+def _conditions(at: _Aligning) -> dict[str, float]:
+    """A condition of the evidence the claim leaves out (a `condition` detail), read only
+    from a sentence that holds at least half of the claim (not one aligned for a word)."""
+    info, chosen = at.info, at.chosen
     main = " ".join(
         words_of(s.text) for _, s in chosen
         if len(info.tokens & s.tokens) >= 0.5 * max(len(info.tokens), 1)
     )  # fmt: skip
     cond = condition(main)
     cond_dropped = 0
-    if cond is not None and condition(cwords) is None and chosen:
+    if cond is not None and condition(at.cwords) is None and chosen:
         cue, clause = cond
         clause = _clause_text(chosen, cue) or clause
         clause_stems = {content_stem(w) for w in words_of(clause).split()[1:10]} - {""}
         # the claim states it, or the question does ("My tent came back dirty: what can you
         # deduct?" answered with the fee that applies "if the item comes back dirty")
-        if clause_stems and len(clause_stems & (stems | q_stems)) < len(clause_stems) / 3:
+        if clause_stems and len(clause_stems & (info.stems | at.q_stems)) < len(clause_stems) / 3:
             cond_dropped = 1
-            add("condition", f"(no '{cue} …')", clause[:200])
-    # polarity
+            at.add("condition", f"(no '{cue} …')", clause[:200])
+    return {"condition_dropped": float(cond_dropped)}
+
+
+def _polarity(at: _Aligning) -> dict[str, float]:
+    """A negation on one side only of the claim and its best sentence: a feature only (the
+    rule in `tether.language.negation` names a negation)."""
+    stems, chosen = at.info.stems, at.chosen
     flip = 0
     if chosen and len(stems & chosen[0][1].stems) >= max(1, 0.5 * len(stems)):
-        mine, theirs = (
-            polarity(main_clause(cwords)),
-            polarity(main_clause(words_of(chosen[0][1].text))),
-        )
+        mine = polarity(main_clause(at.cwords))
+        theirs = polarity(main_clause(words_of(chosen[0][1].text)))
         if (mine > 0) != (theirs > 0):
-            flip = 1  # a feature only: the rule in `verify.negation` names a negation
-    # periods
-    c_per, e_per = periods(cwords), periods(ewords)
-    p_all = periods(passage_words)
+            flip = 1
+    return {"negation_flip": float(flip)}
+
+
+def _periods(at: _Aligning) -> dict[str, float]:
+    """A rate's period the evidence gives with another one, or the passages not at all (a
+    `period` detail)."""
+    c_per, e_per = periods(at.cwords), periods(at.ewords)
+    p_all = periods(at.passage_words)
     period_other = period_absent = 0
     for unit in sorted(c_per - e_per):
         if unit in p_all:
@@ -305,99 +429,14 @@ def align(
             period_other += 1  # the evidence gives another period
         else:
             period_absent += 1  # the passages give none
-        add("period", f"per {unit}")
-    n_stems = max(len(stems), 1)
-    e_stems = frozenset().union(*(s.stems for _, s in chosen[:1])) if chosen else frozenset()
-    features = {
-        "share_passages": sum(1 for w in stems if w in passage_stems or w in q_stems) / n_stems,
-        "share_aligned": sum(1 for w in stems if w in aligned_stems or w in header_stems) / n_stems,
-        "tokens_aligned": len(info.tokens & aligned_tokens) / max(len(info.tokens), 1),
-        "words_absent": float(len(absent) - len(generic)),
-        "words_absent_share": (len(absent) - len(generic)) / n_stems,
-        "words_absent_generic": float(len(generic)),
-        "words_absent_nearby": float(len(absent_other)),
-        "words_elsewhere": float(len(elsewhere)),
-        "numbers": float(len(items)),
-        "numbers_absent": float(n_absent),
-        "numbers_elsewhere": float(n_elsewhere),
-        "numbers_unbound": float(n_unbound),
-        "number_other_row": float(wrong_row),
-        "number_other_column": float(wrong_column),
-        "opposite": float(len(swapped)),
-        "quantifier_added": float(len(added)),
-        "quantifier_dropped": float(len(dropped)),
-        "condition_dropped": float(cond_dropped),
-        "negation_flip": float(flip),
-        "period_other": float(period_other),
-        "period_absent": float(period_absent),
-        "not_statement": 0.0 if statement else 1.0,
-        "claim_words": _log1p(len(stems)),
-        "evidence_words_unused": len(e_stems - stems) / max(len(e_stems), 1),
-        "clue_flags": float(clue_flags),
-    }
-    return Alignment(tuple(chosen), tuple(details), features)
+        at.add("period", f"per {unit}")
+    return {"period_other": float(period_other), "period_absent": float(period_absent)}
 
 
-def _table(prep: Prepared) -> list[list[str]]:
-    """The cited passage's table as rows of cells, the header row first ([] when none)."""
-    lines = [ln for ln in prep.chunk.text.splitlines() if " | " in ln]
-    if prep.chunk.lead and " | " in prep.chunk.lead and (not lines or lines[0] != prep.chunk.lead):
-        lines.insert(0, prep.chunk.lead)
-    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines]
-    rows = [r for r in rows if not all(re.fullmatch(r"[\s:-]*", c) for c in r)]
-    if len(rows) < 3:
-        return []
-    width = len(rows[0])
-    return [r for r in rows if len(r) == width] if width >= 2 else []
-
-
-def _cell_stems(cell: str) -> frozenset[str]:
-    return frozenset(s for w in words_of(cell).split() if (s := content_stem(w)))
-
-
-def _table_binding(
-    key: str, stems: frozenset[str], preps: Sequence[Prepared]
-) -> tuple[str, str] | None:
-    """("row" | "column", the row's text) when a claim's number stands only in the cells of a
-    cited table (not in its prose) and the claim names a row (all of its label's words) that
-    holds it in no cell, or names a column (all of its heading's words) while the columns that
-    hold it share under half of their heading's words with the claim; else None."""
-    from tether.verify.quantities import read_quantities
-
-    if not key.startswith("n:"):
-        return None
-    for prep in preps:
-        rows = _table(prep)
-        if not rows:
-            continue
-        head, body = rows[0], rows[1:]
-        language = prep.chunk.meta.language
-        holders = [
-            (r, j) for r, row in enumerate(body) for j, cell in enumerate(row)
-            if j > 0 and any(k == key for k, _ in read_quantities(cell, language).items)
-        ]  # fmt: skip
-        if not holders or key not in prep.columns:
-            continue  # not in this table, or also stated in the passage's prose
-        labels = [_cell_stems(row[0]) for row in body]
-        named_rows = {r for r, lab in enumerate(labels) if lab and lab <= stems}
-        if named_rows:
-            best = max(len(labels[r]) for r in named_rows)
-            named_rows = {r for r in named_rows if len(labels[r]) == best}
-        heads = [_cell_stems(h) for h in head]
-        cover = [len(h & stems) / len(h) if h and j > 0 else 0.0 for j, h in enumerate(heads)]
-        if named_rows and not any(r in named_rows for r, _ in holders):
-            r = next(iter(named_rows))
-            return "row", " | ".join(body[r])
-        if max(cover, default=0.0) == 1.0 and max(cover[j] for _, j in holders) < 0.5:
-            r, _ = holders[0]
-            return "column", " | ".join(head) + " … " + " | ".join(body[r])
-    return None
-
-
-def _log1p(n: int) -> float:
-    import math
-
-    return math.log1p(n)
+# The detail families, in the order their details are listed.
+_FAMILIES: tuple[Callable[[_Aligning], dict[str, float]], ...] = (
+    _words, _numbers, _cells, _opposites, _quantifiers, _conditions, _polarity, _periods,
+)  # fmt: skip
 
 
 def _surface(claim: str) -> dict[str, str]:
@@ -414,62 +453,3 @@ _MODEL_NUMBER = re.compile(r"\b[A-Z][\w-]*[a-z][\w-]*\s$")
 _COMPUTED = re.compile(
     r"\b(?:minus|plus|total|times|less|off|discount|after|before tax|moins|rabais|remise|fois)\b"
 )
-_CLAUSE_CUT = re.compile(r"[,;:()]|\s(?:and|or|but|while|whereas|et|ou|mais|alors que)\s", re.I)
-_UNIT_STEMS = frozenset(
-    content_stem(w)
-    for w in (*PERIOD_WORDS, "dollar", "dollars", "percent", "cent", "cents", "times", "fois",
-              "hours", "heures", "minutes", "km", "kg", "points", "item", "items")
-) - {""}  # fmt: skip
-
-
-def _bound(
-    claim: str, start: int, display: str, chosen: Sequence[tuple[str, Sentence]],
-    key: str,
-) -> bool:  # fmt: skip
-    """True unless the words beside a number in the claim (its clause, at most `_WINDOW`
-    words either side, units left out) stand in an aligned sentence that is not the one
-    holding the number: "DVDs: 28 days" is not bound when the evidence says "Books: 28 days.
-    DVDs: 14 days", nor is a table cell read from another row."""
-    head = _CLAUSE_CUT.split(claim[:start])[-1]
-    tail = _CLAUSE_CUT.split(claim[start + len(display) :])[0]
-    near = {
-        s
-        for w in (*words_of(head).split()[-_WINDOW:], *words_of(tail).split()[:_WINDOW])
-        if (s := content_stem(w)) and s not in _UNIT_STEMS
-    }
-    if not near:
-        return True
-    in_aligned = near & frozenset().union(*(s.stems for _, s in chosen))
-    if not in_aligned:
-        return True
-    holders = [s for _, s in chosen if key in s.tokens and "|" not in s.text]
-    if not holders:
-        return True
-    if not any(not (in_aligned - s.stems) for s in holders):
-        return False
-    return all(_nearest_number(s.text, display, in_aligned) for s in holders)
-
-
-_NUMBER_TOKEN = re.compile(r"\d+(?:[.,]\d+)*")
-
-
-def _nearest_number(text: str, display: str, near: set[str]) -> bool:
-    """False when, in a sentence that lists several numbers ("black and white: $0.15 a page;
-    colour: $0.50"), a word the claim puts beside its number stands clearly nearer another
-    number of the sentence than that one."""
-    toks = words_of(text).split()
-    target = words_of(display).split()
-    mine = [i for i in range(len(toks)) if target and toks[i : i + len(target)] == target]
-    others = [  # another number, not one of a range or code with this one ("3 to 7")
-        i for i, t in enumerate(toks)
-        if _NUMBER_TOKEN.fullmatch(t) and min(abs(i - m) for m in mine) > 3
-    ] if mine else []  # fmt: skip
-    if not mine or not others:
-        return True
-    for i, t in enumerate(toks):
-        if content_stem(t) in near:
-            to_mine = min(abs(i - m) for m in mine)
-            to_other = min(abs(i - o) for o in others)
-            if to_other + 2 <= to_mine:
-                return False
-    return True

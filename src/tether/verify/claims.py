@@ -19,10 +19,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tether.language.negation import CUE_STEMS, negation_mismatch, negation_scope
+from tether.language.quantities import MONTH_NAMES, UNIT_AFTER, UNITS
+from tether.language.stems import DIGIT, WORD_RE, stem_set
 from tether.protocols import Embedder
 from tether.text import STOP_WORDS, fold_fast
 from tether.types import Chunk, Evidence, Flag
-from tether.verify.negation import CUE_STEMS, negation_mismatch, negation_scope
 from tether.verify.options import CROSS_LANGUAGE_CUT
 from tether.verify.passages import (
     Prepared,
@@ -31,9 +33,7 @@ from tether.verify.passages import (
     ranked_sentences,
     word_share,
 )
-from tether.verify.quantities import MONTH_NAMES, UNIT_AFTER, UNITS
 from tether.verify.reading import ClaimInfo
-from tether.verify.stems import DIGIT, WORD_RE, stem_set
 
 __all__ = [
     "CLAUSE_MIN",
@@ -48,7 +48,7 @@ __all__ = [
 
 # Thresholds. The word-share ones are the issue's rule ("under half") and round values checked
 # on the constructed claims of tests/integration/test_verify.py and on the bundled questions' reference
-# answers (bench/bench_verify.py): the negation scope (4 words) and the two sentences it looks
+# answers (bench/judge/bench_verify.py): the negation scope (4 words) and the two sentences it looks
 # at were chosen there, among 2-8 words and 1-2 sentences, as the setting with the fewest flags
 # on true claims (2 of 195) for the most flipped negations caught (35 of 70). The
 # cross-language cut (`CROSS_LANGUAGE_CUT`, the Profile's, in `verify.options`) was calibrated

@@ -50,7 +50,7 @@ __all__ = [
 
 MODEL_PATH = Path(__file__).with_name("judge_model.json")
 # Where the second opinion is asked (the judge's probability in [low, high)) and the score
-# from which it passes a claim: chosen by bench/judge_second_opinion.py on the tuned-on sets
+# from which it passes a claim: chosen by bench/experiments/judge_second_opinion.py on the tuned-on sets
 # (171 claims no rule flags; the local model's P(yes): false passes 27 → 14, false alarms
 # 0 → 1, asked for 169 of them, 2.6 s each).
 SECOND_BAND = (0.0, 0.9)

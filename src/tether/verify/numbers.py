@@ -25,8 +25,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+from tether.language.quantities import WORD_NUMBERS, canon_number
 from tether.types import Flag
-from tether.verify.quantities import WORD_NUMBERS, canon_number
 from tether.verify.reading import ClaimInfo
 
 __all__ = ["TODAY", "Keys", "Known", "number_flags"]

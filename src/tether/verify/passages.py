@@ -25,12 +25,8 @@ from datetime import date
 
 import numpy as np
 
-from tether.protocols import StoreReader
-from tether.text import collapse_code, fold, fold_fast, sentences
-from tether.types import Chunk, Evidence, Flag
-from tether.verify.instructions import find_instructions
-from tether.verify.negation import negation_scope
-from tether.verify.quantities import (
+from tether.language.negation import negation_scope
+from tether.language.quantities import (
     NUMBER,
     Quantities,
     canon_number,
@@ -39,8 +35,12 @@ from tether.verify.quantities import (
     read_quantities,
     unit_keys,
 )
+from tether.language.stems import DIGIT, stem_set
+from tether.protocols import StoreReader
+from tether.text import collapse_code, fold, fold_fast, sentences
+from tether.types import Chunk, Evidence, Flag
+from tether.verify.instructions import find_instructions
 from tether.verify.reading import ClaimInfo
-from tether.verify.stems import DIGIT, stem_set
 
 __all__ = [
     "Prepared",

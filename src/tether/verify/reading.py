@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tether.text import fold_fast
-from tether.verify.negation import negation_scope
-from tether.verify.quantities import (
+from tether.language.negation import negation_scope
+from tether.language.quantities import (
     Quantities,
     qualify,
     read_periods,
     read_quantities,
     word_numbers,
 )
-from tether.verify.stems import WORD_RE, stem_set
+from tether.language.stems import WORD_RE, stem_set
+from tether.text import fold_fast
 
 __all__ = ["ClaimInfo", "claim_info"]
 

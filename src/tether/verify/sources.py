@@ -29,13 +29,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tether.language.stems import stem_set
 from tether.protocols import StoreReader
 from tether.standing import source_rank
 from tether.types import Chunk, Flag
 from tether.verify.options import SAME_POINT_COSINE
 from tether.verify.passages import Prepared, VerifierCache, best_sentence_score
 from tether.verify.reading import ClaimInfo
-from tether.verify.stems import stem_set
 
 __all__ = [
     "SAME_POINT_MIN",
