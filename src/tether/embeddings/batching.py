@@ -27,8 +27,9 @@ does not wait either: the window is waited only when the last batch held more th
 What it cannot do: a batch saves work only where one call of N texts costs less than N calls
 (an OpenAI-compatible endpoint: one round trip). The e5 encoders run each text alone, so that
 a vector never depends on the texts beside it (`tether.embeddings.fast_e5`); for them a batch
-costs what its texts cost one by one (padded ONNX Runtime batches were measured at 1.0-1.2x
-the CPU per query of single runs on 2 cores, and change the vectors in their last bits), and
+costs what its texts cost one by one (padded ONNX Runtime batches saved little CPU per query
+over single runs, and change the vectors in their last bits: bench/experiments/embed_alone.py,
+bench/results/embed_alone.md), and
 the batcher's gains are one encoder call at a time instead of threads queueing on the
 encoder's lock, and a text asked twice at once embedded once; the window then only adds its
 wait to the first query after a burst (`window_s=0` turns it off). A text in a running batch

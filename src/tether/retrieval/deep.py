@@ -44,7 +44,7 @@ from tether.lru import LRU
 from tether.protocols import QuestionReader, Store
 from tether.types import Audience, Chunk, Hit
 
-# Chosen on the tuned-on sets (bench/deep_choose.py over bench/deep_candidates.py's dumps:
+# Chosen on the tuned-on sets (bench/experiments/deep_choose.py over bench/experiments/deep_candidates.py's dumps:
 # the held-back fifth of the questions of the sets the reader was fine-tuned on, Larkfield and
 # the Python manual whole; macro mean of hit@5 and MRR 0.759 against rerank's 0.750, the best
 # of 7 weights x 3 on-topic shares x 4 depths; bench/results/reader_rank.md)

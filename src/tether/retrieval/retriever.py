@@ -64,6 +64,10 @@ Each `Hit` carries `signals`, the component scores that placed it: `bm25`, `bm25
 `rrf`, and the reranker's features. An optional `rewrite` hook (for example `LLMRewriter`)
 rewrites the query before any method sees it.
 
+The parts: `fusion` (`Fusion`, the base of `Retriever`: query vectors, the BM25 and dense
+lists, their fusion), `rerank_steps` (the per-document cap, the standing rule's sources) and
+`rewrite` (`LLMRewriter`); this module resolves the method, reranks and serves.
+
 What it cannot do: a dense search needs an index built with an embedder and the same
 embedder to embed queries (checked here, against the name recorded in the index); the query
 rewriter costs one model call per query.
@@ -71,42 +75,26 @@ rewriter costs one model call per query.
 
 from __future__ import annotations
 
-import re
-import threading
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
-
-import numpy as np
 
 from tether import deadlines
-from tether.config import DEFAULT_PROFILE, Profile
-from tether.errors import ConflictError, TetherError
-from tether.linear import LinearModel
-from tether.lru import LRU
-from tether.protocols import (
-    Embedder,
-    Provider,
-    QuestionReader,
-    Reranker,
-    SearchableStore,
-    SharedQueryCache,
-    Store,
-)
+from tether.errors import TetherError
+from tether.options import METHODS as METHODS
+from tether.protocols import SearchableStore
 from tether.retrieval.deep import DeepReranker
-from tether.retrieval.query import QueryShape, query_shape
-from tether.standing import TYPE_ALIASES, source_rank
+from tether.retrieval.fusion import MASKS as MASKS
+from tether.retrieval.fusion import QUERY_VECTORS as QUERY_VECTORS
+from tether.retrieval.fusion import RRF_K as RRF_K
+from tether.retrieval.fusion import SECOND_LANGUAGE as SECOND_LANGUAGE
+from tether.retrieval.fusion import Fusion
+from tether.retrieval.fusion import rrf_scores as rrf_scores
+from tether.retrieval.rerank_steps import cap_per_document, lower_sources, mentions, type_words
+from tether.retrieval.rewrite import LLMRewriter as LLMRewriter
 from tether.text import fold
-from tether.types import Audience, Chunk, Filters, Hit, Message, ModelRequest
+from tether.types import Chunk, Filters, Hit
 
-METHODS: tuple[str, ...] = ("bm25", "dense", "hybrid", "rerank", "deep")
-RRF_K = 60
 DIVERSITY_WINDOW = 10  # rerank: the top places the per-document cap holds in
 RULES_WINDOW = 5  # rerank: the top places a standing rule is checked for and put into
-SECOND_LANGUAGE = 0.1  # share of chunks that makes a collection multilingual (adaptive)
-QUERY_VECTORS = 512  # a retriever's own query vectors (none over a shared cache)
-MASKS = 32  # filter masks kept (per generation, date and audience)
 
 
 def check_method(method: str) -> str:
@@ -116,93 +104,8 @@ def check_method(method: str) -> str:
     return method
 
 
-def rrf_scores(
-    rankings: Sequence[Sequence[str]],
-    k: int = RRF_K,
-    weights: Sequence[float] | None = None,
-) -> dict[str, float]:
-    """Reciprocal rank fusion: each list adds weight / (k + rank) (rank 1-based) to its
-    items; weights default to 1."""
-    fused: dict[str, float] = {}
-    for n, ranking in enumerate(rankings):
-        w = 1.0 if weights is None else weights[n]
-        for rank, item in enumerate(ranking, start=1):
-            fused[item] = fused.get(item, 0.0) + w / (k + rank)
-    return fused
-
-
-# ---- the retriever --------------------------------------------------------------------------
-
-
-class Retriever:
+class Retriever(Fusion):
     """Ranks chunks of one store for a query, by method, after the filters."""
-
-    def __init__(
-        self,
-        store: Store,
-        embedder: Embedder | None = None,
-        reranker: Reranker | None = None,
-        *,
-        profile: Profile = DEFAULT_PROFILE,
-        rewrite: Callable[[str], str] | None = None,
-        lexical_prior: float | None = None,
-        rerank_order: LinearModel | None = None,
-        reader: Callable[[], QuestionReader | None] | None = None,
-    ) -> None:
-        """Over `store`, with the tuned values of `profile` (the index's, `tether.app.
-        retriever_for`); `lexical_prior` is the collection's calibrated BM25 weight (None:
-        the fixed weights' share), `rerank_order` the learned order (None: the weighted
-        mean), `rewrite` a query rewriter, `reader` what loads the reader the `deep` method
-        rereads with (asked at the first deep search; None or a None reader: no `deep`)."""
-        self.store = store
-        self.embedder = embedder
-        self.profile = profile
-        self.rewrite = rewrite
-        self.candidates = profile.fusion_candidates
-        self.rerank_depth = profile.rerank_depth
-        self.rrf_weights = profile.rrf_weights  # (bm25, dense)
-        self.lexical_gate = profile.lexical_gate
-        self.per_document = profile.per_document
-        self.rule_types = tuple(t.lower() for t in profile.rule_types)
-        self.same_point_cosine = profile.same_point_cosine
-        self.adaptive = adaptive = profile.adaptive_fusion
-        w_bm25, w_dense = profile.rrf_weights
-        self.lexical_prior = (
-            lexical_prior if lexical_prior is not None else w_bm25 / ((w_bm25 + w_dense) or 1.0)
-        )
-        self.rrf_k = profile.fusion_rrf_k  # the adaptive fusion's (the fixed one keeps RRF_K)
-        self.keep_each = profile.rerank_keep_each
-        self.protect_each = profile.fusion_protect_each
-        self.per_document_one_language = profile.rerank_per_document
-        self._rules: tuple[int, list[tuple[Chunk, str]]] | None = None
-        self._language: dict[Audience, tuple[int, tuple[str | None, bool]]] = {}
-        # over an embedder with a shared cache (the server's), none of its own: its hits
-        # and misses are then all seen there (and on /metrics); one search asks it once
-        own = 0 if isinstance(embedder, SharedQueryCache) else QUERY_VECTORS
-        self._query_vectors: LRU[str, np.ndarray] = LRU(own)
-        self._searching = threading.local()  # the current search's query vectors, per thread
-        self._masks: LRU[tuple[Any, ...], set[str]] = LRU(MASKS)
-        if embedder is not None:
-            _check_embedder(store, embedder)
-        if reranker is None and embedder is not None:
-            from tether.retrieval.rerank import SentenceReranker
-
-            reranker = SentenceReranker(
-                store,
-                self.query_vector,
-                weights=profile.rerank_weights,
-                lexical_share=self._rerank_share if adaptive else None,
-                lexical_weights=profile.rerank_lexical_weights,
-                order=rerank_order,
-            )
-        self.reranker = reranker
-        self._reader_loader = reader
-        self._deep: DeepReranker | None = None
-        self._deep_lock = threading.Lock()
-
-    @property
-    def has_dense(self) -> bool:
-        return self.embedder is not None and self.store.has_vectors()
 
     @property
     def default_method(self) -> str:
@@ -252,201 +155,6 @@ class Retriever:
         finally:
             self._searching.vectors = None
 
-    def query_vector(self, query: str) -> np.ndarray:
-        """The embedder's vector for a query: asked once per search; across searches kept in
-        the retriever's own cache (per query text), or, when the embedder shares a cache
-        (`SharedQueryCache`, the server's), asked of it again, which answers from that cache."""
-        if self.embedder is None:
-            raise TetherError("no embedder: dense methods are not available")
-        memo: dict[str, np.ndarray] | None = getattr(self._searching, "vectors", None)
-        vec = memo.get(query) if memo is not None else None
-        if vec is not None:
-            return vec
-        vec = self._query_vectors.get(query)
-        if vec is None:
-            vec = np.asarray(self.embedder.embed_queries([query]), dtype=np.float32)[0]
-            self._query_vectors.put(query, vec)
-        if memo is not None:
-            memo[query] = vec
-        return vec
-
-    def warm_queries(self, queries: Sequence[str], batch: int = 32) -> None:
-        """Embed the queries not cached yet in batches (one embedder call per `batch`), so a
-        loop over many queries (the calibrations at ingest) does not embed them one by one.
-        Nothing happens without an embedder; the cache keeps its size (the last ones stay).
-        Over a shared cache (`SharedQueryCache`) the vectors are kept there."""
-        if self.embedder is None:
-            return
-        todo = list(dict.fromkeys(q for q in queries if q not in self._query_vectors))
-        for i in range(0, len(todo), batch):
-            part = todo[i : i + batch]
-            vectors = np.asarray(self.embedder.embed_queries(part), dtype=np.float32)
-            for query, vec in zip(part, vectors, strict=True):
-                self._query_vectors.put(query, vec)
-
-    def clear_query_cache(self) -> None:
-        """Forget cached query vectors (so a timing includes embedding the query): the
-        retriever's own, or the shared cache's (every caller's) when its embedder has one."""
-        self._query_vectors.clear()
-        if isinstance(self.embedder, SharedQueryCache):
-            self.embedder.clear_query_cache()
-
-    # ---- methods ------------------------------------------------------------------------------
-
-    def _bm25(self, query: str, k: int, filters: Filters) -> list[Hit]:
-        hits = self.store.search_lexical(query, k, filters)
-        return [
-            replace(h, method="bm25", signals={"bm25": h.score, "bm25_rank": float(h.rank)})
-            for h in hits
-        ]
-
-    def _dense_ranked(self, query: str, k: int, filters: Filters) -> list[tuple[str, float]]:
-        return self.store.search_dense(self.query_vector(query), k, filters)
-
-    def _dense_hits(self, query: str, k: int, filters: Filters) -> list[Hit]:
-        ranked = self._dense_ranked(query, k, filters)
-        chunks = self.store.get_many(cid for cid, _ in ranked)
-        return [
-            Hit(
-                chunk=chunks[cid],
-                score=s,
-                rank=i,
-                method="dense",
-                signals={"dense": s, "dense_rank": float(i)},
-            )
-            for i, (cid, s) in enumerate(ranked, start=1)
-            if cid in chunks  # removed by a write committed since the ranking
-        ]
-
-    def fusion_weights(
-        self, query: str, audience: Audience = "public"
-    ) -> tuple[tuple[float, float], bool]:
-        """(bm25, dense) fusion weights for `query` asked by `audience`, and whether the
-        cosine gate applies.
-
-        Fixed (`rrf_weights`, gate on) unless `adaptive`: then the BM25 weight is the
-        collection's (its `lexical_prior` share as a weight against dense 1) times the query's
-        shape factor (`query_shape`), and no candidate is gated."""
-        if not self.adaptive:
-            return self.rrf_weights, True
-        share = self.lexical_share(query, audience)
-        return (share / (1.0 - share), 1.0), False
-
-    def lexical_share(self, query: str, audience: Audience = "public") -> float:
-        """The BM25 share of the fusion for `query`: the collection's weight times the
-        query's shape factor (against the language of the collection as `audience` sees it),
-        as a share, within 0.05..0.95 (the adaptive reranker scales its lexical features by it
-        too)."""
-        prior = min(0.95, max(0.05, self.lexical_prior))
-        weight = prior / (1.0 - prior) * self._shape(query, audience).lexical_factor
-        return min(0.95, max(0.05, weight / (1.0 + weight)))
-
-    def _rerank_share(self, query: str, audience: Audience = "public") -> float:
-        """The share the adaptive reranker scales its lexical features by: the fusion's, but
-        none where shared words are likely to point at the wrong passage: a question in
-        another language than the collection, or any question but one of identifiers in a
-        collection written in several languages (the collection as `audience` sees it)."""
-        kind = self._shape(query, audience).kind
-        if kind == "cross-language" or (self._languages(audience)[1] and kind != "identifier"):
-            return 0.0
-        return self.lexical_share(query, audience)
-
-    def _shape(self, query: str, audience: Audience = "public") -> QueryShape:
-        return query_shape(query, self._languages(audience)[0])
-
-    def _languages(self, audience: Audience = "public") -> tuple[str | None, bool]:
-        """(the language of most chunks, whether a second language holds at least
-        `SECOND_LANGUAGE` of them), counted over the chunks `audience` may see (every version:
-        staff passages never move what the public is told), cached while the index's
-        generation stays."""
-        generation = self.store.generation()
-        found = self._language.get(audience)
-        if found is None or found[0] != generation:
-            allowed = self._allowed(Filters(audience=audience))
-            counts = Counter(
-                c.meta.language
-                for c in self.store.chunks()
-                if c.meta.language and c.chunk_id in allowed
-            )
-            ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:2]
-            total = sum(counts.values()) or 1
-            several = len(ranked) > 1 and ranked[1][1] / total >= SECOND_LANGUAGE
-            found = self._language[audience] = (
-                generation,
-                (ranked[0][0] if ranked else None, several),
-            )
-        return found[1]
-
-    def _hybrid(self, query: str, k: int, filters: Filters, depth: int | None = None) -> list[Hit]:
-        """The top k of the fusion of the BM25 and dense top `depth` (default: the larger of
-        `candidates` and k)."""
-        depth = depth or max(self.candidates, k)
-        lexical = self.store.lexical_ranking(query, depth, filters)
-        dense = self._dense_ranked(query, depth, filters)
-        weights, gated = self.fusion_weights(query, filters.audience)
-        fusing = [cid for cid, _ in lexical]
-        if self.lexical_gate is not None and dense and gated:
-            top, low = dense[0][1], dense[-1][1]
-            floor = top - self.lexical_gate * (top - low)
-            lexical_cos = self._cosines(query, fusing)
-            fusing = [cid for cid in fusing if lexical_cos[cid] >= floor]
-        k_rrf = self.rrf_k if self.adaptive else RRF_K
-        fused = rrf_scores([fusing, [cid for cid, _ in dense]], k=k_rrf, weights=weights)
-        bm25 = {cid: (s, i) for i, (cid, s) in enumerate(lexical, start=1)}
-        dense_rank = {cid: (s, i) for i, (cid, s) in enumerate(dense, start=1)}
-        order = sorted(
-            fused,
-            key=lambda c: (
-                -fused[c],
-                min(bm25.get(c, (0, 10**9))[1], dense_rank.get(c, (0, 10**9))[1]),
-                c,
-            ),
-        )
-        if self.adaptive:
-            order = self._protect_heads(query, order, bm25, dense_rank, filters.audience)
-        order = order[:k]
-        chunks = self.store.get_many(order)
-        order = [cid for cid in order if cid in chunks]  # removed since the ranking: left out
-        cosines = self._cosines(query, order)
-        hits: list[Hit] = []
-        for i, cid in enumerate(order, start=1):
-            signals = {"rrf": fused[cid], "dense": cosines[cid]}
-            if cid in bm25:
-                signals["bm25"], signals["bm25_rank"] = bm25[cid][0], float(bm25[cid][1])
-            if cid in dense_rank:
-                signals["dense_rank"] = float(dense_rank[cid][1])
-            hits.append(Hit(chunks[cid], fused[cid], i, "hybrid", signals))
-        return hits
-
-    def _protect_heads(
-        self,
-        query: str,
-        order: list[str],
-        bm25: Mapping[str, tuple[float, int]],
-        dense: Mapping[str, tuple[float, int]],
-        audience: Audience = "public",
-    ) -> list[str]:
-        """Adaptive hybrid: the top `protect_each` of the dense list and of the BM25 list
-        come first (in fused order), the rest follow in fused order. Reciprocal rank fusion is
-        flat near the top (rank 1 is worth little more than rank 20), so a list's first hit
-        that the other list does not hold at all sank below every candidate the two lists
-        share. Only in a collection written in one language (where it was measured; a
-        collection of several languages keeps the fusion its bundled questions were tuned
-        on), and BM25's top not for a question in another language than the collection (the
-        collection as `audience` sees it)."""
-        if self.protect_each < 1 or self._languages(audience)[1]:
-            return order
-        cross = self._shape(query, audience).kind == "cross-language"
-        lexical = 0 if cross else self.protect_each
-        never = (0.0, 10**9)
-        first = [
-            c
-            for c in order
-            if bm25.get(c, never)[1] <= lexical or dense.get(c, never)[1] <= self.protect_each
-        ]
-        led = set(first)
-        return [*first, *(c for c in order if c not in led)]
-
     def _rerank(self, query: str, k: int, filters: Filters) -> list[Hit]:
         if self.reranker is None:
             raise TetherError("no reranker configured")
@@ -469,7 +177,7 @@ class Retriever:
         if self.adaptive and cap and not self._languages(filters.audience)[1]:
             cap = self.per_document_one_language
         if cap:
-            out = _cap_per_document(out, cap, DIVERSITY_WINDOW)
+            out = cap_per_document(out, cap, DIVERSITY_WINDOW)
         if self.rule_types:
             out = self._with_rule(out, filters)
         return [replace(h, rank=i) for i, h in enumerate(out[:k], start=1)]
@@ -531,13 +239,13 @@ class Retriever:
         if len(window) < 2 or any(h.chunk.meta.doc_type.lower() in self.rule_types for h in window):
             return hits
         vectors = self.store.vectors_of(h.chunk.chunk_id for h in window)
-        lower = _lower_sources(window, vectors.get, self.same_point_cosine)
+        lower = lower_sources(window, vectors.get, self.same_point_cosine)
         if not lower:
             return hits
         allowed = self._allowed(filters)
         rules = [(c, text) for c, text in self._rule_chunks() if c.chunk_id in allowed]
-        words = [w for t in sorted(lower) for w in _type_words(t)]
-        scored = [(_mentions(text, words), -i, c) for i, (c, text) in enumerate(rules)]
+        words = [w for t in sorted(lower) for w in type_words(t)]
+        scored = [(mentions(text, words), -i, c) for i, (c, text) in enumerate(rules)]
         if not scored:
             return hits
         best_count, _, rule = max(scored, key=lambda x: (x[0], x[1]))
@@ -551,7 +259,7 @@ class Retriever:
 
     def _rule_chunks(self) -> list[tuple[Chunk, str]]:
         """The chunks of the rule documents, each with its headings and text folded (what
-        `_mentions` reads), for the index's generation."""
+        `mentions` reads), for the index's generation."""
         generation = self.store.generation()
         if self._rules is None or self._rules[0] != generation:
             found = [
@@ -561,32 +269,6 @@ class Retriever:
             ]
             self._rules = (generation, found)
         return self._rules[1]
-
-    # ---- helpers ------------------------------------------------------------------------------
-
-    def _need_dense(self, method: str) -> None:
-        if self.embedder is None:
-            raise TetherError(
-                f"method {method!r} needs an embedder; this retriever has none (use bm25)"
-            )
-        if not self.store.has_vectors():
-            raise TetherError(
-                f"method {method!r} needs vectors: this index has none; run"
-                " `tether ingest FOLDER` with embeddings (the default), or use --method bm25"
-            )
-
-    def _allowed(self, filters: Filters) -> set[str]:
-        """IDs of the chunks the filters let through (cached until the index changes)."""
-        key = ("ids", self.store.generation(), filters.as_of, filters.audience)
-        found = self._masks.get(key)
-        if found is None:
-            found = self._masks.put(key, self.store.allowed_ids(filters))
-        return found
-
-    def _cosines(self, query: str, chunk_ids: Sequence[str]) -> dict[str, float]:
-        q = self.query_vector(query)
-        found = self.store.vectors_of(chunk_ids)
-        return {cid: float(found[cid] @ q) if cid in found else 0.0 for cid in chunk_ids}
 
 
 def _served(hits: list[Hit], filters: Filters) -> list[Hit]:
@@ -599,117 +281,6 @@ def _served(hits: list[Hit], filters: Filters) -> list[Hit]:
     return [replace(h, rank=i) for i, h in enumerate(kept, start=1)]
 
 
-def _cap_per_document(hits: list[Hit], cap: int, window: int) -> list[Hit]:
-    """At most `cap` chunks of one document (doc_id) in the first `window` places; the
-    chunks over the cap move just past the window, in their order."""
-    head: list[Hit] = []
-    over: list[Hit] = []
-    count: dict[str, int] = {}
-    rest = iter(hits)
-    for h in rest:
-        if count.get(h.chunk.doc_id, 0) >= cap:
-            over.append(h)
-            continue
-        count[h.chunk.doc_id] = count.get(h.chunk.doc_id, 0) + 1
-        head.append(h)
-        if len(head) == window:
-            break
-    return [*head, *over, *rest]
-
-
-def _lower_sources(
-    window: Sequence[Hit], vector: Callable[[str], np.ndarray | None], same_point: float
-) -> set[str]:
-    """Doc types in `window` that a governance rule speaks about: supplier content (always),
-    and a help-level source on the same point as a passage that outranks it."""
-    help_rank = source_rank("help")
-    supplier_rank = source_rank("supplier")
-    ranks = [source_rank(h.chunk.meta.doc_type) for h in window]
-    lower: set[str] = set()
-    for h, r in zip(window, ranks, strict=True):
-        if r is not None and supplier_rank is not None and r >= supplier_rank:
-            lower.add(h.chunk.meta.doc_type.lower())
-    if help_rank is None:
-        return lower
-    for i, (a, ra) in enumerate(zip(window, ranks, strict=True)):
-        for b, rb in zip(window[i + 1 :], ranks[i + 1 :], strict=True):
-            if ra is None or rb is None or ra == rb or max(ra, rb) < help_rank:
-                continue
-            va, vb = vector(a.chunk.chunk_id), vector(b.chunk.chunk_id)
-            if va is None or vb is None or float(va @ vb) < same_point:
-                continue
-            lower.add((a if ra > rb else b).chunk.meta.doc_type.lower())
-    return lower
-
-
-def _type_words(doc_type: str) -> list[str]:
-    """The words a governance text uses for a source type: the type and its aliases."""
-    return [doc_type, *(alias for alias, target in TYPE_ALIASES.items() if target == doc_type)]
-
-
-def _mentions(text: str, words: Sequence[str]) -> int:
-    """How often the folded `text` names one of `words` (each at a word's start)."""
-    return sum(len(re.findall(rf"\b{re.escape(fold(w))}", text)) for w in words)
-
-
 def store_has_vectors(store: SearchableStore) -> bool:
     """Whether the index holds chunk vectors (dense methods need them)."""
     return store.has_vectors()
-
-
-def _check_embedder(store: SearchableStore, embedder: Embedder) -> None:
-    """Queries must be embedded by the embedder the index was built with."""
-    built = store.meta_value("embedder")
-    want = f"{embedder.name} ({embedder.version})"
-    if built is not None and store.has_vectors() and built != want:
-        raise ConflictError(
-            f"this index was embedded with {built}; queries would be embedded with {want}:"
-            " re-ingest with --rebuild, or use the same embedder"
-        )
-
-
-# ---- query rewriting ------------------------------------------------------------------------
-
-
-class LLMRewriter:
-    """Rewrites a question into a search query with a model (prompt `prompts/rewrite.txt`).
-
-    Any failure (provider error, empty or cut output) returns the question unchanged."""
-
-    name = "llm-rewrite"
-
-    def __init__(self, provider: Provider, *, max_tokens: int = 64) -> None:
-        self.provider = provider
-        self.max_tokens = max_tokens
-        self._cache: LRU[str, str] = LRU(1024)
-
-    def __call__(self, query: str) -> str:
-        found = self._cache.get(query)
-        if found is not None:
-            return found
-        from tether.prompts import load_prompt
-
-        template, prompt_id = load_prompt("rewrite")
-        text = template.replace("$question", query)
-        request = ModelRequest(
-            messages=(Message("user", text),),
-            max_tokens=self.max_tokens,
-            purpose="rewrite",
-            prompt_id=prompt_id,
-            question=query,
-        )
-        try:
-            completion = self.provider.complete(request)
-        except Exception:  # a rewrite is an optional improvement: never fail the search
-            return query
-        rewritten = _first_line(completion.text) if completion.finish_reason == "stop" else ""
-        return self._cache.put(query, rewritten or query)
-
-
-def _first_line(text: str) -> str:
-    for line in text.strip().splitlines():
-        line = re.sub(r"^(query|search query|requête)\s*:\s*", "", line.strip(), flags=re.I)
-        line = line.strip().strip('"').strip()
-        if line:
-            return line[:500]
-    return ""

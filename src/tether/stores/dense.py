@@ -7,7 +7,7 @@ searched by brute force, so filters always apply before ranking. The graph is ca
 file beside the index (`hnsw_cache_path`: `<index>.hnsw-<signature of the row IDs>`), written
 atomically; writing one removes the stale graphs of the same index.
 
-What it cannot do: the HNSW graph is approximate (recall measured in bench/bench_retrieval.py)
+What it cannot do: the HNSW graph is approximate (recall measured in bench/retrieval/bench_retrieval.py)
 and takes minutes to build for hundreds of thousands of vectors; it holds every row, staff
 ones too, so which allowed rows a search through it misses can move with the rows the mask
 refuses (brute force, below `ANN_THRESHOLD` rows, depends on the allowed rows only); the matrix is held in memory

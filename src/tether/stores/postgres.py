@@ -23,7 +23,7 @@ processes and machines sharing it.
   chunks' only (schema 4), so a staff passage never moves a public score.
 
 What it cannot do: the HNSW ranking is approximate (its recall is measured in
-bench/pg_scale.py); a store object is one connection, for one thread; the filters are on
+bench/scale/pg_scale.py); a store object is one connection, for one thread; the filters are on
 effective dates and access only; the lexical ranking reads every posting of the query's
 terms (as FTS5 does), so a very common word costs a scan of its postings.
 """
@@ -82,7 +82,7 @@ from tether.types import (
 
 EF_SEARCH = HNSW_EF_SEARCH  # hnsw.ef_search, as the SQLite store's faiss graph (raised to k)
 # the type the HNSW graph is built over (`postgres_write.ensure_hnsw` builds `vector`);
-# bench/pg_scale.py sets "halfvec" while it measures a graph it built so (--builds M:EFC:halfvec)
+# bench/scale/pg_scale.py sets "halfvec" while it measures a graph it built so (--builds M:EFC:halfvec)
 HNSW_KIND = "vector"
 
 

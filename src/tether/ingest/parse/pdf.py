@@ -1,7 +1,7 @@
 """PDF: the text of each page from PDFium (`pypdfium2`), its lines rebuilt from the page's text
 boxes, a blank line where the gap above a line passes the page's line spacing (its tightest gap)
 by `PARAGRAPH_GAP` of the usual line height; pypdf (layout mode, then plain) for a page PDFium cannot read, and pypdf for the file's
-structure, encryption and info fields. Chosen by measurement (`bench/pdf_text.py`,
+structure, encryption and info fields. Chosen by measurement (`bench/experiments/pdf_text.py`,
 bench/results/pdf_text.md): on PDFs made by DocBook/dblatex, pypdf's layout mode ran the words
 of 26% (Debian's FAQ) and 10% (the New Maintainers' Guide) of tokens together ("Thisdocument
 maybeused...") where PDFium ran none, in a tenth of the time.
