@@ -20,7 +20,7 @@ def test_no_face_constructs_a_workspace_of_its_own():
     found = [
         f"{path.relative_to(SRC)}:{n}"
         for path in SRC.rglob("*.py")
-        if path.name != "app.py"
+        if path.relative_to(SRC).parts[0] not in ("app", "app.py")  # the Workspace's own
         for n, line in enumerate(path.read_text().splitlines(), 1)
         if re.search(r"\bWorkspace\(", line) and "class Workspace" not in line
     ]
