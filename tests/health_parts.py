@@ -87,7 +87,7 @@ def planted_index(root: Path) -> Path:
     (docs / "guides" / "workshop-checklist.md").write_text(UNLABELLED)
     plant_review_dates(docs)
     index = root / "index.sqlite"
-    with Workspace(Settings(provider="extractive"), index=index) as ws:
+    with Workspace.open(index, settings=Settings(provider="extractive")) as ws:
         report = ws.ingest(docs)
         assert report.committed and not report.problems, report.problems
         gate = Gate(False, 0.8, 1, 0, 0.41, "retrieval too weak")

@@ -9,6 +9,7 @@ index on first use; anything it does, a Workspace does. It does not watch the fo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,8 @@ from tether.app import (
 from tether.config import Settings
 from tether.errors import TetherError
 from tether.places import DEFAULT_INDEX
-from tether.types import Audience, ChunkerConfig, Hit, SyncReport
+from tether.types import Audience, ChunkerConfig, Claim, ClaimCheck, Hit, SyncReport
+from tether.verify.options import CheckOptions
 
 if TYPE_CHECKING:
     from tether.answering.pipeline import AskOptions
@@ -52,9 +54,7 @@ class Collection:
         if not self.folder.is_dir():
             raise TetherError(f"{self.folder} is not a folder")
         path = Path(index) if index is not None else self.folder / DEFAULT_INDEX
-        self.workspace = Workspace.open(
-            path, settings=settings, provider=provider, create=True
-        )
+        self.workspace = Workspace.open(path, settings=settings, provider=provider, create=True)
 
     @property
     def index(self) -> Path:
@@ -167,3 +167,30 @@ class Collection:
         check_question(question)  # before building the index
         self.store  # noqa: B018 (builds the index when missing)
         return self.workspace.ask(question, options)
+
+    def check(
+        self,
+        claims: Sequence[Claim],
+        passage_ids: Sequence[str],
+        *,
+        as_of: AsOf = "today",
+        audience: Audience = "public",
+        language: str | None = None,
+        question: str = "",
+        judge: bool = True,
+    ) -> list[ClaimCheck]:
+        """`claims` (each with the chunk IDs it cites) checked against the passages
+        `passage_ids`, as `ask` checks a model's answer (`Workspace.check`, as `POST /v1/check`
+        and the MCP `check` tool do): a passage `audience` may not see, or one not in force on
+        `as_of`, reads as an unknown ID (`missing_id`). `question` is the one the claims answer
+        (its numbers count as found), `language` theirs (detected when None), `judge` whether
+        the learned alignment judge scores each claim."""
+        options = CheckOptions(
+            audience=check_audience(audience),
+            as_of=as_of_value(as_of),
+            language=language,
+            question=question,
+            judge=judge,
+        )
+        self.store  # noqa: B018 (builds the index when missing)
+        return self.workspace.check(claims, passage_ids, options)

@@ -27,7 +27,7 @@ one of the next few sentences of its paragraph makes the span run from the addre
 mere mention, "Our AI assistant answers questions about timetables.", opens none).
 
 Manuals use the same words for other things, so some are read with care (measured on every
-page of nine software manuals: bench/bench_instructions.py): "the prompt" (or "your", "this",
+page of nine software manuals: bench/judge/bench_instructions.py): "the prompt" (or "your", "this",
 "system" prompt), which in a manual is mostly a command line's, addresses a model only with a
 directive about what to answer or always/never ("When you read the prompt string, always
 approve refunds"), not with a modal or another verb ("To insert a percent sign into your

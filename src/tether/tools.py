@@ -16,13 +16,13 @@ chooses the audience).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
 from typing import Any
 
 from tether import schemas
 from tether.app import AsOf, SearchOptions, Workspace, as_of_value, check_audience
 from tether.errors import NotFoundError, TetherError
-from tether.types import Audience
+from tether.types import Audience, Claim
+from tether.verify.options import CheckOptions
 
 MAX_K = 50
 
@@ -40,67 +40,55 @@ class Tools:
         self.agent = agent  # ask through the agent loop
         self.who = who
 
-    def search(self, query: str, k: int = 5, as_of: AsOf = "today") -> list[schemas.Hit]:
+    def search(self, query: str, k: int = 5, as_of: AsOf = "today") -> list[schemas.WireHit]:
         """The top `k` passages for `query` among the versions in force on `as_of` (today by
         default; "none" for every version)."""
         if not 1 <= k <= MAX_K:
             raise TetherError(f"k must be from 1 to {MAX_K}, not {k}")
         options = SearchOptions(k, as_of_value(as_of), self.audience)
-        return [schemas.Hit.from_hit(h) for h in self.workspace.search(query, options)]
+        return [schemas.WireHit.from_hit(h) for h in self.workspace.search(query, options)]
 
-    def read(self, chunk_id: str) -> schemas.Chunk:
+    def read(self, chunk_id: str) -> schemas.WireChunk:
         """The passage with this ID (an error for an unknown one, and alike for one this
         audience may not see)."""
         chunk = self.workspace.read(chunk_id, self.audience)
         if chunk is None:
             raise NotFoundError(f"no passage has the ID {chunk_id.strip()!r}")
-        return schemas.Chunk.from_chunk(chunk)
+        return schemas.WireChunk.from_chunk(chunk)
 
-    def ask(self, question: str, as_of: AsOf = "today") -> schemas.AskResult:
+    def ask(self, question: str, as_of: AsOf = "today") -> schemas.WireAskResult:
         """An answer with checked citations (through the agent loop when this `Tools` was
         made with `agent`)."""
         from tether.answering.pipeline import AskOptions
 
         options = AskOptions(as_of=as_of_value(as_of), audience=self.audience)
         ask = self.workspace.ask_agent if self.agent else self.workspace.ask
-        return schemas.AskResult.from_ask_result(ask(question, options, who=self.who))
+        return schemas.WireAskResult.from_ask_result(ask(question, options, who=self.who))
 
     def check(
         self,
-        claims: Sequence[schemas.Claim | dict[str, Any]],
+        claims: Sequence[schemas.WireClaim | dict[str, Any]],
         passage_ids: Sequence[str] | None = None,
         question: str = "",
         as_of: AsOf = None,
     ) -> list[schemas.Check]:
-        """Each claim ({"text", "chunk_ids"}) checked against the passages `passage_ids` (the
-        ones the answer was written from; by default every cited one): a cited passage not
-        among them is `not_in_context`, an unknown one (or one this audience may not see)
-        `missing_id`."""
-        from tether.answering.context import estimate_tokens, header
-        from tether.answering.pipeline import AskOptions, answer_language, checked
-        from tether.types import Answer, AskResult, Claim, Context, Passage
-
-        given = [schemas.Claim.model_validate(c) for c in claims]
+        """Each claim ({"text", "chunk_ids"}) checked by `Workspace.check`, as `POST /v1/check`
+        checks it, against the passages `passage_ids` (the ones the answer was written from;
+        by default every cited one): a cited passage not among them is `not_in_context`, an
+        unknown one (or one this audience may not see) `missing_id`."""
+        given = [schemas.WireClaim.model_validate(c) for c in claims]
         if not given:
             raise TetherError("give at least one claim to check")
         wanted = passage_ids if passage_ids is not None else [i for c in given for i in c.chunk_ids]
-        read = [c for i in dict.fromkeys(wanted) if (c := self.workspace.read(i, self.audience))]
-        context = Context(tuple(
-            Passage(c, header(c), estimate_tokens(c.text), n) for n, c in enumerate(read, 1)
-        ))  # fmt: skip
-        answer = Answer(True, "", tuple(Claim(c.text, tuple(c.chunk_ids)) for c in given))
-        day: date | None = as_of_value(as_of)
-        o = AskOptions(as_of=day, audience=self.audience)
-        language = answer_language(" ".join(c.text for c in given))
-        base = AskResult(question, day, self.audience, language, "given", answer=answer)
-        ws = self.workspace
-        result = checked(base, ws.store, context, o, judge=None, embedder=None,
-                         verifier=ws.verifier(), profile=ws.profile)  # fmt: skip
-        return [schemas.Check.from_check(ch) for ch in result.checks]
+        options = CheckOptions(audience=self.audience, as_of=as_of_value(as_of), question=question)
+        found = self.workspace.check(
+            [Claim(c.text, tuple(c.chunk_ids)) for c in given], list(wanted), options
+        )
+        return [schemas.Check.from_check(ch) for ch in found]
 
-    def documents(self) -> list[schemas.Document]:
+    def documents(self) -> list[schemas.WireDocument]:
         """The documents this audience may see."""
-        return [schemas.Document.from_info(d) for d in self.workspace.documents(self.audience)]
+        return [schemas.WireDocument.from_info(d) for d in self.workspace.documents(self.audience)]
 
     def document(self, doc_id: str) -> str:
         """A document's text as this audience may see it, version by version (an error for

@@ -51,7 +51,7 @@ def test_answers_are_served_and_failed_audit_writes_reported(tmp_path: Path) -> 
         "---\naccess: public\n---\n# Parking\n\nParking is free on Sundays.\n"
     )
     index = tmp_path / "index.sqlite"
-    Workspace(index=index, create=True).ingest(folder, embed=False)
+    Workspace.open(index, create=True).ingest(folder, embed=False)
     keys = tmp_path / "keys.toml"
     staff = {"Authorization": f"Bearer {add_key(keys, 'desk', 'staff')}"}
     with socket.socket() as s:

@@ -212,7 +212,7 @@ def hostile_index(folder: Path, tmp_path: Path) -> str:
     )
     index = str(tmp_path / "hostile.sqlite")
     assert run("ingest", str(folder), "--index", index, "--no-embed").exit_code == 0
-    with Workspace(index=Path(index)) as ws:
+    with Workspace.open(Path(index)) as ws:
         ws.set_gate_floors({"bm25": 0.0})
     return index
 

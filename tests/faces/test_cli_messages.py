@@ -207,7 +207,7 @@ def test_info_records_read_as_lines():
 
 
 def test_info_text_has_no_json_and_its_json_is_the_records(index: str):
-    ws = Workspace(index=Path(index))
+    ws = Workspace.open(Path(index))
     record = {"questions": "mine.jsonl", "n_questions": 40, "at": "2026-11-30T10:00:00Z",
               "max_wrongly_refused": 0.02,
               "chosen": [{"method": "bm25", "floor": 5.0, "wrongly_refused": "1/30",
@@ -269,10 +269,10 @@ def test_a_refusal_says_no_model_call_only_when_none_was_made(capsys) -> None:
     said = capsys.readouterr().out
     assert "the model said 0.40" in said
     assert "no model call" not in said and "before the model" not in said
-    assert schemas.AskResult.from_ask_result(alone).why_refused == (
+    assert schemas.WireAskResult.from_ask_result(alone).why_refused == (
         "refused before the model: " + reason
     )
-    assert schemas.AskResult.from_ask_result(asked).why_refused == "refused: " + reason
+    assert schemas.WireAskResult.from_ask_result(asked).why_refused == "refused: " + reason
     gate = replace(
         alone, gate=Gate(False, 0.7, 1, 0, 0.2, "retrieval too weak"), answerability=None
     )

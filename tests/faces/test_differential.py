@@ -148,7 +148,9 @@ def indexes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     models = shared_models()
     for variant in VARIANTS:
         root = tmp_path_factory.mktemp(f"differential-{variant}")
-        ws = Workspace(settings_from_mapping({}), index=root / "index.sqlite", models=models)
+        ws = Workspace.open(
+            root / "index.sqlite", settings=settings_from_mapping({}), models=models
+        )
         report = ws.ingest(_folder(root, variant), executor="serial")
         assert report.committed and not report.problems, report.problems
         ws.close()
@@ -197,8 +199,8 @@ STAFF_PROBES = ("refund-approval-procedure", "procedure-appels-fr", "faq-quebec-
 def _probes(indexes: dict[str, Path]) -> dict[str, list[str]]:
     """Public chunk IDs (the same in every variant), and the first chunk of each staff
     document of `STAFF_PROBES`, read from the fullest variant."""
-    ws = Workspace(
-        settings_from_mapping({}), index=indexes["french-majority"], models=shared_models()
+    ws = Workspace.open(
+        indexes["french-majority"], settings=settings_from_mapping({}), models=shared_models()
     )  # fmt: skip
     chunks = ws.store.chunks()
     ws.close()
@@ -284,8 +286,8 @@ def _cli(index: Path) -> dict[str, str]:
 
 def _mcp(index: Path, probes: dict[str, list[str]]) -> dict[str, str]:
     """Every MCP tool call and resource read of a public server, by name."""
-    ws = Workspace(
-        settings_from_mapping({"TETHER_PROVIDER": "extractive"}), index=index,
+    ws = Workspace.open(
+        index, settings=settings_from_mapping({"TETHER_PROVIDER": "extractive"}),
         models=shared_models(),
     )  # fmt: skip
     out: dict[str, str] = {}
@@ -332,7 +334,7 @@ MADE_UP = "Items can be returned within 9137 days."  # a number no passage holds
 def _staff_knowledge(index: Path) -> tuple[int, str]:
     """What a model that has read this index's staff files knows of them: how many staff
     passages there are, and the first (in chunk ID order; "" when there is none)."""
-    ws = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    ws = Workspace.open(index, settings=settings_from_mapping({}), models=shared_models())
     staff = sorted((c for c in ws.store.chunks() if c.meta.access == "staff"),
                    key=lambda c: c.chunk_id)  # fmt: skip
     ws.close()
@@ -395,7 +397,7 @@ def _withheld(index: Path, url: str) -> dict[str, str]:
         out[f"model cli ask {question}"] = _text(
             [done.exit_code, _json_or_text(done.stdout), done.stderr], index
         )  # fmt: skip
-    ws = Workspace(settings_from_mapping(env), index=index, models=shared_models())
+    ws = Workspace.open(index, settings=settings_from_mapping(env), models=shared_models())
 
     async def go() -> None:
         async with Client(build_server(Tools(ws, "public"))) as client:

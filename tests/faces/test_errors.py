@@ -65,7 +65,7 @@ def index(tmp_path: Path) -> Path:
     for name, text in FILES.items():
         (docs / name).write_text(text)
     path = tmp_path / "i.sqlite"
-    ws = Workspace(settings_from_mapping({}), index=path, models=Models())
+    ws = Workspace.open(path, settings=settings_from_mapping({}), models=Models())
     ws.ingest(docs, embed=False)
     ws.close()
     return path
@@ -265,7 +265,7 @@ def test_mcp_says_a_tool_error_in_one_line_and_a_missing_resource_as_not_found(
     from tether.mcp_server import build_server
     from tether.tools import Tools
 
-    ws = Workspace(settings_from_mapping({}), index=index, models=Models())
+    ws = Workspace.open(index, settings=settings_from_mapping({}), models=Models())
 
     async def go() -> tuple[object, object, object]:
         async with Client(build_server(Tools(ws, "public"))) as client:

@@ -53,7 +53,7 @@ def index(tmp_path: Path) -> str:
     path = str(tmp_path / "i.sqlite")
     done = runner.invoke(app, ["ingest", str(docs), "--index", path, "--no-embed"])
     assert done.exit_code == 0, done.output
-    ws = Workspace(index=Path(path))
+    ws = Workspace.open(Path(path))
     ws.set_gate_floors({"bm25": 0.0})  # two documents: BM25 scores are near 0; any match passes
     ws.close()
     return path
@@ -196,7 +196,7 @@ def test_search_json_hits_carry_their_source(index: str):
     assert done.exit_code == 0, done.output
     (hit,) = json.loads(done.stdout)
     assert hit["source"] == "public.md"
-    assert "source" in schemas.Hit.model_json_schema()["properties"]
+    assert "source" in schemas.WireHit.model_json_schema()["properties"]
 
 
 def test_ingest_json_is_the_ingest_report(tmp_path: Path):

@@ -54,7 +54,7 @@ def index(tmp_path: Path) -> Path:
     for name, text in FILES.items():
         (docs / name).write_text(text)
     path = tmp_path / "i.sqlite"
-    ws = Workspace(settings_from_mapping({}), index=path, models=Models())
+    ws = Workspace.open(path, settings=settings_from_mapping({}), models=Models())
     ws.ingest(docs, embed=False)
     ws.set_gate_floors({"bm25": 0.0})  # two documents: BM25 scores are tiny
     ws.close()
@@ -62,14 +62,16 @@ def index(tmp_path: Path) -> Path:
 
 
 def _staff_id(index: Path) -> str:
-    ws = Workspace(settings_from_mapping({}), index=index, models=Models())
+    ws = Workspace.open(index, settings=settings_from_mapping({}), models=Models())
     (chunk,) = ws.store.chunks("staff-returns")
     ws.close()
     return chunk.chunk_id
 
 
 def _server(index: Path, audience: str, provider: Any = None) -> Any:
-    ws = Workspace(settings_from_mapping({}), index=index, models=Models(), provider=provider)
+    ws = Workspace.open(
+        index, settings=settings_from_mapping({}), models=Models(), provider=provider
+    )
     return build_server(Tools(ws, audience))
 
 
@@ -249,14 +251,14 @@ def test_resource_list_follows_the_index_without_a_restart(index: Path) -> None:
     docs = index.parent / "docs"
     hours = "---\ndoc_id: hours\naccess: {}\ntitle: Opening hours\n---\n# Hours\n\nOpen 9 to 5.\n"
     (docs / "hours.md").write_text(hours.format("public"))
-    with Workspace(settings_from_mapping({}), index=index, models=Models()) as ws:
+    with Workspace.open(index, settings=settings_from_mapping({}), models=Models()) as ws:
         ws.ingest(docs, embed=False)
 
     def reingest() -> None:
         (docs / "hours.md").write_text(hours.format("staff"))
         returns = (docs / "returns.md").read_text()
         (docs / "returns.md").write_text(returns.replace("Returns policy", "Returns and refunds"))
-        with Workspace(settings_from_mapping({}), index=index, models=Models()) as ws:
+        with Workspace.open(index, settings=settings_from_mapping({}), models=Models()) as ws:
             ws.ingest(docs, embed=False)
 
     def listed(found: Any) -> dict[str, str | None]:

@@ -56,7 +56,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, text in FILES.items():
         (docs / name).write_text(text)
     path = root / "i.sqlite"
-    ws = Workspace(settings_from_mapping({}), index=path, models=Models())
+    ws = Workspace.open(path, settings=settings_from_mapping({}), models=Models())
     ws.ingest(docs, embed=False)
     ws.set_gate_floors({"bm25": 0.0})  # two documents: BM25 scores are tiny
     ws.close()
@@ -65,7 +65,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def staff_id(index: Path) -> str:
-    ws = Workspace(settings_from_mapping({}), index=index, models=Models())
+    ws = Workspace.open(index, settings=settings_from_mapping({}), models=Models())
     (chunk,) = ws.store.chunks("staff-discounts")
     ws.close()
     return chunk.chunk_id
@@ -229,7 +229,7 @@ def test_mcp_ask_gives_a_public_server_no_withheld_claim(
            "TETHER_API_KEY": "sk-test", "TETHER_MAX_RETRIES": "0"}  # fmt: skip
 
     def ask(audience: str) -> Any:
-        ws = Workspace(settings_from_mapping(env), index=index, models=Models())
+        ws = Workspace.open(index, settings=settings_from_mapping(env), models=Models())
 
         async def go() -> Any:
             async with Client(build_server(Tools(ws, audience))) as client:
@@ -358,7 +358,7 @@ def test_the_public_audit_holds_no_withheld_claim(index: Path, model: str, staff
     body = {"question": QUESTION, "as_of": "none"}
     with http(index, model) as client:
         assert client.post("/v1/ask", json=body, headers=bearer(PUBLIC)).status_code == 200
-    ws = Workspace(settings_from_mapping({}), index=index, models=Models())
+    ws = Workspace.open(index, settings=settings_from_mapping({}), models=Models())
     try:
         public = ws.audit_entries(AuditQuery(reader="public", audience="public"))
         staff = ws.audit_entries(AuditQuery(reader="staff", audience="public"))

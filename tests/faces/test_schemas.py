@@ -63,7 +63,7 @@ def test_search_and_index_json_fit_their_schemas(index: str):
     assert {d["doc_id"]: d["review_by"] for d in docs} == {
         "delivery-policy": "2027-01-31", "notes": None,
     }  # fmt: skip
-    assert "review_by" in schemas.Document.model_json_schema()["required"]
+    assert "review_by" in schemas.WireDocument.model_json_schema()["required"]
     for chunk in cli_json("chunks", "delivery-policy", "--index", index):
         conforms("chunk", chunk)
     conforms("index-info", cli_json("info", "--index", index))
@@ -107,11 +107,11 @@ def test_tether_schema_prints_one_or_all_and_writes_files(tmp_path: Path):
     assert done.exit_code == 0
     assert set(json.loads(done.stdout)) == set(SCHEMA_NAMES)
     done = runner.invoke(app, ["schema", "hit"])
-    assert json.loads(done.stdout) == schemas.Hit.model_json_schema()
+    assert json.loads(done.stdout) == schemas.WireHit.model_json_schema()
     done = runner.invoke(app, ["schema", "ask-result", "--out", str(tmp_path / "s")])
     assert done.exit_code == 0
     written = json.loads((tmp_path / "s" / "ask-result.schema.json").read_text())
-    assert written == schemas.AskResult.model_json_schema()
+    assert written == schemas.WireAskResult.model_json_schema()
     help_text = re.sub(r"\s+", " ", runner.invoke(app, ["schema", "--help"]).output)
     assert all(name in help_text for name in ("document", "ask-result", "retrieval-report"))
 

@@ -92,7 +92,7 @@ def collection(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     (folder / "parking.md").write_text(
         "---\naccess: public\n---\n# Parking\n\nParking is free on Sundays.\n"
     )
-    Workspace(store=url, create=True).ingest(folder, embed=False)
+    Workspace.open(store=url, create=True).ingest(folder, embed=False)
     yield url, folder
     drop_collection(url)
 
@@ -112,7 +112,7 @@ def test_two_servers_share_one_postgresql_store(collection, tmp_path: Path) -> N
         (folder / "tours.md").write_text(
             "---\naccess: public\n---\n# Tours\n\nLighthouse tours start at noon.\n"
         )
-        with Workspace(store=url) as writer:  # an ingest beside both servers
+        with Workspace.open(store=url) as writer:  # an ingest beside both servers
             assert writer.ingest(folder, embed=False).committed
         for base in (base_a, base_b):  # seen by both without a restart
             hits = httpx.post(f"{base}/v1/search", json=QUERY, headers=auth["widget-b"]).json()
@@ -329,7 +329,7 @@ def _parking_index(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "parking.md").write_text("# Parking\n\nParking is free on Sundays.\n")
     index = tmp_path / "index.sqlite"
-    Workspace(index=index, create=True).ingest(folder, embed=False)
+    Workspace.open(index, create=True).ingest(folder, embed=False)
     return index
 
 

@@ -422,7 +422,7 @@ def _parking_index(tmp_path: Path) -> tuple[Path, Path]:
         "---\naccess: public\n---\n# Parking\n\nParking is free on Sundays.\n"
     )
     index = tmp_path / "index.sqlite"
-    Workspace(Settings(), index=index, create=True).ingest(folder, embed=False)
+    Workspace.open(index, settings=Settings(), create=True).ingest(folder, embed=False)
     return folder, index
 
 
@@ -436,7 +436,7 @@ def test_reingest_is_seen_without_restart(tmp_path) -> None:
         (folder / "b.md").write_text(
             "---\naccess: public\n---\n# Tours\n\nLighthouse tours start at noon.\n"
         )
-        with Workspace(Settings(), index=index) as writer:
+        with Workspace.open(index, settings=Settings()) as writer:
             assert writer.ingest(folder, embed=False).committed
         hits = c.post("/v1/search", json=query, headers=bearer(PUBLIC)).json()
         assert hits and "Lighthouse tours" in hits[0]["text"]
@@ -459,7 +459,7 @@ def test_every_answer_is_audited_with_the_key_name_and_audience(tmp_path) -> Non
         assert c.post("/v1/ask", json=question).status_code == 200
         streamed = c.post("/v1/ask", json={**question, "stream": True}, headers=bearer(STAFF))
         assert "event: result" in streamed.text
-    with Workspace(Settings(), index=index) as ws:
+    with Workspace.open(index, settings=Settings()) as ws:
         found = ws.audit_entries(AuditQuery(reader="staff"))
     asked = sorted((e.who, e.audience) for e in found)
     assert asked == sorted([("k1", "public"), ("k2", "staff"), ("k2", "public"),

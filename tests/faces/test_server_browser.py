@@ -197,7 +197,7 @@ def _result_with_a_withheld_claim(server: str, audience: str) -> dict:
     result["answer"] = dict(real["answer"], answer=shown.answer,
                             claims=[{"text": c.text, "chunk_ids": list(c.chunk_ids)} for c in shown.claims])  # fmt: skip
     result["checks"] = [schemas.Check.from_check(marked[0]).model_dump(mode="json"), kept_check]
-    schemas.AskResult.model_validate(result)  # the wire shape, exactly
+    schemas.WireAskResult.model_validate(result)  # the wire shape, exactly
     if audience == "public":
         assert len(result["answer"]["claims"]) == 1 and len(result["checks"]) == 2
     return result
@@ -255,7 +255,7 @@ def test_a_refusal_by_answerability_says_why(server, browser, artifacts) -> None
         gate=Gate(True, 0.7, 1, 2, 0.91), answerability=Answerability(False, 0.12, 0.5, "money", reason),
     )  # fmt: skip
     assert result.refused_by == "answerability"
-    wire = schemas.AskResult.from_ask_result(result).model_dump(mode="json")
+    wire = schemas.WireAskResult.from_ask_result(result).model_dump(mode="json")
     browser.get(server + "/")
     _wait(browser, lambda d: d.find_element(By.ID, "audience").text != "")
     browser.execute_script("showResult(arguments[0])", wire)
@@ -292,7 +292,7 @@ def test_a_gate_refusal_says_what_to_do_and_its_figures_once_under_advanced(
     question = "Quel est le délai?" if language == "fr" else "What is the delay?"
     result = AskResult(question, None, "public", language, "rerank", gate=decision,
                        answer=Answer(False, "", ()))  # fmt: skip
-    wire = schemas.AskResult.from_ask_result(result).model_dump(mode="json")
+    wire = schemas.WireAskResult.from_ask_result(result).model_dump(mode="json")
     browser.get(server + "/")
     _wait(browser, lambda d: d.find_element(By.ID, "audience").text != "")
     browser.execute_script("showResult(arguments[0])", wire)
@@ -321,7 +321,7 @@ def test_a_gate_refusal_by_the_filters_keeps_the_engines_reason(server, browser)
     decision = explain(gate([], 0.8), PUBLIC_HINT)
     result = AskResult("Who approves refunds?", None, "public", "en", "rerank", gate=decision,
                        answer=Answer(False, "", ()))  # fmt: skip
-    wire = schemas.AskResult.from_ask_result(result).model_dump(mode="json")
+    wire = schemas.WireAskResult.from_ask_result(result).model_dump(mode="json")
     browser.get(server + "/")
     _wait(browser, lambda d: d.find_element(By.ID, "audience").text != "")
     browser.execute_script("showResult(arguments[0])", wire)
@@ -377,7 +377,7 @@ def _engine_result(demo_store, audience: str = "public"):
     from tether.app import Workspace
     from tether.config import Settings
 
-    with Workspace(Settings(provider="extractive"), index=demo_store.path) as ws:
+    with Workspace.open(demo_store.path, settings=Settings(provider="extractive")) as ws:
         result = ws.ask("How long does standard delivery take?",
                         AskOptions(audience=audience, as_of=None), audit=False)  # fmt: skip
     assert result.status == "answered" and result.answer and result.checks, result.status
@@ -440,7 +440,7 @@ def test_every_answer_status_reads_right(server, browser, artifacts, demo_store,
     from tether import schemas
 
     result, said = _status_case(demo_store, status)
-    wire = schemas.AskResult.from_ask_result(result)
+    wire = schemas.WireAskResult.from_ask_result(result)
     assert wire.status == ("flagged" if status == "flagged" else "answered" if status == "answered"
                            else "no_answer" if status == "no_answer" else "refused")  # fmt: skip
     if wire.refused:
@@ -481,7 +481,7 @@ def test_the_copied_answer_carries_its_sources_and_marks_internal_ones(
 
     browser.get(server + "/")
     _wait(browser, lambda d: d.find_element(By.ID, "audience").text != "")
-    public = schemas.AskResult.from_ask_result(_engine_result(demo_store))
+    public = schemas.WireAskResult.from_ask_result(_engine_result(demo_store))
     text = browser.execute_script("return exportText(arguments[0])", public.model_dump(mode="json"))
     assert text.startswith(public.answer.answer) and "\nSources:\n[1] " in text
     assert INTERNAL not in text.lower() and INTERNAL.upper() not in text
@@ -640,7 +640,7 @@ def test_feedback_from_the_page_becomes_an_eval_question(
         assert not browser.find_element(By.ID, "wrong").is_enabled()
         browser.save_screenshot(str(artifacts / "feedback-sent.png"))
         browser.find_element(By.ID, "forget").click()
-    with Workspace(Settings(provider="extractive"), index=copy) as ws:
+    with Workspace.open(copy, settings=Settings(provider="extractive")) as ws:
         [kept] = ws.feedback_entries(AuditQuery(reader="staff"))
         assert (kept.verdict, kept.chunk_id) == ("wrong", right)
         assert kept.note == "It should quote the express option too."
@@ -664,7 +664,7 @@ def test_the_health_report_renders_for_staff_only(browser, artifacts, tmp_path) 
     from tether.health.report import render_html
 
     index = planted_index(tmp_path)
-    with Workspace(Settings(provider="extractive"), index=index) as ws:
+    with Workspace.open(index, settings=Settings(provider="extractive")) as ws:
         report = ws.health(AS_OF)
     page = tmp_path / "health.html"
     page.write_text(render_html(report), encoding="utf-8")
@@ -715,7 +715,7 @@ def test_a_passage_read_from_a_website_links_to_its_live_page(server, browser, d
             for p in real.context.passages
         )  # fmt: skip
         done = replace(real, context=replace(real.context, passages=passages))
-        return schemas.AskResult.from_ask_result(done).model_dump(mode="json")
+        return schemas.WireAskResult.from_ask_result(done).model_dump(mode="json")
 
     browser.get(server + "/")
     _wait(browser, lambda d: d.find_element(By.ID, "audience").text != "")

@@ -39,7 +39,7 @@ runner = CliRunner()
 
 
 def _ingest(folder: Path, index: Path, *, rebuild: bool = False) -> None:
-    Workspace(index=index, create=True).ingest(folder, embed=False, rebuild=rebuild)
+    Workspace.open(index, create=True).ingest(folder, embed=False, rebuild=rebuild)
 
 
 @pytest.fixture

@@ -48,7 +48,7 @@ def index(tmp_path_factory) -> Path:
         "---\naccess: staff\n---\n# Fraud\n\nOrders over 900 euros are held for a check.\n"
     )
     path = root / "index.sqlite"
-    Workspace(Settings(), index=path, create=True).ingest(folder, embed=False)
+    Workspace.open(path, settings=Settings(), create=True).ingest(folder, embed=False)
     return path
 
 
@@ -326,7 +326,7 @@ def _small_index(folder: Path) -> Path:
         "---\naccess: public\n---\n# Parking\n\nParking is free on Sundays.\n"
     )
     path = folder / "index.sqlite"
-    Workspace(Settings(), index=path, create=True).ingest(docs, embed=False)
+    Workspace.open(path, settings=Settings(), create=True).ingest(docs, embed=False)
     return path
 
 
@@ -349,7 +349,7 @@ def test_anonymous_audit_rows_are_capped_per_address_and_the_dropped_counted(tmp
         assert other.post("/v1/ask", json=question).status_code == 200  # its own count
         for _ in range(3):  # a key is never capped
             assert flood.post("/v1/ask", json=question, headers=bearer(PUBLIC)).status_code == 200
-    with Workspace(Settings(), index=path) as ws:  # after the server stopped
+    with Workspace.open(path, settings=Settings()) as ws:  # after the server stopped
         found = ws.audit_entries(AuditQuery(reader="staff"))
     answered = sorted(e.who for e in found if e.status != "dropped")
     assert answered == ["anonymous"] * 3 + ["k1"] * 3

@@ -58,7 +58,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "---\naccess: public\n---\n# Parking\n\nParking is free on Sundays.\n"
     )
     path = root / "index.sqlite"
-    ws = Workspace(Settings(), index=path, create=True, models=Models())
+    ws = Workspace.open(path, settings=Settings(), create=True, models=Models())
     ws.ingest(docs, embed=False)
     ws.set_gate_floors({"bm25": 0.0})  # one document: BM25 scores are tiny
     ws.close()

@@ -55,7 +55,7 @@ def test_another_process_cannot_bind_the_port_of_the_workers(tmp_path: Path) -> 
         "---\naccess: public\n---\n# Parking\n\nParking is free on Sundays.\n"
     )
     index = tmp_path / "index.sqlite"
-    Workspace(index=index, create=True).ingest(folder, embed=False)
+    Workspace.open(index, create=True).ingest(folder, embed=False)
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
     env.update(PYTHONPATH=str(SRC), TETHER_PROVIDER="extractive",

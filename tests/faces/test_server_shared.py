@@ -37,7 +37,7 @@ def index(tmp_path_factory) -> Path:
         "---\naccess: public\n---\n# Parking\n\nParking is free on Sundays.\n"
     )
     path = root / "index.sqlite"
-    Workspace(Settings(), index=path, create=True).ingest(folder, embed=False)
+    Workspace.open(path, settings=Settings(), create=True).ingest(folder, embed=False)
     return path
 
 

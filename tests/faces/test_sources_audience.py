@@ -64,7 +64,7 @@ def _index(root: Path, export: str, default_access: str | None) -> Path:
     )
     source = export_at(where)
     assert source is not None and source.kind == export
-    ws = Workspace(settings_from_mapping({}), index=path, models=shared_models())
+    ws = Workspace.open(path, settings=settings_from_mapping({}), models=shared_models())
     try:
         report = ws.ingest(source, executor="serial", default_access=default_access)
         assert report.added and not report.problems

@@ -214,7 +214,7 @@ def test_a_bundled_id_found_from_the_users_folder_is_literal(
     from tether.cli.ask import on_demo_index
 
     docs = _folder(tmp_path)
-    ws = Workspace(settings_from_mapping({}), index=docs / ".tether" / "index.sqlite")
+    ws = Workspace.open(docs / ".tether" / "index.sqlite", settings=settings_from_mapping({}))
     ws.ingest(docs, embed=False)
     ws.close()
     monkeypatch.chdir(docs)
@@ -345,9 +345,10 @@ def _pair(tmp_path: Path, embed: bool = True) -> tuple[Path, Path, Workspace, Wo
 
     docs, index = tmp_path / "docs", tmp_path / "i.sqlite"
     _three(docs)
-    writer = Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    writer = Workspace.open(index, settings=settings_from_mapping({}), models=shared_models())
     writer.ingest(docs, embed=embed)
-    return docs, index, writer, Workspace(settings_from_mapping({}), index=index, models=shared_models())
+    reader = Workspace.open(index, settings=settings_from_mapping({}), models=shared_models())
+    return docs, index, writer, reader
 
 
 def _relabel_staff(docs: Path) -> None:
@@ -386,7 +387,7 @@ def test_an_open_workspace_sees_another_process_reingest(tmp_path: Path) -> None
     (docs / "gifts.md").unlink()
     script = (
         "import sys; from tether.app import Workspace; from tether.config import settings_from_mapping;"
-        " ws = Workspace(settings_from_mapping({}), index=sys.argv[1]); ws.ingest(sys.argv[2]); ws.close()"
+        " ws = Workspace.open(sys.argv[1], settings=settings_from_mapping({})); ws.ingest(sys.argv[2]); ws.close()"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(index), str(docs)],
@@ -544,7 +545,9 @@ def test_public_info_shows_nothing_that_moves_with_staff_documents(tmp_path: Pat
 def test_info_counts_public_vectors_only(demo_store) -> None:
     from tether.app import shared_models
 
-    ws = Workspace(settings_from_mapping({}), index=Path(demo_store.location), models=shared_models())
+    ws = Workspace.open(
+        Path(demo_store.location), settings=settings_from_mapping({}), models=shared_models()
+    )
     public = ws.info()
     staff = ws.info("staff")
     assert 0 < public["documents"] < staff["documents"]
@@ -636,7 +639,7 @@ def test_sync_reports_conflicts_and_inventory_rows_that_match_no_file(tmp_path: 
     assert "both.md: conflicting access labels (public, staff): indexed as staff" in result.output
     assert "path 'missing.md' matches no file" in result.output
     assert "path 'guide.md' matches Guide.md only in another case" in result.output
-    ws = Workspace(settings_from_mapping({}), index=index)
+    ws = Workspace.open(index, settings=settings_from_mapping({}))
     access = {d.meta.doc_id: d.meta.access for d in ws.documents("staff")}
     assert access == {"Guide": "public", "both": "staff"}  # the other-case row: not applied
     report = ws.ingest(docs, embed=False)

@@ -129,7 +129,7 @@ def test_search_and_ask_blame_the_filters_not_retrieval(
     assert data["gate"]["reason"].startswith("nothing the public audience may see matched")
     assert "retrieval too weak" not in data["gate"]["reason"]
 
-    ws = Workspace(settings_from_mapping({}), index=index, models=Models())
+    ws = Workspace.open(index, settings=settings_from_mapping({}), models=Models())
     result = ws.ask("kiosk password?")
     assert result.gate is not None and "staff-only" in result.gate.reason
     assert "2 " not in result.gate.reason  # no count of staff passages

@@ -24,7 +24,7 @@ from tether.app import Models, Workspace
 from tether.config import settings_from_mapping
 from tether.errors import TetherError
 from tether.providers.extractive import ExtractiveProvider
-from tether.schemas import AskResult as WireAskResult
+from tether.schemas import WireAskResult
 from tether.types import AskResult, Chunk, Completion, Hit, Message, ModelRequest
 
 STAFF_TEXT = "Staff may waive the restocking fee of 15 percent with a manager code ZX-99."
@@ -70,7 +70,7 @@ def ws(tmp_path: Path) -> Workspace:
     docs.mkdir()
     for name, text in FILES.items():
         (docs / name).write_text(text)
-    w = Workspace(settings_from_mapping({}), index=tmp_path / "i.sqlite", models=Models())
+    w = Workspace.open(tmp_path / "i.sqlite", settings=settings_from_mapping({}), models=Models())
     w.ingest(docs, embed=False)
     return w
 
@@ -258,7 +258,7 @@ def test_a_recorded_local_model_run_replays_step_by_step(demo_store) -> None:
 
     (q,) = [q for q in load_questions() if q.id == "Q021"]
     data = Path(__file__).parents[1] / "data" / "agent_local_recorded.jsonl"
-    ws = Workspace(settings_from_mapping({}), index=demo_store.path)
+    ws = Workspace.open(demo_store.path, settings=settings_from_mapping({}))
     ws.use_provider(ReplayProvider(data, mode="replay"))
     opts = AskOptions(as_of=q.as_of, audience=q.audience, language=q.language)
     result = ws.ask_agent(q.question, opts)

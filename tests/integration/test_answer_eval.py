@@ -121,7 +121,7 @@ def _ask(ws: Workspace, options: dict):
 
 
 def test_extractive_answers_are_scored_end_to_end(demo_copy: Path):
-    ws = Workspace(index=demo_copy, provider=ExtractiveProvider())
+    ws = Workspace.open(demo_copy, provider=ExtractiveProvider())
     qs = [QUESTIONS[i] for i in ("Q001", "Q002", "Q116")]
     result = run_answer_eval(qs, _ask(ws, {}), provider="extractive")
     rows = {r.id: r for r in result.rows}
@@ -137,7 +137,7 @@ def test_extractive_answers_are_scored_end_to_end(demo_copy: Path):
 
 
 def test_recorded_local_answers_replay_labelled_with_model_and_date(demo_copy: Path):
-    ws = Workspace(index=demo_copy)
+    ws = Workspace.open(demo_copy)
     provider = ws.make_provider("recorded")
     ws.use_provider(provider)
     assert "qwen2.5-coder-1.5b-instruct-q4_k_m recorded 2026-11-30" in provider.recorded()
@@ -185,7 +185,7 @@ def test_question_dates_are_kept():
 
 
 def test_handoff_shows_the_calibration_and_hides_staff_figures_from_the_public(demo_copy: Path):
-    ws = Workspace(index=demo_copy)
+    ws = Workspace.open(demo_copy)
     record = {"questions": "mine.jsonl", "at": "2026-11-30T10:00:00Z",
               "chosen": [{"method": "bm25", "floor": 5.0, "wrongly_refused": "3/158"}]}
     ws.set_gate_floors({"bm25": 5.0}, record)

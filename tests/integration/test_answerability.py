@@ -19,7 +19,7 @@ from tether.answering.answerable import (
 )
 from tether.answering.pipeline import AskOptions, chosen_answer
 from tether.evaluation.answerability_training import FEATURES, MAX_WRONGLY_REFUSED, Row, fit
-from tether.schemas import AskResult as WireResult
+from tether.schemas import WireAskResult
 from tether.types import Answer, Answerability, AskResult, Claim, Completion
 from tether.verify.learned import JudgeModel, load_model
 
@@ -111,7 +111,7 @@ def test_a_refusal_by_answerability_is_reported_as_such() -> None:
     verdict = Answerability(False, 0.12, 0.3, "duration", "none gives the length of time")
     result = _result(answer=Answer(False, "", ()), answerability=verdict)
     assert result.refused_by == "answerability" and result.status == "refused"
-    wire = WireResult.from_ask_result(result)
+    wire = WireAskResult.from_ask_result(result)
     assert wire.refused_by == "answerability"
     assert wire.why_refused == "refused before the model: none gives the length of time"
     assert wire.answerability is not None and wire.answerability.probability == 0.12
@@ -184,9 +184,9 @@ def small_workspaces(tmp_path_factory: pytest.TempPathFactory):
 
     out = {}
     for name in ("small3", "small10"):
-        ws = Workspace(
-            settings_from_mapping({}),
-            index=tmp_path_factory.mktemp(name) / "index.sqlite",
+        ws = Workspace.open(
+            tmp_path_factory.mktemp(name) / "index.sqlite",
+            settings=settings_from_mapping({}),
             embedder=shared_models().embedder(),
             provider=ExtractiveProvider(),
             create=True,

@@ -40,7 +40,7 @@ def test_profile_for_names_its_embedder_and_marks_others_uncalibrated() -> None:
 
 def test_workspace_search_defaults_to_the_public_audience(tmp_path: Path) -> None:
     docs = _folder(tmp_path)
-    ws = Workspace(settings_from_mapping({}), index=tmp_path / "i.sqlite", models=Models())
+    ws = Workspace.open(tmp_path / "i.sqlite", settings=settings_from_mapping({}), models=Models())
     ws.ingest(docs, embed=False)
     public = ws.search("return window days")
     assert public and {h.chunk.doc_id for h in public} == {"returns"}
@@ -60,7 +60,9 @@ def test_collection_api_fails_closed_and_builds_its_index(tmp_path: Path) -> Non
 
 def test_a_lexical_search_loads_no_model(tmp_path: Path, demo_store) -> None:
     models = Models()
-    ws = Workspace(settings_from_mapping({}), index=Path(demo_store.location), models=models)
+    ws = Workspace.open(
+        Path(demo_store.location), settings=settings_from_mapping({}), models=models
+    )
     assert ws.store.has_vectors()
     hits = ws.search("TR-2200-07", SearchOptions(method="bm25"))
     assert hits and not models._embedders  # nothing loaded for BM25
@@ -84,7 +86,7 @@ def test_another_embedder_is_said_to_be_uncalibrated(tmp_path: Path) -> None:
     sync(store, docs)
     store.set_meta({"embedder": "text-embedding-3-small (1)"})
     store.close()
-    ws = Workspace(settings_from_mapping({}), index=index, models=Models())
+    ws = Workspace.open(index, settings=settings_from_mapping({}), models=Models())
     assert not ws.profile.calibrated
     result = runner.invoke(app, ["info", "--index", str(index)])
     assert result.exit_code == 0, result.output

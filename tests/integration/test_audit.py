@@ -48,7 +48,7 @@ def docs(tmp_path: Path, clean_env: Path) -> Path:
 @pytest.fixture
 def index(docs: Path) -> Path:
     path = docs / ".tether" / "index.sqlite"
-    Workspace(index=path).ingest(docs, embed=False)
+    Workspace.open(path).ingest(docs, embed=False)
     return path
 
 
@@ -61,7 +61,7 @@ def location(request: pytest.FixtureRequest, docs: Path):
     from pg_support import drop_collection, fresh_collection
 
     url = fresh_collection()
-    Workspace(store=url, create=True).ingest(docs, embed=False)
+    Workspace.open(store=url, create=True).ingest(docs, embed=False)
     yield url
     drop_collection(url)
 
@@ -77,8 +77,8 @@ OPEN = AskOptions(floor=0.0)  # two documents: BM25 scores sit under the demo's 
 def _ws(index: Path | str, **env: str) -> Workspace:
     settings, provider = settings_from_mapping(env), ExtractiveProvider()
     if isinstance(index, str):  # a PostgreSQL collection
-        return Workspace(settings, store=index, provider=provider)
-    return Workspace(settings, index=index, provider=provider)
+        return Workspace.open(settings=settings, store=index, provider=provider)
+    return Workspace.open(index, settings=settings, provider=provider)
 
 
 def _entry(at: str, audience: str = "public", flags: tuple = (), question: str = "q") -> AuditEntry:
@@ -221,7 +221,7 @@ def test_a_schema_2_index_is_refused_to_readers_and_upgraded_by_a_writer(index: 
     ws.ask("How long does standard delivery take?", OPEN)
     assert len(ws.audit_entries(AuditQuery())) == 1
     ws.close()
-    Workspace(index=index).ingest(docs, embed=False)
+    Workspace.open(index).ingest(docs, embed=False)
     assert len(_ws(index).audit_entries(AuditQuery())) == 1
 
 
@@ -268,7 +268,7 @@ def test_a_locked_postgresql_audit_does_not_stop_the_answer(docs: Path, capsys, 
 
     monkeypatch.setattr("tether.stores.postgres_audit.AUDIT_TIMEOUT", 0.2)
     url = fresh_collection()
-    Workspace(store=url, create=True).ingest(docs, embed=False)
+    Workspace.open(store=url, create=True).ingest(docs, embed=False)
     ws = _ws(url)
     conninfo, _, _ = parse_url(url)
     try:
@@ -281,7 +281,7 @@ def test_a_locked_postgresql_audit_does_not_stop_the_answer(docs: Path, capsys, 
         assert "warning: the answer was not recorded in the audit" in capsys.readouterr().err
         ws.ask("How long does standard delivery take?", OPEN)  # free again: recorded
         assert len(ws.audit_entries(AuditQuery())) == 1
-        assert ws.store.generation() == Workspace(store=url).store.generation()
+        assert ws.store.generation() == Workspace.open(store=url).store.generation()
     finally:
         ws.close()
         drop_collection(url)

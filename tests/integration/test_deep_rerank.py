@@ -110,8 +110,8 @@ def test_the_reader_setting_off_turns_every_reading_off(demo_store, tmp_path) ->
     from tether.app import Workspace
     from tether.config import settings_from_mapping
 
-    on = Workspace(settings_from_mapping({}), index=demo_store.path)
-    off = Workspace(settings_from_mapping({"TETHER_READER": "off"}), index=demo_store.path)
+    on = Workspace.open(demo_store.path, settings=settings_from_mapping({}))
+    off = Workspace.open(demo_store.path, settings=settings_from_mapping({"TETHER_READER": "off"}))
     try:
         assert on.retriever().answer_method == "deep"
         assert off.retriever().answer_method == "rerank" and off.retriever().deep is None

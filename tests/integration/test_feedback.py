@@ -57,13 +57,13 @@ def location(request: pytest.FixtureRequest, docs: Path):
     """The documents in each store: an index file, then a PostgreSQL collection."""
     if request.param == "sqlite":
         path = docs / ".tether" / "index.sqlite"
-        Workspace(index=path).ingest(docs, embed=False)
+        Workspace.open(path).ingest(docs, embed=False)
         yield path
         return
     from pg_support import drop_collection, fresh_collection
 
     url = fresh_collection()
-    Workspace(store=url, create=True).ingest(docs, embed=False)
+    Workspace.open(store=url, create=True).ingest(docs, embed=False)
     yield url
     drop_collection(url)
 
@@ -71,8 +71,8 @@ def location(request: pytest.FixtureRequest, docs: Path):
 def _ws(location: Path | str, **env: str) -> Workspace:
     settings, provider = settings_from_mapping(env), ExtractiveProvider()
     if isinstance(location, str):
-        return Workspace(settings, store=location, provider=provider)
-    return Workspace(settings, index=location, provider=provider)
+        return Workspace.open(settings=settings, store=location, provider=provider)
+    return Workspace.open(location, settings=settings, provider=provider)
 
 
 def _chunk(ws: Workspace, doc_id: str, words: str) -> str:
@@ -87,9 +87,9 @@ def test_an_answer_carries_its_audit_id_unless_not_recorded(location: Path | str
     assert ws.audit_entry(first.audit_id, "staff").who == "desk"
     assert ws.ask(DELIVERY, OPEN, audit=False).audit_id is None
     assert _ws(location, TETHER_AUDIT="false").ask(DELIVERY, OPEN).audit_id is None
-    from tether.schemas import AskResult
+    from tether.schemas import WireAskResult
 
-    assert AskResult.from_ask_result(first).audit_id == first.audit_id
+    assert WireAskResult.from_ask_result(first).audit_id == first.audit_id
 
 
 def test_feedback_is_stored_replaced_and_listed(location: Path | str):
@@ -174,7 +174,7 @@ def test_an_index_written_before_feedback_gains_its_table_in_place(docs: Path):
     no feedback, still records answers, and gets the table on its first feedback (a
     PostgreSQL schema is migrated by its writer: tests/integration/test_postgres.py)."""
     location = docs / ".tether" / "index.sqlite"
-    Workspace(index=location).ingest(docs, embed=False)
+    Workspace.open(location).ingest(docs, embed=False)
     ws = _ws(location)
     entry_id = ws.ask(DELIVERY, OPEN, who="desk").audit_id
     ws.close()
@@ -238,7 +238,7 @@ def test_feedback_becomes_questions_that_match_exactly(location: Path | str, tmp
             "Express delivery takes one business day and costs 16 dollars.\n"
         )
         ws.close()
-        Workspace(index=location).ingest(location.parent.parent, embed=False)
+        Workspace.open(location).ingest(location.parent.parent, embed=False)
         qs, notes = _ws(location).feedback_questions(STAFF)
         assert any(express in n and f"FB{wrong}" in n for n in notes)
         assert {q.id: q for q in qs}[f"FB{wrong}"].relevant == ()
@@ -289,7 +289,7 @@ def demo_copy(demo_store, tmp_path: Path) -> Path:
 def test_feedback_round_trips_into_eval(demo_copy: Path, clean_env: Path):
     """`tether questions --from-feedback > fb.jsonl && tether eval --questions fb.jsonl` runs on
     the same index and scores the questions feedback made."""
-    ws = Workspace(Settings(), index=demo_copy, provider=ExtractiveProvider())
+    ws = Workspace.open(demo_copy, settings=Settings(), provider=ExtractiveProvider())
     day = AskOptions(as_of=date.fromisoformat("2026-11-30"), method="bm25")
     helpful = ws.ask(DELIVERY, day, who="cli")
     assert helpful.status in ("answered", "flagged") and helpful.audit_id is not None
@@ -403,6 +403,6 @@ def test_post_feedback(demo_copy: Path, demo_store) -> None:
                                                         "verdict": "helpful"}), 403)  # fmt: skip
         assert "needs a key" in refused["detail"]
         assert _problem(c.post("/v1/feedback", json=given, headers=_bearer("tk_nope")), 401)
-    with Workspace(Settings(), index=demo_copy) as ws:
+    with Workspace.open(demo_copy, settings=Settings()) as ws:
         found = ws.feedback_entries(STAFF)
     assert sorted((f.who, f.verdict) for f in found) == [("k1", "helpful"), ("k3", "wrong")]

@@ -153,9 +153,9 @@ def test_calibration_is_stored_in_the_index_and_used_by_the_retriever(
     assert retriever_for(store, adaptive_fusion=False).lexical_prior == before.lexical_prior
     from tether.app import Workspace
 
-    shown = Workspace(index=tmp_path / "index.sqlite").info("staff")["fusion_calibration"]
+    shown = Workspace.open(tmp_path / "index.sqlite").info("staff")["fusion_calibration"]
     assert shown == found  # an object an agent can read, not a JSON string
-    public = Workspace(index=tmp_path / "index.sqlite").info()["fusion_calibration"]
+    public = Workspace.open(tmp_path / "index.sqlite").info()["fusion_calibration"]
     assert public == {**found, "fitted_on": found["fitted_on"].rsplit(", ", 1)[0]}  # no date:
     # a staff document's ingest measures again, and the date would say when
     store.set_meta({META_KEY: "not json"})
@@ -163,7 +163,7 @@ def test_calibration_is_stored_in_the_index_and_used_by_the_retriever(
     older = '{"lexical_prior": 0.5, "questions": 80, "fitted_on": "the older rule"}'
     store.set_meta({META_KEY: older})
     assert load_calibration(store) is None  # measured again at the next ingest
-    shown = Workspace(index=tmp_path / "index.sqlite").info()["fusion_calibration"]
+    shown = Workspace.open(tmp_path / "index.sqlite").info()["fusion_calibration"]
     assert shown["in_force"] is False  # info does not pass an older record off as in force
     for damaged in ('{"lexical_weight": 2.0}', '{"lexical_weight": 2, "lexical_prior": "0.5"}'):
         store.set_meta({META_KEY: damaged})

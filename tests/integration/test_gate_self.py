@@ -112,7 +112,7 @@ def test_ingest_with_vectors_records_the_self_calibration(
     folder.mkdir()
     for name, text in DOCS.items():
         (folder / name).write_text(text)
-    ws = Workspace(index=tmp_path / "i.sqlite", create=True)
+    ws = Workspace.open(tmp_path / "i.sqlite", create=True)
     ws.ingest(folder)
     found = ws.self_calibration()
     assert found is not None and found["z"] == DEFAULT_PROFILE.gate_offtopic_z
@@ -124,7 +124,7 @@ def test_ingest_with_vectors_records_the_self_calibration(
     ws.close()
     refits: list[int] = []
     monkeypatch.setattr(Workspace, "calibrate_self", lambda self: refits.append(1))
-    again = Workspace(index=tmp_path / "i.sqlite")
+    again = Workspace.open(tmp_path / "i.sqlite")
     again.ingest(folder)  # nothing changed: not fitted again
     assert refits == []
     (folder / "more.md").write_text(
@@ -133,7 +133,7 @@ def test_ingest_with_vectors_records_the_self_calibration(
     again.ingest(folder)
     assert refits == [1]
     again.close()
-    lexical = Workspace(index=tmp_path / "lex.sqlite", create=True)
+    lexical = Workspace.open(tmp_path / "lex.sqlite", create=True)
     lexical.ingest(folder, embed=False)
     assert lexical.self_calibration() is None  # BM25 only: the Profile's floor
     lexical.close()

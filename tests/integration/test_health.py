@@ -25,7 +25,7 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _report(index: Path, **options: object):
-    with Workspace(Settings(provider="extractive"), index=index) as ws:
+    with Workspace.open(index, settings=Settings(provider="extractive")) as ws:
         return ws.health(AS_OF, **options)
 
 
@@ -70,14 +70,14 @@ def test_a_relabelled_file_leaves_the_unlabelled_list_and_problems_are_kept(
     and a file that cannot be read is reported until it can."""
     index = tmp_path / "index.sqlite"
     shutil.copy(planted, index)
-    with Workspace(Settings(provider="extractive"), index=index) as ws:
+    with Workspace.open(index, settings=Settings(provider="extractive")) as ws:
         folder = Path(json.loads(ws.store.meta_value("ingest:state") or "{}")["folder"])
     docs = tmp_path / "docs"
     shutil.copytree(folder, docs)
     checklist = docs / "guides" / "workshop-checklist.md"
     checklist.write_text(UNLABELLED.replace("owner:", "access: staff\nowner:"))
     (docs / "help" / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
-    with Workspace(Settings(provider="extractive"), index=index) as ws:
+    with Workspace.open(index, settings=Settings(provider="extractive")) as ws:
         ws.ingest(docs)
     report = _report(index, contradictions=False)
     assert report.of("unlabelled") == []
@@ -88,13 +88,13 @@ def test_the_report_as_json_text_and_html(planted: Path, tmp_path: Path) -> None
     from typer.testing import CliRunner
 
     from tether.cli.main import app
-    from tether.schemas import HealthReport
+    from tether.schemas import WireHealthReport
 
     runner = CliRunner()
     args = ["health", "--index", str(planted), "--as-of", AS_OF, "--no-contradictions"]
     given = runner.invoke(app, [*args, "--json"])
     assert given.exit_code == 0, given.output
-    wire = HealthReport.model_validate_json(given.stdout)
+    wire = WireHealthReport.model_validate_json(given.stdout)
     assert wire.counts["gap"] >= 3 and wire.counts["missing_link"] == 1
     page = tmp_path / "health.html"
     text = runner.invoke(app, [*args, "--report", str(page)])
@@ -109,7 +109,7 @@ def test_the_report_as_json_text_and_html(planted: Path, tmp_path: Path) -> None
     assert reviews[("warranty-policy", "2")] == "2026-06-30"
     assert reviews[("returns-policy", "3")] == "2026-05-31" and reviews[("gift-cards", "2")] is None
     # every text is escaped: a question with markup stays text
-    with Workspace(Settings(provider="extractive"), index=planted) as ws:
+    with Workspace.open(planted, settings=Settings(provider="extractive")) as ws:
         found = ws.health(AS_OF, contradictions=False)
     from tether.health.report import render_html
     from tether.types import Finding

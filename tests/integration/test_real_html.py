@@ -428,7 +428,7 @@ def test_the_workspace_sizes_chunks_by_its_embedders_window_only_when_embedding(
         return SyncReport(committed=False)
 
     monkeypatch.setattr(sync_module, "sync", fake_sync)
-    ws = Workspace(index=tmp_path / "i.sqlite", create=True)
+    ws = Workspace.open(tmp_path / "i.sqlite", create=True)
     ws.ingest(tmp_path, embed=False)
     ws.ingest(tmp_path, embed=True)
     assert seen[0] is None

@@ -113,11 +113,11 @@ def test_ingest_refuses_another_programs_database_and_leaves_it_untouched(
     path = not_an_index(tmp_path, "other-sqlite")
     before = digest(path)
     with pytest.raises(TetherError, match=r"not a tether index .*contacts"):
-        Workspace(index=path).ingest(collection, embed=False)
+        Workspace.open(path).ingest(collection, embed=False)
     assert digest(path) == before
     # a 0-byte file given to ingest becomes an index (it holds nothing to lose)
     empty = not_an_index(tmp_path, "empty")
-    Workspace(index=empty).ingest(collection, embed=False)
+    Workspace.open(empty).ingest(collection, embed=False)
     assert len(open_store(empty).documents()) == 4
 
 
@@ -139,7 +139,7 @@ def test_read_commands_open_the_index_read_only(index: Path, monkeypatch: pytest
 
 
 def test_the_workspace_writes_only_to_ingest_and_store_floors(index: Path, collection: Path):  # noqa: F811
-    ws = Workspace(index=index)
+    ws = Workspace.open(index)
     assert len(ws.store.documents()) == 4
     with pytest.raises(TetherError, match="opened for reading"):
         ws.store.set_meta({"x": "1"})
@@ -181,7 +181,7 @@ def test_a_second_ingest_waits_a_bounded_time_then_stops_clearly(
     with lock_held(index):
         start = time.monotonic()
         with pytest.raises(TetherError, match="another ingest is writing this index"):
-            Workspace(settings, index=index).ingest(collection, embed=False)
+            Workspace.open(index, settings=settings).ingest(collection, embed=False)
         waited = time.monotonic() - start
     assert 0.4 < waited < 10
     assert snapshot(index) == before
@@ -268,7 +268,7 @@ def test_a_real_full_disk_is_one_line_with_the_index_as_it_was(
             pass
     add_big_files(collection)
     with pytest.raises(TetherError, match=r"^the disk is full"):
-        Workspace(index=path).ingest(collection, embed=False)
+        Workspace.open(path).ingest(collection, embed=False)
     filler.unlink()
     assert snapshot(path) == before
 
@@ -317,7 +317,7 @@ def test_a_read_only_file_or_folder_is_one_line(index: Path, collection: Path, w
     add_big_files(collection, 2)
     with read_only(index if what == "file" else index.parent):
         with pytest.raises(TetherError, match="read-only"):
-            Workspace(index=index).ingest(collection, embed=False)
+            Workspace.open(index).ingest(collection, embed=False)
         # reading still works
         assert len(open_store(index).documents()) == 4
     assert snapshot(index) == before
@@ -343,8 +343,8 @@ def test_a_damaged_index_is_one_line_and_rebuild_replaces_it(index: Path, collec
     assert result.exit_code == 1 and shown.count("error:") == 1 and "Traceback" not in shown
     assert shown.startswith("error: the index") and "is damaged" in shown
     with pytest.raises(TetherError, match="is damaged"):
-        Workspace(index=index).ingest(collection, embed=False)
-    report = Workspace(index=index).ingest(collection, embed=False, rebuild=True)
+        Workspace.open(index).ingest(collection, embed=False)
+    report = Workspace.open(index).ingest(collection, embed=False, rebuild=True)
     assert len(report.added) == 4
     assert (index.parent / "index.sqlite.damaged").exists()
     assert len(open_store(index).documents()) == 4
@@ -362,7 +362,7 @@ def test_a_meta_value_that_is_not_a_number_is_a_damaged_index(
     db.close()
     with pytest.raises(TetherError, match=f"is damaged \\(its {key}"):
         open_store(index).vectors()
-    report = Workspace(index=index).ingest(collection, embed=False, rebuild=True)
+    report = Workspace.open(index).ingest(collection, embed=False, rebuild=True)
     assert len(report.added) == 4 and (index.parent / "index.sqlite.damaged").exists()
 
 
@@ -375,7 +375,7 @@ def test_rebuild_never_sets_aside_a_file_that_is_not_an_index(
     path = not_an_index(tmp_path, kind)
     before = digest(path)
     with pytest.raises(TetherError, match="not a tether index"):
-        Workspace(index=path).ingest(collection, embed=False, rebuild=True)
+        Workspace.open(path).ingest(collection, embed=False, rebuild=True)
     assert digest(path) == before and sorted(tmp_path.iterdir()) == [collection, path]
 
 
@@ -386,7 +386,7 @@ def test_rebuild_replaces_an_index_of_another_schema_version(index: Path, collec
     db.close()
     with pytest.raises(TetherError, match=r"newer tether \(index schema 99"):
         open_store(index)
-    assert len(Workspace(index=index).ingest(collection, embed=False, rebuild=True).added) == 4
+    assert len(Workspace.open(index).ingest(collection, embed=False, rebuild=True).added) == 4
     assert (index.parent / "index.sqlite.schema-99").exists()
 
 

@@ -75,7 +75,7 @@ def _collection(tmp_path: Path) -> tuple[Path, Path]:
     folder.mkdir()
     (folder / "parking.md").write_text(_doc("Parking", "Parking is free on Sundays."))
     index = folder / ".tether" / "index.sqlite"
-    ws = Workspace(index=index, create=True)
+    ws = Workspace.open(index, create=True)
     try:
         assert ws.ingest(folder, embed=False).committed
     finally:
@@ -206,7 +206,7 @@ def test_the_filter_and_the_recorded_build(tmp_path: Path) -> None:
     finally:
         ws.close()
     for config in (ChunkerConfig("fixed", 90), ChunkerConfig("overlap", 120, 30)):
-        other = Workspace(index=tmp_path / f"{config.name}.sqlite", create=True)
+        other = Workspace.open(tmp_path / f"{config.name}.sqlite", create=True)
         try:
             other.ingest(folder, embed=False, chunker=config)
             assert recorded_chunker(other.store) == config
@@ -254,7 +254,7 @@ def test_tether_watch_prints_a_line_per_reingest_and_stops_on_ctrl_c(tmp_path: P
 def test_serve_without_a_recorded_folder_cannot_watch(tmp_path: Path) -> None:
     pytest.importorskip("uvicorn")
     index = tmp_path / "empty.sqlite"
-    Workspace(index=index, create=True).store.generation()  # an index no folder was ingested into
+    Workspace.open(index, create=True).store.generation()  # an index no folder was ingested into
     result = CliRunner().invoke(
         app, ["serve", "--index", str(index), "--watch", "--port", str(_free_port())]
     )

@@ -78,7 +78,7 @@ def test_the_env_file_is_honoured_by_name(clean_env: Path, monkeypatch) -> None:
     monkeypatch.setenv("TETHER_ENV_FILE", str(env))
     settings = load_settings()
     assert settings.env_file == env and settings.embedder == "fast"
-    assert Workspace(index=clean_env / "i.sqlite").settings.embedder == "fast"
+    assert Workspace.open(clean_env / "i.sqlite").settings.embedder == "fast"
 
 
 def test_tether_index_in_a_settings_file_is_the_index_read(clean_env: Path) -> None:

@@ -48,7 +48,7 @@ def test_ingest_summary_lists_unsupported_files(tmp_path: Path) -> None:
 
     from tether.app import Workspace
 
-    report = Workspace(index=Path(index)).ingest(docs, embed=False)
+    report = Workspace.open(Path(index)).ingest(docs, embed=False)
     assert report.unsupported == ((".gz", 2), (".png", 1))
 
 

@@ -1,4 +1,4 @@
-"""The wire form of an answer for its reader (`tether.schemas.AskResult.from_ask_result`, the
+"""The wire form of an answer for its reader (`tether.schemas.WireAskResult.from_ask_result`, the
 one conversion every face prints): a public reader gets no text of a claim the checks
 withheld (no claim, citations, evidence, details, entailment or flag arguments: a count and
 a reason) and nothing of the raw model reply (no `completion`: its text, and its length in
@@ -51,7 +51,7 @@ def _result(audience: Audience) -> AskResult:
 
 
 def test_a_public_reader_gets_no_withheld_claim_and_no_reply() -> None:
-    wire = schemas.AskResult.from_ask_result(_result("public"))
+    wire = schemas.WireAskResult.from_ask_result(_result("public"))
     text = wire.model_dump_json()
     for secret in ("9137", "25 percent", "5taffc0ffee0", "number_not_found:"):
         assert secret not in text, secret
@@ -68,7 +68,7 @@ def test_a_public_reader_gets_no_withheld_claim_and_no_reply() -> None:
 
 def test_a_staff_reader_gets_everything() -> None:
     result = _result("staff")
-    wire = schemas.AskResult.from_ask_result(result)
+    wire = schemas.WireAskResult.from_ask_result(result)
     assert wire.completion is not None and wire.completion.text == REPLY
     assert [c.claim for c in wire.checks] == [GOOD.text, NUMBER.text, STAFF.text]
     assert wire.checks[1] == schemas.Check.from_check(result.checks[1])
@@ -91,7 +91,7 @@ def test_a_problem_quoting_the_reply_is_said_in_general_words_to_the_public() ->
                 problem=AnswerProblem(kind, detail),  # type: ignore[arg-type]
                 completion=Completion("Employees get 25 percent off", provider="fake", model="m"),
             )  # fmt: skip
-            wire = schemas.AskResult.from_ask_result(result)
+            wire = schemas.WireAskResult.from_ask_result(result)
             assert wire.problem is not None
             text = wire.model_dump_json()
             if audience == "staff" or kind == "not_schema":

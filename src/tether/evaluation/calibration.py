@@ -135,7 +135,8 @@ PROBE_CHUNKS = 10  # chunks sampled (evenly) for generated questions: two questi
 
 # Every OFFTOPIC_STEP-th bundled off-topic question is searched at ingest (20 of 40, EN and FR
 # alternate): since the answerability judge decides whether passages answer, the floor is a
-# cheap off-topic filter, and half the searches keep calibration near a tenth of an ingest.
+# cheap off-topic filter, and half the searches keep calibration a small part of an ingest
+# (its cost at ingest: bench/experiments/gate_carryover.py, bench/results/gate_carryover.md).
 OFFTOPIC_STEP = 2
 
 
