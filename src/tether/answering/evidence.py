@@ -21,9 +21,9 @@ gets the sentences it rests on, not the result); a sentence that is not among th
 ones cannot be chosen, so an answer the ranking misses is lost; passages holding text
 addressed to AI assistants are left out (as the extractive answerer does). A provider without
 constrained decoding may still return a number outside the list: it is ignored, and an answer
-made only of such numbers is a `not_schema` problem. The local 1.5B model almost never
-chooses 0 (its refusals: bench/answers/local_answers.py, bench/results/local_answers.md): refusals still
-come from the gate and the verifier.
+made only of such numbers is a `not_schema` problem. The local 1.5B model almost never chooses
+0 (its refusals: bench/answers/local_answers.py, bench/results/local_answers.md): refusals
+still come from the gate and the verifier.
 """
 
 from __future__ import annotations

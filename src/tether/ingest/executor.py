@@ -11,11 +11,11 @@ transaction: executors never write.
   (the Workspace passes `functools.partial(build_embedder, choice)`): models are never
   pickled. Each worker gets `cores // workers` threads.
   Small ingests stay in this process: starting the pool (a fresh interpreter per worker, each
-  loading the model) took 4.1 s on the shared 2-core machine of
-  bench/results/ingest_throughput.md, where one text took 0.5 s serially; at the 1.5× a pool
-  might gain that is about 24 texts before it pays, and since the gain measured there under
-  heavy load was nil, below `POOL_MIN_TEXTS` (200) texts to embed or `POOL_MIN_BYTES` (2 MB)
-  of files to parse the serial path is chosen automatically.
+  loading the model) costs more than embedding a small ingest's texts serially, and under
+  heavy load the pool gained nothing (bench/ingest/ingest_throughput.py,
+  bench/results/ingest_throughput.md, "The pool's start-up and `POOL_MIN_TEXTS`"), so below
+  `POOL_MIN_TEXTS` (200) texts to embed or `POOL_MIN_BYTES` (2 MB) of files to parse the
+  serial path is chosen automatically.
 - `RayExecutor` (the `tether[ray]` extra): the same units on a Ray cluster, through Ray
   actors (one embedder per actor, built in its constructor). With `address` it joins that
   cluster (`ray.init(address=...)`); without, it uses the Ray already initialised in this

@@ -99,7 +99,8 @@ class ExtractiveProvider:
     # The question's e5 cosine to a sentence (when the index has sentence vectors): a sentence
     # within COS_MARGIN of the best and at least COS_FLOOR may be quoted though it shares no
     # word; every sentence gains COS_WEIGHT per unit of cosine above COS_BASE. e5 cosines sit
-    # in a narrow band (0.75-0.95); set on the tuned-on question sets.
+    # in a narrow band (`tether.embeddings.embedders`); set on the tuned-on question sets
+    # (bench/answers/bench_answerability.py, bench/results/answerability.md).
     COS_FLOOR = 0.84
     COS_MARGIN = 0.015
     COS_BASE = 0.80

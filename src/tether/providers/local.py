@@ -8,11 +8,12 @@ setting to turn it off); tether never uses that listener. CPU only, greedy decod
 `stream` hands the reply's text over piece by piece as the model writes it (a streamed
 request returns no log-probabilities).
 
-What it cannot do: about 10 tokens/s on 2 cores, and reading the prompt comes first (about
-35 tokens/s: a 900-token prompt takes some 25 s before the first piece of text); no
-per-request timeout (a call blocks until
-the model stops); requests to one provider are serialised; a loaded server is never unloaded
-while its registry lives.
+What it cannot do: it is slow on a small CPU, and reading the prompt comes first, so a long
+prompt takes many seconds before the first piece of text (bench/serve/first_token.py,
+bench/results/first_token.md; a whole answer: bench/answers/local_answers.py,
+bench/results/local_answers.md); no per-request timeout (a call blocks until the model stops);
+requests to one provider are serialised; a loaded server is never unloaded while its registry
+lives.
 """
 
 from __future__ import annotations
@@ -296,11 +297,12 @@ def _cores() -> int:
 
 def _default_threads() -> int:
     """CPU cores minus one (1 to 8) for generating. llama.cpp's threads wait on each other at
-    every token: when another process holds a core, using all cores made generation 6-10x
-    slower on a 2-core machine (0.6 vs 3.6-5 tokens/s), while leaving one free costs at most
-    half. Reading the prompt (a batch) uses every core instead: on 2 cores a 596-token prompt
-    read at 36-39 tokens/s with 2 threads against 21-23 with 1 on an idle machine, and 24 against
-    26 with the other core busy."""
+    every token: when another process holds a core, using all cores made generation several
+    times slower on a 2-core machine, while leaving one free costs far less. Reading the
+    prompt (a batch) uses every core instead: on 2 cores it read faster with 2 threads than
+    with 1 on an idle machine, and about as fast with the other core busy (measured once when
+    this was chosen; the model's speed now: bench/serve/first_token.py,
+    bench/results/first_token.md)."""
     return max(1, _cores() - 1)
 
 

@@ -16,13 +16,14 @@ fusion (dense weighs 1) follows the
 sentence questions' ratio rho = dense MRR / BM25 MRR: `exp(slope x (center - rho))`, within
 `WEIGHT_BOUNDS` (the Profile's `fusion_ratio_center` 0.68 and `fusion_ratio_slope` 12). Both
 lists find a thinned sentence's own passage easily, BM25 more so (it matches the very words),
-so rho says how far the embedder keeps up on this collection's language: on the four
-collections the rule was fitted on it ran from 0.57 (the PostgreSQL manual, where dense search
-is weakest) through 0.63 (Python) and 0.71 (Larkfield) to 0.78 (the bundled set, where it is
-strongest), and the weight that made the hybrid at least as good as the better of its two
-lists from 4 or more through about 2 and 0.7 to 0.5 or less, roughly log-linear in rho.
-Heading questions are counted, no longer searched: they did not order the collections (a
-heading is as easy for both lists), and searching them was a sixth of the calibration's time. The result is stored in the index (meta
+so rho says how far the embedder keeps up on this collection's language: of the four
+collections the rule was fitted on it was lowest on the PostgreSQL manual (where dense search
+is weakest) and highest on the bundled set (where it is strongest), and the weight that made
+the hybrid at least as good as the better of its two lists fell as rho rose, roughly
+log-linear in rho (each collection's fit: bench/retrieval/bench_real_corpora.py,
+bench/results/real_corpora.md). Heading questions are counted, no longer searched: they did
+not order the collections (a heading is as easy for both lists), and searching them was a
+sizeable share of the calibration's time. The result is stored in the index (meta
 `fusion_calibration`, JSON: the weight, its share, the MRRs, what it was fitted on and when)
 and read by `tether.app.retriever_for`; a record written by an older rule (no
 `lexical_weight`) reads as none, so the next ingest measures again.
@@ -53,7 +54,7 @@ from tether.types import Chunk, Filters
 META_KEY = "fusion_calibration"
 MIN_QUESTIONS = 20
 DEPTH = 10
-SENTENCES = 200  # sentence questions: 40 gave rho a standard deviation of 0.06 between samples
+SENTENCES = 200  # sentence questions: 40 left rho varying too much from sample to sample
 WEIGHT_BOUNDS = (0.33, 4.0)  # BM25 weight against dense 1: from a third to four times
 PUBLIC = Filters()  # public chunks only: a staff passage must not move what the public sees
 

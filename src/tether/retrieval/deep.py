@@ -10,7 +10,8 @@ tokens the question leaves, put back in their own order.
 
 The new order is by `combined`: `weight` x the reader's log-odds of "answers" (on topic counts
 `on_topic` of a whole answer) plus the sentence reranker's score, rescaled to the same spread.
-The weight and the depth are measured on tuned-on sets only (bench/results/reader_rank.md).
+The weight and the depth are chosen on tuned-on sets only (see `DEPTH`; the deep rerank
+against rerank on every set: bench/retrieval/bench_reader_rank.py, bench/results/reader_rank.md).
 The candidates past `depth` keep their order below the reread ones; a standing rule the
 retriever put into the top places (`signals["rule"]`) keeps its place. Each hit keeps the reader's
 three probabilities in `signals` (`deep_answers`, `deep_on_topic`, `deep_unrelated`), which the
@@ -20,7 +21,8 @@ Audience: the reader reads one question and one passage at a time, so a passage'
 not depend on any other passage; given the same candidates (the rerank list is the same for
 a public caller whatever staff documents exist) the deep list is the same.
 
-Costs: one encoder pass (6 layers, 128 tokens) per candidate, about 24 ms each on 2 cores;
+Costs: one encoder pass (6 layers, 128 tokens) per candidate (its time a pair:
+bench/judge/bench_reader.py, bench/results/reader.md);
 repeated (question, passage) pairs come from a bounded cache keyed by the passage's text.
 
 What it cannot do: the reader is small (6 layers of multilingual-e5-small) and was trained on
@@ -46,8 +48,8 @@ from tether.types import Audience, Chunk, Hit
 
 # Chosen on the tuned-on sets (bench/experiments/deep_choose.py over bench/experiments/deep_candidates.py's dumps:
 # the held-back fifth of the questions of the sets the reader was fine-tuned on, Larkfield and
-# the Python manual whole; macro mean of hit@5 and MRR 0.759 against rerank's 0.750, the best
-# of 7 weights x 3 on-topic shares x 4 depths; bench/results/reader_rank.md)
+# the Python manual whole; the best macro mean of hit@5 and MRR of 7 weights x 3 on-topic
+# shares x 4 depths, above rerank's; bench/results/reader_rank.md)
 DEPTH = 10  # candidates reread: 10 of rerank's top 20 (20 was no better and costs twice)
 WEIGHT = 1.0  # the reader's log-odds against the rerank score's, rescaled to one spread
 ON_TOPIC = 0.0  # the share of a whole answer an on-topic passage counts for

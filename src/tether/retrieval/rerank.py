@@ -81,9 +81,9 @@ DEFAULT_WEIGHTS: Mapping[str, float] = DEFAULT_PROFILE.rerank_weights
 BM25_HALF = 5.0  # the BM25 score that maps to 0.5
 LEXICAL_NEUTRAL = 0.5  # adaptive: the BM25 share at which the lexical weights count as listed
 MIN_LANGUAGE_CHUNKS = 3  # fewer chunks in a language: centre it on the mean of all chunks
-# chunks whose words `SHARED_CHUNK_WORDS` keeps: measured 3.3 KB a demo chunk (225 characters),
-# 7 KB a Python manual section (910 characters), plus the text the key holds (shared with the
-# chunk while it is read): about 35 MB at most for such sections
+# chunks whose words `SHARED_CHUNK_WORDS` keeps: a few KB each (more for a long manual section
+# than for a demo chunk), plus the text the key holds (shared with the chunk while it is
+# read): some tens of MB at most
 CHUNK_WORDS = 4096
 CENTRED = 4096  # a reranker's chunk vectors centred on their language's mean, per audience
 ORDER_MODEL_PATH = Path(__file__).with_name("rerank_model.json")

@@ -28,8 +28,8 @@ see) BEFORE ranking, so a passage the filters refuse can never take a place in t
   lead the fused list in a collection written in one language. Compared with the fixed
   fusion and plain RRF on real manuals in bench/results/real_corpora.md.
 - deep: the rerank list with its top 10 reread by tether's reader, the question and each
-  passage together (`tether.retrieval.deep`; about 24 ms a candidate: `ask`'s default, not
-  `search`'s).
+  passage together (`tether.retrieval.deep`; an encoder pass a candidate, timed in
+  bench/results/reader.md: `ask`'s default, not `search`'s).
 - rerank: the hybrid top 20 reordered by a `Reranker` (the default, `SentenceReranker`, runs
   in milliseconds; see `tether.retrieval.rerank`); hits past 20 keep their hybrid order.
   Adaptive: the top `keep_each` (5) of the BM25 and of the dense list join the reordered head

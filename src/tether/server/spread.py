@@ -14,13 +14,15 @@ connections arrive, and the first to run accepts every connection waiting (async
 to its backlog at each wake-up): 32 clients that connected at once often all landed on one
 worker, which served them on one core while the other idled (bench/results/serve_load.md).
 Workers that accept one connection a wake-up spread them only as evenly as they get the CPU
-(measured on 2 busy cores: 32 connections at once all on one worker in 1 round of 30, and 32
-kept-alive clients of /v1/search got 0.70 times the answers a second they got from sockets of
-the workers' own). So the supervisor accepts, and sends each connection's descriptor
+(on 2 busy cores connections that arrived at once could still all land on one worker, and
+kept-alive clients of /v1/search got fewer answers a second than from sockets of the workers'
+own; measured with bench/serve/serve_load.py and serve_compare.py,
+bench/results/serve_load.md). So the supervisor accepts, and sends each connection's descriptor
 (SCM_RIGHTS, over a Unix socket pair per worker) to the workers in turn, skipping a worker
 that is not running; the worker's event loop takes it as if it had accepted it itself
-(measured: 16 and 16 of 32 in each of 30 rounds; 0.94 times the answers a second of sockets
-of the workers' own, within the noise of that machine, and no slower a new connection).
+(the connections split evenly between the workers in every round, the answers a second
+matched sockets of the workers' own within the noise of that machine, and a new connection
+was no slower; bench/results/serve_load.md).
 
 - `listener(host, port)`: the one TCP socket, bound without SO_REUSEPORT, listening (port 0:
   a free port); only the supervisor holds it.

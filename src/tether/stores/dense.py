@@ -29,7 +29,9 @@ from tether.errors import TetherError
 ANN_THRESHOLD = 50_000  # vectors above which ann="auto" builds an HNSW index
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 80
-HNSW_EF_SEARCH = 384  # recall@10 about 0.97 at 200,000 e5-like vectors (bench)
+# chosen to meet the recall@10 and latency goals at 200,000 e5-like vectors:
+# bench/retrieval/bench_retrieval.py, bench/results/retrieval.md
+HNSW_EF_SEARCH = 384
 
 
 class DenseIndex:

@@ -30,8 +30,8 @@ may not write the tables it writes is refused when it opens, naming the grants. 
 collection's advisory lock nor moves its generation, so it neither waits for an ingest nor
 drops a reader's cache.
 
-What it cannot do: every take is a round trip to the database (0.14-0.22 ms p50 measured on
-one host; one connection per server process serialises them); servers that give one space
+What it cannot do: every take is a round trip to the database (a fraction of a millisecond
+on a nearby server; one connection per server process serialises them); servers that give one space
 different rates or bursts each refill the shared bucket by their own; a database that cannot
 be reached fails the call (the server answers 502) rather than letting a request through.
 """
@@ -135,7 +135,7 @@ class PostgresSharedState:
                 db.execute(f"SET statement_timeout = {ms}")
                 db.execute(f"SET lock_timeout = {ms}")
                 # a bucket or a count lost in a database crash costs nothing worth a disk flush
-                # per request (measured: a take 4 ms with it, under 0.5 ms without); a
+                # per request (a flush made a take several times slower); a
                 # revocation is flushed (`revoke`)
                 db.execute("SET synchronous_commit = off")
         except BaseException:

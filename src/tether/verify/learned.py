@@ -22,8 +22,8 @@ the tuned-on labelled claims, its threshold out of fold) combines the words mode
 with the reader's three: on every claim (`--judge reader`), or, as the default does
 (`across_only`), only where the words model cannot judge: a claim in another language than
 every passage it cites. Measured on the tuned-on sets the reader on every claim passed fewer
-wrong claims and flagged more true ones (bundled false alarms 1.1% → 5.7%), so it is not the
-default for claims in the passages' language: bench/results/reader.md.
+wrong claims and flagged more true ones, so it is not the default for claims in the passages'
+language (bench/judge/bench_reader.py, bench/results/reader.md).
 
 What it cannot do: it judges what the alignment features describe, no more: a paraphrase
 with many words its passage does not use scores low, and a wrong claim whose every word and
@@ -50,9 +50,9 @@ __all__ = [
 
 MODEL_PATH = Path(__file__).with_name("judge_model.json")
 # Where the second opinion is asked (the judge's probability in [low, high)) and the score
-# from which it passes a claim: chosen by bench/experiments/judge_second_opinion.py on the tuned-on sets
-# (171 claims no rule flags; the local model's P(yes): false passes 27 → 14, false alarms
-# 0 → 1, asked for 169 of them, 2.6 s each).
+# from which it passes a claim: chosen by bench/experiments/judge_second_opinion.py on the
+# tuned-on sets' claims that no rule flags, as the band and score that make the fewest false
+# passes plus false alarms there (its records: bench/results/second_opinion-tuned.jsonl).
 SECOND_BAND = (0.0, 0.9)
 SECOND_THRESHOLD = 0.3
 

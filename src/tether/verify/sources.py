@@ -16,7 +16,8 @@ that `tether.verify.check` re-exports.
 What it cannot do: `weaker_citation` uses word overlap only, and so does `lower_precedence`
 on an index without vectors, so they miss paraphrases and may fire on passages that share
 words without covering the same point (the vector test finds a paraphrase only above a high
-cosine: a French FAQ against the English policy scored 0.914 and is not flagged); a sibling
+cosine, the Profile's `same_point_cosine`: a French FAQ against the English policy scored
+just under it and is not flagged); a sibling
 instruction is found only in the chunks the store lists for the document (the context's
 when there is no store, or it cannot list).
 """

@@ -7,9 +7,9 @@ matter with `---` (or `...`). Anchors come only from `{#id}` at the end of a hea
 kept); raw HTML blocks keep their text. A nested list is one block per item (the parent item's
 own text first).
 
-What it cannot do: extensions beyond CommonMark + tables + strikethrough (footnotes, definition
-lists, admonitions) are parsed as plain CommonMark; the file must be UTF-8 (or UTF-16 with a
-BOM); very large Markdown is slow (markdown-it-py parses about 0.5 MB a second); lists and
+What it cannot do: extensions beyond CommonMark + tables + strikethrough (footnotes,
+definition lists, admonitions) are parsed as plain CommonMark; the file must be UTF-8 (or
+UTF-16 with a BOM); very large Markdown is slow (markdown-it-py is pure Python); lists and
 quotes nested deeper than `MAX_NESTING` levels keep their text as one paragraph, markers
 included (not their structure).
 """

@@ -2,9 +2,9 @@
 boxes, a blank line where the gap above a line passes the page's line spacing (its tightest gap)
 by `PARAGRAPH_GAP` of the usual line height; pypdf (layout mode, then plain) for a page PDFium cannot read, and pypdf for the file's
 structure, encryption and info fields. Chosen by measurement (`bench/experiments/pdf_text.py`,
-bench/results/pdf_text.md): on PDFs made by DocBook/dblatex, pypdf's layout mode ran the words
-of 26% (Debian's FAQ) and 10% (the New Maintainers' Guide) of tokens together ("Thisdocument
-maybeused...") where PDFium ran none, in a tenth of the time.
+bench/results/pdf_text.md): on PDFs made by DocBook/dblatex (Debian's FAQ, the New
+Maintainers' Guide), pypdf's layout mode ran words together ("Thisdocument maybeused...")
+where PDFium ran none, and PDFium took far less time.
 
 Per page, lines are grouped into paragraphs at blank lines and after a line that ends a
 sentence (. ! ? : ;) and is shorter than 70% of the page's longest line. A line that starts

@@ -14,11 +14,11 @@ output of any of its filters; a stream over `MAX_STREAM_INFLATED` bytes, or stre
 whose dictionary cannot be read is tried with each usual filter chain and counted at the
 largest; more than `MAX_UNREADABLE` such streams refuse the file.
 
-Inline images (`BI <dict> ID <data> EI` in the inflated bytes of any stream) are inflated
-and counted too: PDFium inflates one to find where it ends and, when its data inflates past
-its declared size (width x height x components x bits), takes some 60 times the excess in
-memory (measured: a 1 x 1 image whose data inflates to 20 MB took 1.3 GB). One may inflate to
-its declared size plus `INLINE_SLACK` bytes; one whose data runs past the end of its stream
+Inline images (`BI <dict> ID <data> EI` in the inflated bytes of any stream) are inflated and
+counted too: PDFium inflates one to find where it ends and, when its data inflates past its
+declared size (width x height x components x bits), takes many times the excess in memory, so
+one small file can exhaust it (the case tests/unit/test_pdf_bomb.py builds). One may inflate
+to its declared size plus `INLINE_SLACK` bytes; one whose data runs past the end of its stream
 (the rest would come from the page's next content stream) is refused, and so are more than
 `MAX_OPEN_INLINE` overlapping ones.
 
