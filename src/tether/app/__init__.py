@@ -7,6 +7,8 @@ lifecycle: `open`, the store, `close`):
 
 - `locate`: which index to open (`locate_index`, `index_found`), "today", as-of dates and
   audiences (`as_of_value`, `today`, `check_audience`).
+- `opening`: the body of `Workspace.open`, and `same_doc`, by which a Workspace method
+  carries the docstring of the room function it delegates to.
 - `parts`: the loaded models (`Models`, `shared_models()`), an index's tuned values
   (`index_profile`), a retriever over it (`retriever_for`), and the Workspace's embedders,
   provider, judges, token counter and verifier parts.

@@ -39,8 +39,11 @@ CheckRequest = CheckOptions
 
 
 def retriever(ws: Workspace, rewrite: Callable[[str], str] | None, dense: bool) -> Retriever:
-    """The retriever over the index, with the Profile's fusion weights; one is kept
-    (`Workspace.retriever`, whose docstring says the rest)."""
+    """The retriever over the index, with the Profile's fusion weights; one is kept (and
+    its caches with it) while the index's generation stays, unless a query rewriter or
+    `dense=False` (BM25 only, no embedder loaded) is asked for. Its query vectors are
+    the Models' query cache's (`Models.query_embedder`), or, with an embedder given to
+    this Workspace, a cache of the retriever's own."""
     generation = ws.store.generation()
     if rewrite is None and dense and ws._retriever is not None:
         if ws._retriever_generation == generation:
@@ -80,8 +83,10 @@ def filtered_out(ws: Workspace, query: str, filters: Filters) -> str:
 
 
 def warm(ws: Workspace) -> None:
-    """Load what answering a question loads on first use, now; nothing is audited
-    (`Workspace.warm`, whose docstring says the rest)."""
+    """Load what answering a question loads on first use, now: the embedder and the
+    reranker (one search), the judges, the token counter and the provider's model (when
+    it has one to load, such as the local model), so the first question does not wait
+    for them. Nothing is recorded in the audit."""
     ws.search("warm-up")
     ws.answerability_judge()
     ws.judge()
@@ -100,8 +105,12 @@ def ask(
     audit: bool,
     on_text: Callable[[str], None] | None,
 ) -> AskResult:
-    """Answer `question` with checked citations and record it in the audit as asked by `who`
-    (`Workspace.ask`, whose docstring says the rest)."""
+    """Answer `question` with checked citations (see `tether.answering.pipeline.ask`) and
+    record it in the audit as asked by `who` (a key name; the OS user when None) unless
+    `audit` is False or the setting TETHER_AUDIT is off (the result's `audit_id` is the
+    entry's id, None when nothing was recorded); `events` hears each stage as it
+    completes (`tether.answering.pipeline.Events`), `on_text` the unchecked draft of the
+    answer as the model writes it (staff readers only)."""
     from tether.answering.pipeline import AskOptions
     from tether.answering.pipeline import ask as answer
 
@@ -135,8 +144,10 @@ def ask_agent(
     who: str | None,
     audit: bool,
 ) -> AskResult:
-    """Answer `question` with the agentic search/read loop (`tether.answering.agent`)
-    (`Workspace.ask_agent`, whose docstring says the rest)."""
+    """Answer `question` with the agentic search/read loop (`tether.answering.agent`):
+    the model searches and reads within `caps`, and its claims are checked against the
+    passages it read. The audience and date of `options` fix what it may see; the answer
+    is audited like `ask`'s."""
     from tether.answering.agent import ToolCalls, run_agent
     from tether.answering.pipeline import AskOptions, answer_language, checked
 
@@ -188,8 +199,10 @@ def check(
     passage_ids: Sequence[str],
     options: CheckOptions | None,
 ) -> list[ClaimCheck]:
-    """Check `claims` against the passages `passage_ids`, as `ask` checks an answer
-    (`Workspace.check`, whose docstring says the rest)."""
+    """Check `claims` (each with the chunk IDs it cites) against the passages
+    `passage_ids`, as `ask` checks a model's answer. A passage the audience may not see,
+    or one not in force on `as_of`, is left out of the context exactly like an unknown
+    ID, so a claim citing it reads `missing_id`."""
     o = options or CheckOptions()
     check_audience(o.audience)
     return check_claims(

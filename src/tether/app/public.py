@@ -128,8 +128,12 @@ def read(ws: Workspace, chunk_id: str, audience: Audience) -> Chunk | None:
 
 
 def info(ws: Workspace, audience: Audience) -> dict[str, Any]:
-    """What the index holds and how it was built, as `audience` (public by default) sees it
-    (`Workspace.info`, whose docstring says the rest)."""
+    """What the index holds and how it was built; the counts are those of what `audience`
+    may see (public by default), with the Profile's note when it is not calibrated and,
+    on an index with vectors, the embedder in use and its window report. A public reader
+    sees nothing that moves with staff documents: counts of public documents only, and of
+    the index's records those computed from public passages (not the file's size, its
+    write counter or time, the staff floor, or when a calibration ran)."""
     data = ws.store.info()
     for key in ("calibration", "last_eval:answers"):  # the handoff shows them, per audience
         data.pop(key, None)

@@ -72,8 +72,10 @@ def audit_reader(ws: Workspace) -> AuditLog:
 
 
 def record(ws: Workspace, result: AskResult, who: str | None) -> int | None:
-    """Write `result` to the index's audit (failures reported, never raised); its id or None
-    (`Workspace.record`, whose docstring says the rest)."""
+    """Write `result` to the index's audit (`tether.answering.audit`), applying the
+    retention setting; a failure (an ingest holding the lock, a read-only file) is
+    reported (`audit_writes`: once an episode) and never raised: the answer stands. The
+    entry's id, or None."""
     from tether.answering.audit import audit_entry, os_user
 
     try:
@@ -88,8 +90,10 @@ def record(ws: Workspace, result: AskResult, who: str | None) -> int | None:
 
 
 def record_dropped(ws: Workspace, count: int, who: str) -> int | None:
-    """Record that `count` public answers asked by `who` were not recorded (never raised)
-    (`Workspace.record_dropped`, whose docstring says the rest)."""
+    """Record that `count` public answers asked by `who` were not recorded (a server's daily
+    cap on anonymous answers, `tether.server.limits.AuditQuota`): one small entry of status
+    "dropped", so the audit says how many are missing. Like `record`: nothing when the
+    setting TETHER_AUDIT is off, a failure reported as `record` reports it, never raised."""
     if count <= 0 or not ws.settings.audit:
         return None
     entry = AuditEntry(_now(), who, "public", "", "dropped", dropped=count)
@@ -105,8 +109,10 @@ def record_dropped(ws: Workspace, count: int, who: str) -> int | None:
 
 
 def audit_entries(ws: Workspace, query: AuditQuery) -> list[AuditEntry]:
-    """The entries `query` selects, as its reader may see them (`Workspace.audit_entries`, whose
-    docstring says the rest)."""
+    """The entries `query` selects, as its reader may see them: a public reader gets public
+    entries without id or asker (ids count staff entries too; a staff key may ask for the
+    public view), so neither a gap nor a name gives staff away, and without the text of
+    the claims withheld from the public (`tether.answering.audit.public_entry`)."""
     from tether.answering.audit import public_entry
 
     found = audit_reader(ws).entries(query)
@@ -132,8 +138,20 @@ def feedback(
     who: str | None,
     audience: Audience,
 ) -> Feedback:
-    """Record `who`'s verdict (helpful or wrong) on the audit entry `entry_id`; the record
-    (`Workspace.feedback`, whose docstring says the rest)."""
+    """Record `who`'s verdict (helpful or wrong) on the audit entry `entry_id`, with an
+    optional `note` (at most 2,000 characters, no control characters) and the chunk ID of
+    the passage that does answer (`chunk_id`); a second verdict from `who` on the same
+    entry replaces the first. The stored record.
+
+    `who` is the asker's name (a key name; the OS user when None) and `audience` its
+    audience: a public asker may give feedback only on a public entry asked under its own
+    name, a staff one on any entry. An entry it may not give feedback on (another's, a
+    staff one, a "dropped" count) is a NotFoundError worded exactly as for an unknown id,
+    and so is a passage its audience may not see: neither tells that a staff one exists.
+    A passage the entry's own audience may not see, or one not in force on the entry's
+    date, is a TetherError (the question it makes could never find it). Askers that
+    share a name (every anonymous caller of a server is "anonymous") share their
+    entries."""
     from tether.answering.audit import check_verdict, feedback_note, os_user
 
     asker = who or os_user()
@@ -192,8 +210,11 @@ def feedback_entries(ws: Workspace, query: AuditQuery) -> list[Feedback]:
 
 
 def feedback_questions(ws: Workspace, query: AuditQuery) -> tuple[list[Question], list[str]]:
-    """A question set made from the feedback `query` selects, and notes on what was not used
-    (`Workspace.feedback_questions`, whose docstring says the rest)."""
+    """A question set made from the feedback `query` selects
+    (`tether.evaluation.feedback.feedback_questions`): one question per entry, and notes
+    on what could not be used as given (a right passage no longer in the index). A public
+    reader sees no entry ids: its questions are numbered FBP1, FBP2, ... instead of
+    FB<entry id>."""
     found = audit_reader(ws).feedback(query)
     read = lambda chunk_id: ws.read(chunk_id, query.reader)  # noqa: E731
     return questions_of(found, read, ids=query.reader == "staff")
@@ -206,8 +227,11 @@ def health(
     contradictions: bool,
     progress: Callable[[str], None] | None,
 ) -> HealthReport:
-    """The collection's health on `as_of`, for staff only (`tether.health.report`)
-    (`Workspace.health`, whose docstring says the rest)."""
+    """The collection's health on `as_of` (`tether.health.report`) for the people who own
+    its documents: content gaps from the audit entries and feedback since `since` (an ISO
+    date; None: all), contradictions (unless `contradictions` is False), staleness and
+    hygiene. Staff only: the report quotes staff documents and recorded questions, so a
+    face must never show it to a public reader. `progress` hears each part's name."""
     from tether.health.report import build_report
 
     when = as_of_value(as_of) or today()

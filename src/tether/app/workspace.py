@@ -1,10 +1,12 @@
 """The Workspace: one index and its caches (query vectors, filter masks, the verifier's
 prepared passages), the provider, the judge, the token counter and the Profile of tuned
 values for the index's embedder, each built on first use (listing documents never loads a
-model). This module holds its lifecycle (`Workspace.open`, the store, `close`, the context
-manager); its other methods are the rooms' functions: `tether.app.public` (what the index
-holds), `.parts` (models, provider, judges), `.asking` (search, ask, check), `.writing`
-(ingest, calibrations) and `.records` (audit, feedback, health).
+model). This module holds its lifecycle (`Workspace.open`, whose body is
+`tether.app.opening`'s, the store, `close`, the context manager); its other methods are the
+rooms' functions: `tether.app.public` (what the index holds), `.parts` (models, provider,
+judges), `.asking` (search, ask, check), `.writing` (ingest, calibrations) and `.records`
+(audit, feedback, health). A long docstring is written once, on the room's function, and
+given to the method by `same_doc`.
 
 What it cannot do: a Workspace is meant for one thread at a time (the store's connection,
 the caches); a server holds one per worker thread over shared `Models`. It does not watch
@@ -18,9 +20,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.app import asking, parts, public, records, writing
+from tether.app import asking, opening, parts, public, records, writing
 from tether.app.asking import SearchOptions
-from tether.app.locate import AsOf, locate_index
+from tether.app.locate import AsOf
+from tether.app.opening import same_doc
 from tether.app.parts import Models, index_profile, shared_models
 from tether.app.records import AuditLogs
 from tether.config import Profile, Settings, load_settings
@@ -101,6 +104,7 @@ class Workspace:
         self._answerability: tuple[Provider, AnswerabilityJudge] | None = None
 
     @classmethod
+    @same_doc(opening.open_workspace)
     def open(
         cls,
         index: Path | str | None = None,
@@ -117,37 +121,21 @@ class Workspace:
         progress: Progress | None = None,
         on_demo: Callable[[SyncReport, Path], None] | None = None,
     ) -> Workspace:
-        """The one way in: the Workspace every face asks for.
-
-        - Where: the server `store` (a postgresql:// URL; None: TETHER_STORE, "": none), else
-          the index file `index`, else TETHER_INDEX, else .tether/index.sqlite here or above
-          (`locate_index`); `demo` reads the bundled demo's index instead (the CLI asks for
-          it also when a bundled question's ID is asked and no index of the user's own is
-          found: `index_found`).
-        - `create`: the index is written (created when missing) rather than read.
-        - The demo's index is ingested when it is missing or was built by an older tether,
-          and again with `refresh_demo`; `progress` follows that ingest and `on_demo` gets its
-          report.
-        - `provider` (a name from the registry, "recorded", or a Provider) and `model` replace
-          the Settings' choice; the provider is built on first use (`Workspace.provider`) and
-          the judge follows what it declares (`Workspace.judge`).
-        """
-        chosen = settings if settings is not None else load_settings()
-        given: dict[str, Any] = {"models": models, "embedder": embedder}
-        if isinstance(provider, str) or model is not None:
-            given["choice"] = (provider, model)
-        else:
-            given["provider"] = provider
-        if create:
-            return cls(chosen, index=index, store=store, create=True, **given)
-        server = None if demo else (store if store is not None else chosen.store)
-        if server:
-            return cls(chosen, store=server, **given)
-        path = locate_index(index, demo=demo, settings=chosen)
-        ws = cls(chosen, index=path, store="", **given)
-        if demo:
-            ws._demo_ready(refresh_demo, progress, on_demo)
-        return ws
+        return opening.open_workspace(
+            cls,
+            index,
+            store=store,
+            demo=demo,
+            create=create,
+            settings=settings,
+            models=models,
+            provider=provider,
+            model=model,
+            embedder=embedder,
+            refresh_demo=refresh_demo,
+            progress=progress,
+            on_demo=on_demo,
+        )
 
     def _demo_ready(
         self,
@@ -241,13 +229,8 @@ class Workspace:
         unknown ID and, alike, for one the audience may not see."""
         return public.read(self, chunk_id, audience)
 
+    @same_doc(public.info)
     def info(self, audience: Audience = "public") -> dict[str, Any]:
-        """What the index holds and how it was built; the counts are those of what `audience`
-        may see (public by default), with the Profile's note when it is not calibrated and,
-        on an index with vectors, the embedder in use and its window report. A public reader
-        sees nothing that moves with staff documents: counts of public documents only, and of
-        the index's records those computed from public passages (not the file's size, its
-        write counter or time, the staff floor, or when a calibration ran)."""
         return public.info(self, audience)
 
     # ---- models (`tether.app.parts`) ------------------------------------------------------
@@ -310,23 +293,16 @@ class Workspace:
     def _embedder_if_available(self) -> Embedder | None:
         return parts.embedder_if_available(self)
 
+    @same_doc(asking.warm)
     def warm(self) -> None:
-        """Load what answering a question loads on first use, now: the embedder and the
-        reranker (one search), the judges, the token counter and the provider's model (when
-        it has one to load, such as the local model), so the first question does not wait
-        for them. Nothing is recorded in the audit."""
         asking.warm(self)
 
     # ---- retrieval (`tether.app.asking`) --------------------------------------------------
 
+    @same_doc(asking.retriever)
     def retriever(
         self, *, rewrite: Callable[[str], str] | None = None, dense: bool = True
     ) -> Retriever:
-        """The retriever over the index, with the Profile's fusion weights; one is kept (and
-        its caches with it) while the index's generation stays, unless a query rewriter or
-        `dense=False` (BM25 only, no embedder loaded) is asked for. Its query vectors are
-        the Models' query cache's (`Models.query_embedder`), or, with an embedder given to
-        this Workspace, a cache of the retriever's own."""
         return asking.retriever(self, rewrite, dense)
 
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
@@ -342,6 +318,7 @@ class Workspace:
 
     # ---- writing (`tether.app.writing`) ---------------------------------------------------
 
+    @same_doc(writing.ingest)
     def ingest(
         self,
         folder: Path | str | Source,
@@ -355,13 +332,6 @@ class Workspace:
         follow_links: bool = False,
         executor: str | None = None,
     ) -> SyncReport:
-        """Sync the index with `folder` (creating the index), embedding when `embed`;
-        `follow_links` follows links that lead out of the folder; `default_access` (public or
-        staff) is what a file without an access label is indexed as, stored with the index
-        (None: the stored one, else staff); `executor` (serial, process or ray; None: the
-        Settings' choice) runs the parsing and embedding (`ingest_executor`).; when embedding, chunks are sized to
-        the embedder's token window. `folder` may be a `Source` instead (a website,
-        `tether.ingest.sources`), synced by `sync_source` with the same options."""
         return writing.ingest(
             self,
             folder,
@@ -414,18 +384,12 @@ class Workspace:
 
     # ---- the audit (`tether.app.records`) -------------------------------------------------
 
+    @same_doc(records.record)
     def record(self, result: AskResult, who: str | None = None) -> int | None:
-        """Write `result` to the index's audit (`tether.answering.audit`), applying the
-        retention setting; a failure (an ingest holding the lock, a read-only file) is
-        reported (`audit_writes`: once an episode) and never raised: the answer stands. The
-        entry's id, or None."""
         return records.record(self, result, who)
 
+    @same_doc(records.record_dropped)
     def record_dropped(self, count: int, who: str = "anonymous") -> int | None:
-        """Record that `count` public answers asked by `who` were not recorded (a server's daily
-        cap on anonymous answers, `tether.server.limits.AuditQuota`): one small entry of status
-        "dropped", so the audit says how many are missing. Like `record`: nothing when the
-        setting TETHER_AUDIT is off, a failure reported as `record` reports it, never raised."""
         return records.record_dropped(self, count, who)
 
     @cached_property
@@ -436,17 +400,15 @@ class Workspace:
 
         return AuditWrites()
 
+    @same_doc(records.audit_entries)
     def audit_entries(self, query: AuditQuery) -> list[AuditEntry]:
-        """The entries `query` selects, as its reader may see them: a public reader gets public
-        entries without id or asker (ids count staff entries too; a staff key may ask for the
-        public view), so neither a gap nor a name gives staff away, and without the text of
-        the claims withheld from the public (`tether.answering.audit.public_entry`)."""
         return records.audit_entries(self, query)
 
     def audit_entry(self, entry_id: int, reader: Audience = "public") -> AuditEntry:
         """One audit entry for a staff reader (a public one sees no ids); else a TetherError."""
         return records.audit_entry(self, entry_id, reader)
 
+    @same_doc(records.feedback)
     def feedback(
         self,
         entry_id: int,
@@ -457,20 +419,6 @@ class Workspace:
         who: str | None = None,
         audience: Audience = "public",
     ) -> Feedback:
-        """Record `who`'s verdict (helpful or wrong) on the audit entry `entry_id`, with an
-        optional `note` (at most 2,000 characters, no control characters) and the chunk ID of
-        the passage that does answer (`chunk_id`); a second verdict from `who` on the same
-        entry replaces the first. The stored record.
-
-        `who` is the asker's name (a key name; the OS user when None) and `audience` its
-        audience: a public asker may give feedback only on a public entry asked under its own
-        name, a staff one on any entry. An entry it may not give feedback on (another's, a
-        staff one, a "dropped" count) is a NotFoundError worded exactly as for an unknown id,
-        and so is a passage its audience may not see: neither tells that a staff one exists.
-        A passage the entry's own audience may not see, or one not in force on the entry's
-        date, is a TetherError (the question it makes could never find it). Askers that
-        share a name (every anonymous caller of a server is "anonymous") share their
-        entries."""
         return records.feedback(self, entry_id, verdict, note, chunk_id, who, audience)
 
     def feedback_entries(self, query: AuditQuery) -> list[Feedback]:
@@ -479,12 +427,8 @@ class Workspace:
         feedback on public entries without ids or names, as for `audit_entries`."""
         return records.feedback_entries(self, query)
 
+    @same_doc(records.feedback_questions)
     def feedback_questions(self, query: AuditQuery) -> tuple[list[Question], list[str]]:
-        """A question set made from the feedback `query` selects
-        (`tether.evaluation.feedback.feedback_questions`): one question per entry, and notes
-        on what could not be used as given (a right passage no longer in the index). A public
-        reader sees no entry ids: its questions are numbered FBP1, FBP2, ... instead of
-        FB<entry id>."""
         return records.feedback_questions(self, query)
 
     # ---- what the servers on this index share ----------------------------------------------
@@ -498,6 +442,7 @@ class Workspace:
 
     # ---- the health report (`tether.app.records`) ------------------------------------------
 
+    @same_doc(records.health)
     def health(
         self,
         as_of: AsOf = "today",
@@ -506,15 +451,11 @@ class Workspace:
         contradictions: bool = True,
         progress: Callable[[str], None] | None = None,
     ) -> HealthReport:
-        """The collection's health on `as_of` (`tether.health.report`) for the people who own
-        its documents: content gaps from the audit entries and feedback since `since` (an ISO
-        date; None: all), contradictions (unless `contradictions` is False), staleness and
-        hygiene. Staff only: the report quotes staff documents and recorded questions, so a
-        face must never show it to a public reader. `progress` hears each part's name."""
         return records.health(self, as_of, since, contradictions, progress)
 
     # ---- answering (`tether.app.asking`) -------------------------------------------------
 
+    @same_doc(asking.ask)
     def ask(
         self,
         question: str,
@@ -525,14 +466,9 @@ class Workspace:
         audit: bool = True,
         on_text: Callable[[str], None] | None = None,
     ) -> AskResult:
-        """Answer `question` with checked citations (see `tether.answering.pipeline.ask`) and
-        record it in the audit as asked by `who` (a key name; the OS user when None) unless
-        `audit` is False or the setting TETHER_AUDIT is off (the result's `audit_id` is the
-        entry's id, None when nothing was recorded); `events` hears each stage as it
-        completes (`tether.answering.pipeline.Events`), `on_text` the unchecked draft of the
-        answer as the model writes it (staff readers only)."""
         return asking.ask(self, question, options, events, who, audit, on_text)
 
+    @same_doc(asking.ask_agent)
     def ask_agent(
         self,
         question: str,
@@ -542,22 +478,15 @@ class Workspace:
         who: str | None = None,
         audit: bool = True,
     ) -> AskResult:
-        """Answer `question` with the agentic search/read loop (`tether.answering.agent`):
-        the model searches and reads within `caps`, and its claims are checked against the
-        passages it read. The audience and date of `options` fix what it may see; the answer
-        is audited like `ask`'s."""
         return asking.ask_agent(self, question, options, caps, who, audit)
 
+    @same_doc(asking.check)
     def check(
         self,
         claims: Sequence[Claim],
         passage_ids: Sequence[str],
         options: CheckOptions | None = None,
     ) -> list[ClaimCheck]:
-        """Check `claims` (each with the chunk IDs it cites) against the passages
-        `passage_ids`, as `ask` checks a model's answer. A passage the audience may not see,
-        or one not in force on `as_of`, is left out of the context exactly like an unknown
-        ID, so a claim citing it reads `missing_id`."""
         return asking.check(self, claims, passage_ids, options)
 
 

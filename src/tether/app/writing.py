@@ -48,8 +48,13 @@ def ingest(
     follow_links: bool,
     executor: str | None,
 ) -> SyncReport:
-    """Sync the index with `folder` (creating the index), embedding when `embed`
-    (`Workspace.ingest`, whose docstring says the rest)."""
+    """Sync the index with `folder` (creating the index), embedding when `embed`;
+    `follow_links` follows links that lead out of the folder; `default_access` (public or
+    staff) is what a file without an access label is indexed as, stored with the index
+    (None: the stored one, else staff); `executor` (serial, process or ray; None: the
+    Settings' choice) runs the parsing and embedding (`ingest_executor`).; when embedding, chunks are sized to
+    the embedder's token window. `folder` may be a `Source` instead (a website,
+    `tether.ingest.sources`), synced by `sync_source` with the same options."""
     from tether.embeddings.embedders import token_window_of
     from tether.ingest.sources.sync import sync_source
     from tether.ingest.sync import sync
