@@ -116,6 +116,18 @@ def test_a_doc_id_is_one_line_of_bounded_length() -> None:
     assert clean_doc_id("z" * 512, "") == "z" * 512
 
 
+def test_a_doc_id_that_reads_as_a_path_or_holds_a_filler_is_refused() -> None:
+    """Hostile pass after issue 47: '../staff-discounts', './x', 'x/' and a trailing Hangul
+    filler (invisible, warned only as a look-alike) were indexed."""
+    for bad in ("../staff-discounts", "./x", "x/", "/x", "a//b", "guides/../staff"):
+        with pytest.raises(ParseError, match="reads as a path"):
+            clean_doc_id(bad, "")
+    with pytest.raises(ParseError, match="U\\+1160 HANGUL JUNGSEONG FILLER"):
+        clean_doc_id("policy\u3164", "")  # NFKC makes the filler U+1160
+    assert clean_doc_id("guides/returns", "") == "guides/returns"
+    assert clean_doc_id("v1.2/notes..old", "") == "v1.2/notes..old"
+
+
 # ------------------------------------------------------------------------- look-alikes
 
 

@@ -342,8 +342,10 @@ def clean_doc_id(value: str, origin: str | None) -> str:
     """A doc_id as it is stored: NFKC (a fullwidth or compatibility form is the letter it
     stands for: "ｐolicy" is "policy"), surrounding whitespace stripped. `ParseError` when it is
     empty or holds a format character (category Cf: zero-width space and joiners, bidi marks,
-    soft hyphen, word joiner, tags), invisible in a listing, or a control character (NUL, a
-    line break: category Cc), or is longer than `MAX_DOC_ID` characters; `origin` is where
+    soft hyphen, word joiner, tags) or a filler (`_FILLERS`: Hangul fillers, the combining
+    grapheme joiner; a variation selector is only warned of, as emoji use them), or a control
+    character (NUL, a line break: category Cc), or has an empty, "." or ".." part between
+    slashes ("../staff", "x/"), or is longer than `MAX_DOC_ID` characters; `origin` is where
     the value came from ("" the file, "inventory.csv: " its row, None the file's path)."""
     doc_id = unicodedata.normalize("NFKC", value).strip()
     where = "the doc_id that the file's path gives" if origin is None else f"{origin}doc_id"
@@ -355,12 +357,21 @@ def clean_doc_id(value: str, origin: str | None) -> str:
     if control:
         names = ", ".join(f"U+{ord(ch):04X}" for ch in control)
         raise ParseError(f"{where} holds a control character ({names}); doc_ids are one line of text")
-    hidden = [ch for ch in dict.fromkeys(doc_id) if unicodedata.category(ch) == "Cf"]
+    hidden = [
+        ch
+        for ch in dict.fromkeys(doc_id)
+        if unicodedata.category(ch) == "Cf" or ord(ch) in _FILLERS
+    ]
     if hidden:
         shown = "".join(f"\\u{ord(ch):04x}" if ch in hidden else ch for ch in doc_id)
         names = ", ".join(_character(ch) for ch in hidden)
         fix = "rename the file or give it a doc_id" if origin is None else "write it without one"
         raise ParseError(f"{where} '{shown}' holds an invisible character ({names}); {fix}")
+    if any(part in ("", ".", "..") for part in doc_id.split("/")):
+        raise ParseError(
+            f"{where} '{doc_id}' reads as a path with an empty, '.' or '..' part; a doc_id"
+            " names one document (slashes only between names: 'guides/returns')"
+        )
     return doc_id
 
 
@@ -374,6 +385,8 @@ def _character(ch: str) -> str:
 _IGNORABLE = frozenset(
     (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, *range(0x180B, 0x1810))
 ).union(range(0xFE00, 0xFE10), range(0xE0100, 0xE01F0))
+# Of those, the ones that are nothing but blank space: refused in a doc_id like format characters
+_FILLERS = frozenset((0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0))
 # ASCII characters that look alike in common fonts (UTS #39 maps them so too)
 _ASCII_ALIKE = str.maketrans({"I": "l", "1": "l", "|": "l", "0": "O"})
 # letters that look Latin but whose UTS #39 prototype is not ASCII
