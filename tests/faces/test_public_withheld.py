@@ -261,6 +261,25 @@ def test_cli_ask_json_gives_a_public_asker_no_withheld_claim_and_exits_0(
     assert staff.exit_code == 4 and MADE_UP in staff.stdout
 
 
+def test_cli_ask_strict_text_counts_removed_claims_for_the_public(
+    index: Path, model: str, staff_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ask --strict` printed as text (the hostile pass after issue 47): a public asker is told
+    how many claims --strict removed and of what kinds, never their text or a staff passage's
+    ID; staff see each removed claim with its flags."""
+    env = {"TETHER_PROVIDER": "openai", "TETHER_MODEL": "fake", "TETHER_BASE_URL": model,
+           "TETHER_API_KEY": "sk-test", "TETHER_MAX_RETRIES": "0"}  # fmt: skip
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    args = ["ask", QUESTION, "--index", str(index), "--as-of", "none", "--strict"]
+    done = CliRunner().invoke(cli_app, args)
+    assert "removed (--strict)" in done.stdout, done.output
+    for secret in (*SECRETS, staff_id):
+        assert secret not in done.output, secret
+    staff = CliRunner().invoke(cli_app, [*args, "--audience", "staff"])
+    assert f"removed (--strict): {STAFF_CLAIM}" in " ".join(staff.stdout.split())
+
+
 def test_a_public_caller_cannot_turn_the_checks_off(index: Path, model: str) -> None:
     """`verify: false` would hand a public caller every claim unchecked: it is for staff only
     (a public key, an anonymous caller and a staff key asking for the public view get 403)."""

@@ -575,7 +575,9 @@ def print_passages(ctx: Context) -> None:
 
 def print_answer(result: AskResult) -> None:
     """The answer, the notice of what was withheld from a public reader (never the withheld
-    claims), then each claim shown: its citations, verdict, flags explained and evidence."""
+    claims), then each claim shown: its citations, verdict, flags explained and evidence;
+    claims removed by --strict are listed for staff, counted for the public (their text and
+    flag arguments, which may name staff passages, are not printed)."""
     assert result.answer is not None
     label = (
         "[green]Answer[/green]"
@@ -591,13 +593,24 @@ def print_answer(result: AskResult) -> None:
         ch = checks.get(id(claim)) or by_text.get(claim.text)
         cited = " ".join(shown(c, one_line=True) for c in claim.chunk_ids) or "(no citation)"
         print_claim(i, claim.text, cited, ch)
-    for ch in result.checks:
-        if ch.removed:
-            out.print(
-                f"  [red]removed (--strict):[/red] {shown(ch.claim.text)}"
-                f" ({shown(', '.join(ch.flags), one_line=True)})",
-                highlight=False,
-            )
+    from tether.verify.flags import flag_kind
+
+    removed = [ch for ch in result.checks if ch.removed]
+    if removed and result.audience != "staff":  # as the public wire: a count, no text or IDs
+        n = len(removed)
+        kinds = sorted({flag_kind(f) for ch in removed for f in ch.flags})
+        out.print(
+            f"  [red]removed (--strict):[/red] {n} claim{'s' if n != 1 else ''}"
+            f" ({shown(', '.join(kinds), one_line=True)})",
+            highlight=False,
+        )
+        return
+    for ch in removed:
+        out.print(
+            f"  [red]removed (--strict):[/red] {shown(ch.claim.text)}"
+            f" ({shown(', '.join(ch.flags), one_line=True)})",
+            highlight=False,
+        )
 
 
 def print_claim(i: int, text: str, cited: str, ch: ClaimCheck | None) -> None:
