@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tether.answering.gate import check_question
 from tether.app import (
     AsOf,
     SearchOptions,
@@ -107,8 +108,6 @@ class Collection:
         force on `as_of` (today by default; None for every version); `method` is bm25, dense,
         hybrid, rerank, deep (rerank's top 10 reread by tether's reader) or auto (rerank when
         the index has vectors, else bm25)."""
-        from tether.answering.gate import check_question
-
         options = SearchOptions(k, as_of_value(as_of), check_audience(audience), method)
         check_question(query, "search query", empty_ok=True)  # before building the index
         self.store  # noqa: B018 (builds the index when missing)
@@ -146,7 +145,6 @@ class Collection:
         instant past which the next stage raises `DeadlineError`). A provider failure
         does not raise: it is `result.problem`. The question is recorded in the index's
         audit as asked by the OS user (TETHER_AUDIT=false: it is not)."""
-        from tether.answering.gate import check_question
         from tether.answering.pipeline import AskOptions
 
         given = dict(

@@ -23,17 +23,19 @@ closed (the answer is already made when its record fails); its counts are one pr
 
 from __future__ import annotations
 
+import getpass
 import sys
 import threading
 import time
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 from tether.errors import LimitError, TetherError
 from tether.providers.replay import request_key
 from tether.types import AskResult, AuditEntry, FeedbackVerdict
+from tether.verify.flags import WITHHELD_FOR_PUBLIC, flag_kind
 
 
 def audit_entry(result: AskResult, who: str, at: float | None = None) -> AuditEntry:
@@ -80,10 +82,6 @@ def public_entry(entry: AuditEntry) -> AuditEntry:
     was withheld from the public (recorded as such, or, in an entry written before that was
     recorded, carrying a flag of `WITHHELD_FOR_PUBLIC`) without its text, citations or flag
     arguments, as `/v1/ask` gives it to a public caller."""
-    from dataclasses import replace
-
-    from tether.verify.flags import WITHHELD_FOR_PUBLIC, flag_kind
-
     claims = []
     for c in entry.claims:
         kinds = sorted({flag_kind(str(f)) for f in c.get("flags", ())})
@@ -96,8 +94,6 @@ def public_entry(entry: AuditEntry) -> AuditEntry:
 
 def os_user() -> str:
     """Who asks when no key name is given: the OS user, else "unknown"."""
-    import getpass
-
     try:
         return getpass.getuser()
     except (OSError, KeyError):

@@ -45,6 +45,7 @@ import numpy as np
 from tether.embeddings.fast_e5 import DEFAULT_VARIANT, FastE5, FastE5Unavailable, available_threads
 from tether.errors import ProviderError, TetherError
 from tether.protocols import Embedder, StoreReader
+from tether.text import embed_text
 from tether.types import Chunk, TokenWindow
 
 __all__ = [
@@ -493,8 +494,6 @@ def embed_text_report(
     store: StoreReader, embedder: Embedder, chunks: Sequence[Chunk] | None = None
 ) -> dict[str, int]:
     """`window_report` over what the index embedded for each chunk (of `chunks` when given)."""
-    from tether.text import embed_text
-
     chosen = store.chunks() if chunks is None else chunks
     report = window_report([embed_text(c) for c in chosen], embedder)
     return {f"chunks_{key}": value for key, value in report.items()}

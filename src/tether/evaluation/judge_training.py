@@ -59,10 +59,13 @@ from typing import Any
 
 from tether.answering.context import header
 from tether.evaluation.questions import demo_claims, demo_collection, larkfield_collection
+from tether.evaluation.verifier_eval import check_item, load_claims
+from tether.ingest.sync import sync
 from tether.language.number_words import training_words
 from tether.language.stems import content_stem
 from tether.linear import fit_scaled
 from tether.protocols import Store
+from tether.stores.sqlite import SqliteStore
 from tether.text import fold, fold_fast, sentences
 from tether.types import Answer, Chunk, Claim, Context, Passage
 from tether.verify.align import FEATURES
@@ -564,9 +567,6 @@ def training_collections() -> list[tuple[str, Path, list[Path]]]:
 @contextlib.contextmanager
 def _indexed(folder: Path) -> Iterator[Store]:
     """The folder ingested into a temporary index without embeddings."""
-    from tether.ingest.sync import sync
-    from tether.stores.sqlite import SqliteStore
-
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore(Path(tmp) / "index.sqlite")
         try:
@@ -581,8 +581,6 @@ def labelled_rows(
 ) -> list[tuple[dict[str, float], bool, str, str, float]]:
     """Feature rows of labelled claims whose check reaches the judge (a claim with only an
     exact flag, such as a made-up ID, never does)."""
-    from tether.evaluation.verifier_eval import check_item, load_claims
-
     rows: list[tuple[dict[str, float], bool, str, str, float]] = []
     if not files:
         return rows

@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
+from importlib.resources import files
 from pathlib import PurePath
 from urllib.parse import parse_qsl, urlsplit
 
@@ -205,8 +206,6 @@ def collection_name(location: str) -> str:
 def render_html(report: HealthReport) -> str:
     """The report as one HTML page (no script, no external file; every text escaped), titled
     with the collection's name (`collection_name`); the index's location is said below."""
-    from importlib.resources import files
-
     from jinja2 import Environment, select_autoescape
 
     template = (files("tether.health") / "templates" / "health.html").read_text(encoding="utf-8")

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tether.errors import TetherError, UpstreamError
+from tether.extras import install_hint
 from tether.ingest.shard_work import (
     SHARD_TEXTS,
     EmbedderFactory,
@@ -34,8 +35,6 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        from tether.extras import install_hint
-
         raise TetherError(
             f"--executor ray needs Ray: {install_hint('ray')} (or use --executor process)"
         ) from exc

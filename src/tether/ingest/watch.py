@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tether.errors import TetherError
+from tether.extras import install_hint
 from tether.ingest.discover import INVENTORY_FILE
 from tether.ingest.parse.formats import SUFFIXES
 from tether.ingest.sync import INGEST_STATE_META
@@ -73,8 +74,6 @@ def require_watchfiles(command: str) -> None:
     try:
         import watchfiles  # noqa: F401
     except ImportError:
-        from tether.extras import install_hint
-
         hint = install_hint("").replace("[]", "")  # a dependency of tether itself, no extra
         raise TetherError(
             f"{command} needs watchfiles, which tether depends on: install tether again: {hint}"

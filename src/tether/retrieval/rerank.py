@@ -65,10 +65,20 @@ import numpy as np
 
 from tether.config import DEFAULT_PROFILE
 from tether.errors import ProviderError, TetherError
+from tether.extras import install_hint
 from tether.linear import LinearModel, read_model
 from tether.lru import LRU
+from tether.prompts import load_prompt
 from tether.protocols import Embedder, Provider, Store
-from tether.text import codes, collapse_code, content_words, embed_text, fold_plural, words
+from tether.text import (
+    codes,
+    collapse_code,
+    content_words,
+    detect_language,
+    embed_text,
+    fold_plural,
+    words,
+)
 from tether.types import Audience, Chunk, Filters, Hit, Message, ModelRequest
 
 # Tuned on the bundled questions by a random search over the features (objective: recall@5
@@ -208,8 +218,6 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=4096)
 def _query_language(query: str) -> str:
-    from tether.text import detect_language
-
     return detect_language(query)
 
 
@@ -474,8 +482,6 @@ class LLMReranker:
         self.max_chars = max_chars
 
     def request(self, query: str, hit: Hit) -> ModelRequest:
-        from tether.prompts import load_prompt
-
         template, prompt_id = load_prompt("rerank")
         passage = embed_text(hit.chunk)[: self.max_chars]
         text = template.replace("$question", query).replace("$passage", passage)
@@ -525,8 +531,6 @@ class CrossEncoderReranker:
         try:
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
-            from tether.extras import install_hint
-
             raise TetherError(
                 "the cross-encoder reranker needs sentence-transformers (and torch):"
                 f" {install_hint('rerank')}"

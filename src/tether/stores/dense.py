@@ -17,8 +17,10 @@ whole; it knows row numbers, not chunk IDs (the store maps them).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +71,6 @@ class DenseIndex:
             import faiss
         except ImportError as exc:  # pragma: no cover - faiss is a dependency
             raise TetherError(f"the ANN index needs faiss-cpu ({exc})") from exc
-        import time
 
         began = time.perf_counter()
         index: Any = None  # a faiss.IndexHNSWFlat (its stubs do not name `hnsw`)
@@ -132,8 +133,6 @@ class DenseIndex:
 
 
 def _has_faiss() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("faiss") is not None
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from tether.errors import UpstreamError
 from tether.linear import LinearModel, clipped_logit, read_model
 from tether.protocols import Judge, PairReader
+from tether.types import Answer, Chunk, Claim, Context, DocMeta, Passage
 
 __all__ = [
     "MODEL_PATH",
@@ -199,7 +200,6 @@ class AlignmentJudge:
 
     def score(self, claim: str, passages: Sequence[str]) -> float:
         """The `Judge` protocol: passages given as plain text, read as untitled chunks."""
-        from tether.types import Answer, Chunk, Claim, Context, DocMeta, Passage
         from tether.verify.check import check_answer
 
         chunks = [

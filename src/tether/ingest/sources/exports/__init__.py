@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from tether.errors import TetherError
+from tether.ingest.sources.base import source_key
+from tether.ingest.sources.exports.archive import Archive
 from tether.ingest.sources.exports.common import ExportSource
+from tether.ingest.sources.exports.confluence import ConfluenceSource, confluence_layout
+from tether.ingest.sources.exports.notion import NotionSource, notion_names
+from tether.ingest.sources.exports.zendesk import ZendeskSource, zendesk_file, zendesk_folder
+from tether.ingest.sources.sync import remembered_sources
 from tether.protocols import StoreReader
 
 KINDS = ("zendesk", "confluence", "notion")
@@ -36,8 +42,6 @@ KINDS = ("zendesk", "confluence", "notion")
 def export_at(path: Path, settings: Mapping[str, Any] | None = None) -> ExportSource | None:
     """The export at `path`, or None when `path` is a folder of documents (or nothing);
     a `TetherError` for a file that is no export tether reads (see the module docstring)."""
-    from tether.ingest.sources.exports.zendesk import ZendeskSource, zendesk_file, zendesk_folder
-
     if path.is_dir():
         pages = zendesk_folder(path)
         return ZendeskSource(path, pages) if pages else None
@@ -54,10 +58,6 @@ def export_at(path: Path, settings: Mapping[str, Any] | None = None) -> ExportSo
 
 
 def _zip_export(path: Path, settings: Mapping[str, Any] | None) -> ExportSource:
-    from tether.ingest.sources.exports.archive import Archive
-    from tether.ingest.sources.exports.confluence import ConfluenceSource, confluence_layout
-    from tether.ingest.sources.exports.notion import NotionSource, notion_names
-
     with Archive(path) as archive:
         confluence = confluence_layout(archive) is not None
         notion = notion_names(archive)
@@ -79,9 +79,6 @@ def _zip_export(path: Path, settings: Mapping[str, Any] | None) -> ExportSource:
 def remembered(source: ExportSource, store: StoreReader) -> ExportSource:
     """`source` with the settings `store` remembers for its export (a Confluence site's
     address found in an earlier export) where it has none of its own."""
-    from tether.ingest.sources.base import source_key
-    from tether.ingest.sources.sync import remembered_sources
-
     entry = remembered_sources(store).get(source_key(source), {})
     recorded = entry.get("settings") if isinstance(entry.get("settings"), dict) else {}
     for key, value in (recorded or {}).items():

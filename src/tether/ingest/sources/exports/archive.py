@@ -28,6 +28,7 @@ import shutil
 import tempfile
 import zipfile
 import zlib
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
@@ -115,8 +116,6 @@ class Archive:
 
     def modified_ns(self, name: str) -> int:
         """The member's date as the zip records it (local time, as UTC), in nanoseconds."""
-        from datetime import UTC, datetime
-
         try:
             when = datetime(*self.infos[name].date_time, tzinfo=UTC)
         except ValueError:

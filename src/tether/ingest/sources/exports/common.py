@@ -26,6 +26,7 @@ import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from html import escape
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -190,8 +191,6 @@ def one_line(value: Any) -> str:
 def html_page(title: str, body: str, lang: str = "") -> bytes:
     """A page of HTML holding `body` under `title` as its `<main>` (the HTML parser reads only
     the `<main>`: the title's `<h1>` first, then the body)."""
-    from html import escape
-
     attr = f' lang="{escape(lang, quote=True)}"' if lang else ""
     page = (
         f'<!DOCTYPE html>\n<html{attr}><head><meta charset="utf-8"><title>{escape(title)}'
