@@ -126,9 +126,13 @@ def asks(question: str) -> AskKind:
     """The type of answer `question` asks for (see the module docstring)."""
     folded = fold(question)
     for kind, cue in (
-        ("time", ASKS_TIME), ("duration", ASKS_DURATION), ("percent", ASKS_PERCENT),
-        ("measure", ASKS_MEASURE), ("money", ASKS_MONEY), ("count", ASKS_COUNT),
-    ):  # fmt: skip
+        ("time", ASKS_TIME),
+        ("duration", ASKS_DURATION),
+        ("percent", ASKS_PERCENT),
+        ("measure", ASKS_MEASURE),
+        ("money", ASKS_MONEY),
+        ("count", ASKS_COUNT),
+    ):
         if cue.search(folded):
             return kind  # type: ignore[return-value]
     if ASKS_YES_NO.search(folded):

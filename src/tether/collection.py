@@ -91,9 +91,15 @@ class Collection:
         (public or staff) is what a document without an access label is indexed as (kept
         with the index; None: the kept value, else staff)."""
         return self.workspace.ingest(
-            self.folder, embed=embed, progress=progress, rebuild=rebuild, strict=strict,
-            chunker=chunker, follow_links=follow_links, default_access=default_access,
-        )  # fmt: skip
+            self.folder,
+            embed=embed,
+            progress=progress,
+            rebuild=rebuild,
+            strict=strict,
+            chunker=chunker,
+            follow_links=follow_links,
+            default_access=default_access,
+        )
 
     def search(
         self,
@@ -148,10 +154,19 @@ class Collection:
         from tether.answering.pipeline import AskOptions
 
         given = dict(
-            as_of=as_of_value(as_of), audience=check_audience(audience), language=language,
-            method=method, k=k, closed_book=closed_book, floor=floor, mode=mode,
-            strict=strict, verify=verify, answerability=answerability, deadline=deadline,
-        )  # fmt: skip
+            as_of=as_of_value(as_of),
+            audience=check_audience(audience),
+            language=language,
+            method=method,
+            k=k,
+            closed_book=closed_book,
+            floor=floor,
+            mode=mode,
+            strict=strict,
+            verify=verify,
+            answerability=answerability,
+            deadline=deadline,
+        )
         if budget is not None:
             given["budget"] = budget
         if min_support is not None:

@@ -32,9 +32,13 @@ class Tools:
     as asked by `who` (the face's name, e.g. "mcp")."""
 
     def __init__(
-        self, workspace: Workspace, audience: str = "public", *, agent: bool = False,
+        self,
+        workspace: Workspace,
+        audience: str = "public",
+        *,
+        agent: bool = False,
         who: str = "mcp",
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.workspace = workspace
         self.audience: Audience = check_audience(audience)
         self.agent = agent  # ask through the agent loop

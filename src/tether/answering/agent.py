@@ -273,7 +273,7 @@ def _explore(
                     "not_json" if action.startswith("not JSON") else "not_schema", why
                 )
                 return None, bad, None
-            _say(run, f"That is not a valid action: {action}. Reply with one JSON action.")  # fmt: skip
+            _say(run, f"That is not a valid action: {action}. Reply with one JSON action.")
             continue
         run.bad = 0
         if action["action"] == "answer":
@@ -309,9 +309,12 @@ def run_agent(
     c = caps or AgentCaps()
     template, _ = load_prompt("agent")
     prompt = Template(template).safe_substitute(
-        as_of=as_of_text, language={"fr": "French"}.get(base.language, "English"),
-        refusal=refusal_sentence(base.language), question=base.question, steps=c.steps,
-    )  # fmt: skip
+        as_of=as_of_text,
+        language={"fr": "French"}.get(base.language, "English"),
+        refusal=refusal_sentence(base.language),
+        question=base.question,
+        steps=c.steps,
+    )
     run = _Run(base.question, tools, clock(), [Message("user", prompt)], [], {}, {})
     problem: AnswerProblem | None = None
     reached: list[str] = []
@@ -320,10 +323,19 @@ def run_agent(
         completion, problem, cap = _explore(run, provider, c, clock)
         if cap is not None:
             reached.append(cap)
-            _say(run, f"The {cap} cap is reached: answer now, from the passages you have read.")  # fmt: skip
+            _say(run, f"The {cap} cap is reached: answer now, from the passages you have read.")
             action, completion, seconds = _call(run, provider, clock, final=True)
             note = action if isinstance(action, str) else ""
-            run.steps.append(AgentStep("answer", "", (), completion.input_tokens + completion.output_tokens, seconds, note))  # fmt: skip
+            run.steps.append(
+                AgentStep(
+                    "answer",
+                    "",
+                    (),
+                    completion.input_tokens + completion.output_tokens,
+                    seconds,
+                    note,
+                )
+            )
     except ProviderError as exc:
         completion, problem = None, AnswerProblem("provider_error", str(exc))
     context = _context(list(run.read.values()))
@@ -335,8 +347,14 @@ def run_agent(
     trace = AgentTrace(tuple(run.steps), c.as_dict(), tuple(reached), tuple(run.read), run.tokens)
     last = run.last
     return replace(
-        base, hits=tuple(run.hits.values()), context=context, completion=last, answer=answer,
-        problem=problem, provider=(last.provider if last else "") or provider.name,
-        provider_note=last.note if last else "", agent=trace,
+        base,
+        hits=tuple(run.hits.values()),
+        context=context,
+        completion=last,
+        answer=answer,
+        problem=problem,
+        provider=(last.provider if last else "") or provider.name,
+        provider_note=last.note if last else "",
+        agent=trace,
         timings={**base.timings, "agent_s": clock() - run.started},
-    )  # fmt: skip
+    )

@@ -119,15 +119,21 @@ def _stems(text: str) -> set[str]:
 
 
 _WANT_EN = {
-    "money": "the price or amount asked for", "duration": "the length of time asked for",
-    "percent": "the percentage asked for", "measure": "the measurement asked for",
-    "count": "the number asked for", "time": "the date or time asked for",
-}  # fmt: skip
+    "money": "the price or amount asked for",
+    "duration": "the length of time asked for",
+    "percent": "the percentage asked for",
+    "measure": "the measurement asked for",
+    "count": "the number asked for",
+    "time": "the date or time asked for",
+}
 _WANT_FR = {
-    "money": "le prix ou le montant demandé", "duration": "la durée demandée",
-    "percent": "le pourcentage demandé", "measure": "la mesure demandée",
-    "count": "le nombre demandé", "time": "la date ou l'heure demandée",
-}  # fmt: skip
+    "money": "le prix ou le montant demandé",
+    "duration": "la durée demandée",
+    "percent": "le pourcentage demandé",
+    "measure": "la mesure demandée",
+    "count": "le nombre demandé",
+    "time": "la date ou l'heure demandée",
+}
 
 
 @dataclass(frozen=True)
@@ -204,8 +210,9 @@ def read_question(
     counted = set(sorted(terms, key=lambda s: -rare[s])[:COUNTED_TERMS])
     total = max(1, len(store.allowed_ids(filters))) if terms else 1
     common = max(1, total // 2)
-    seen = {s: store.count_lexical(w, filters) if s in counted else common
-            for s, w in terms.items()}  # fmt: skip
+    seen = {
+        s: store.count_lexical(w, filters) if s in counted else common for s, w in terms.items()
+    }
     weight = {s: math.log(1 + total / (1 + seen[s])) for s in terms}
     weight_sum = sum(weight.values()) or 1.0
     in_top: set[str] = set()
@@ -333,7 +340,9 @@ def _cover(
     return sum(weight[s] for s in terms if s in found) / total
 
 
-def _cosines(hits: Sequence[Hit], store: SearchableStore, query_vector: np.ndarray | None) -> SpanCosines:
+def _cosines(
+    hits: Sequence[Hit], store: SearchableStore, query_vector: np.ndarray | None
+) -> SpanCosines:
     if query_vector is None:
         return {}
     return span_cosines(query_vector, store.sentence_vectors([h.chunk.chunk_id for h in hits]))
@@ -370,9 +379,15 @@ class ModelAnswerability:
         )
         text = Template(template).safe_substitute(passages=body, question=question.strip())
         return ModelRequest(
-            messages=(Message("user", text),), json_schema=None, schema_name="judge",
-            max_tokens=1, temperature=0.0, purpose="judge", prompt_id=prompt_id, logprobs=True,
-        )  # fmt: skip
+            messages=(Message("user", text),),
+            json_schema=None,
+            schema_name="judge",
+            max_tokens=1,
+            temperature=0.0,
+            purpose="judge",
+            prompt_id=prompt_id,
+            logprobs=True,
+        )
 
     def score(self, question: str, passages: Sequence[str]) -> float:
         """P(yes); 0.5 (no opinion) when the reply cannot be read."""

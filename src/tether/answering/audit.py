@@ -55,8 +55,9 @@ def audit_entry(result: AskResult, who: str, at: float | None = None) -> AuditEn
         for ch in result.checks
     )
     if answer is not None and not result.checks:  # not verified: the claims without checks
-        claims = tuple({"text": c.text, "chunk_ids": list(c.chunk_ids), "flags": []}
-                       for c in answer.claims)  # fmt: skip
+        claims = tuple(
+            {"text": c.text, "chunk_ids": list(c.chunk_ids), "flags": []} for c in answer.claims
+        )
     return AuditEntry(
         at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)),
         who=who,
@@ -86,8 +87,14 @@ def public_entry(entry: AuditEntry) -> AuditEntry:
     for c in entry.claims:
         kinds = sorted({flag_kind(str(f)) for f in c.get("flags", ())})
         if c.get("withheld") or set(kinds) & WITHHELD_FOR_PUBLIC:
-            c = {"text": "", "chunk_ids": [], "flags": kinds, "entailment": None,
-                 "removed": bool(c.get("removed")), "withheld": True}  # fmt: skip
+            c = {
+                "text": "",
+                "chunk_ids": [],
+                "flags": kinds,
+                "entailment": None,
+                "removed": bool(c.get("removed")),
+                "withheld": True,
+            }
         claims.append(c)
     return replace(entry, id=None, who="", claims=tuple(claims))
 

@@ -56,9 +56,13 @@ def check_claims(
         else None
     )
     check_options = verify.VerifierOptions(
-        audience=filters.audience, language=language, as_of=o.as_of, judge=judge,
-        embedder=embedder, same_point_cosine=profile.same_point_cosine,
+        audience=filters.audience,
+        language=language,
+        as_of=o.as_of,
+        judge=judge,
+        embedder=embedder,
+        same_point_cosine=profile.same_point_cosine,
         cross_language_cut=profile.cross_language_cut,
-    )  # fmt: skip
+    )
     answer = Answer(True, text, tuple(claims))
     return verify.check_answer(answer, store, context, o.question, check_options, cache=cache)

@@ -216,16 +216,31 @@ def ask(
         else ()
     )
     result = _answer(
-        replace(base, context=context), provider, o, context, timings, closeness, spans,
-        on_text, readings,
-    )  # fmt: skip
+        replace(base, context=context),
+        provider,
+        o,
+        context,
+        timings,
+        closeness,
+        spans,
+        on_text,
+        readings,
+    )
     if o.mode == "select" and o.answerability:
         result = chosen_answer(result)
     emit("answer", _unchecked(result))
     on_time(o, "the checks")
     embedder = getattr(retriever, "embedder", None)
-    result = checked(result, store, context, o, judge=judge, embedder=embedder,
-                     verifier=verifier, profile=profile)  # fmt: skip
+    result = checked(
+        result,
+        store,
+        context,
+        o,
+        judge=judge,
+        embedder=embedder,
+        verifier=verifier,
+        profile=profile,
+    )
     if result.checks:
         emit("checks", result)
     return result
@@ -346,12 +361,15 @@ def checked(
     ):
         embedder = parts.embedder()
     check_options = verify.VerifierOptions(
-        audience=o.audience, language=language, as_of=o.as_of, embedder=embedder,
+        audience=o.audience,
+        language=language,
+        as_of=o.as_of,
+        embedder=embedder,
         # a chosen sentence is its passage's own text: no entailment to judge
         judge=None if result.answer.mode == "select" else judge,
         same_point_cosine=profile.same_point_cosine,
         cross_language_cut=profile.cross_language_cut,
-    )  # fmt: skip
+    )
     checks = verify.check_answer(
         result.answer, store, context, result.question, check_options, cache=parts.cache
     )

@@ -421,9 +421,14 @@ def open_workspace(
 
     with ingest_progress() as step:
         return Workspace.open(
-            index, store=store, demo=demo, provider=provider, model=model, progress=step,
+            index,
+            store=store,
+            demo=demo,
+            provider=provider,
+            model=model,
+            progress=step,
             on_demo=announce_demo,
-        )  # fmt: skip
+        )
 
 
 def progress(first: str, *, rate: bool = False, quiet: bool = False) -> Progress:
@@ -439,10 +444,15 @@ def progress(first: str, *, rate: bool = False, quiet: bool = False) -> Progress
 
     extra = (TextColumn("{task.fields[rate]}"),) if rate else ()
     return Progress(
-        TextColumn(first), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), *extra,
-        console=err.console(), transient=True,
+        TextColumn(first),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        *extra,
+        console=err.console(),
+        transient=True,
         disable=quiet or verbosity().quiet or not err.is_terminal,
-    )  # fmt: skip
+    )
 
 
 class PhaseLog:
@@ -542,9 +552,13 @@ def working(what: str) -> Iterator[Any]:
 
     on_screen = not verbosity().quiet and err.is_terminal
     with Progress(
-        SpinnerColumn(), TextColumn(what), TimeElapsedColumn(),
-        console=err.console(), transient=True, disable=not on_screen,
-    ) as bar:  # fmt: skip
+        SpinnerColumn(),
+        TextColumn(what),
+        TimeElapsedColumn(),
+        console=err.console(),
+        transient=True,
+        disable=not on_screen,
+    ) as bar:
         bar.add_task(what, total=None)
         yield bar
 

@@ -156,9 +156,13 @@ def demo(
     with user_errors():
         with ingest_progress() as step:
             ws = Workspace.open(
-                index, demo=True, refresh_demo=True, provider=provider, progress=step,
+                index,
+                demo=True,
+                refresh_demo=True,
+                provider=provider,
+                progress=step,
                 on_demo=print_report,
-            )  # fmt: skip
+            )
         text, opts, _ = ask_options(question, None, None, "auto", 5, demo=True)
         filters = Filters(as_of=opts.as_of, audience=opts.audience)
         out.print(f"\n[bold]search:[/bold] {shown(text)}", highlight=False)
@@ -229,8 +233,10 @@ def questions(
         return
     if from_feedback:
         if questions_file is not None or kind is not None:
-            raise typer.BadParameter("--questions and --kind read a question set; it makes one",
-                                     param_hint="--from-feedback")  # fmt: skip
+            raise typer.BadParameter(
+                "--questions and --kind read a question set; it makes one",
+                param_hint="--from-feedback",
+            )
         print_feedback_questions(index, demo, store, audience, since, until, asked_by, as_json)
         return
     with user_errors():
@@ -254,15 +260,23 @@ def questions(
     for q in qs:
         listed.add_row(
             *(shown(v, one_line=True) for v in (q.id, q.kind, q.language, q.audience)),
-            q.as_of.isoformat() if q.as_of else "-", "yes" if q.abstain else "", shown(q.question),
-        )  # fmt: skip
+            q.as_of.isoformat() if q.as_of else "-",
+            "yes" if q.abstain else "",
+            shown(q.question),
+        )
     out.print(listed)
 
 
 def print_feedback_questions(
-    index: Path | None, demo: bool, store: str | None, audience: str, since: str | None,
-    until: str | None, asked_by: str | None, as_json: bool,
-) -> None:  # fmt: skip
+    index: Path | None,
+    demo: bool,
+    store: str | None,
+    audience: str,
+    since: str | None,
+    until: str | None,
+    asked_by: str | None,
+    as_json: bool,
+) -> None:
     """`questions --from-feedback`: the question set made from the feedback the options select
     (`Workspace.feedback_questions`), as JSON Lines (--json: the wire questions); what could
     not be used as given is said on stderr."""
@@ -277,8 +291,11 @@ def print_feedback_questions(
     for note in notes:
         err.print(f"note: {shown(note, one_line=True)}", highlight=False, soft_wrap=True)
     if not qs:
-        err.print("note: no feedback recorded for this reader (see `tether audit --feedback`)",
-                  highlight=False, soft_wrap=True)  # fmt: skip
+        err.print(
+            "note: no feedback recorded for this reader (see `tether audit --feedback`)",
+            highlight=False,
+            soft_wrap=True,
+        )
     if as_json:
         from tether.schemas import WireQuestion
 
@@ -372,14 +389,25 @@ def ask(
         on_demo = on_demo_index(index, demo, question)
         mode = "inline" if inline else {None: "auto", True: "select", False: "json"}[select]
         text, opts, _ = ask_options(
-            question, as_of, audience, method, k, demo=on_demo,
+            question,
+            as_of,
+            audience,
+            method,
+            k,
+            demo=on_demo,
             **({} if budget is None else {"budget": budget}),
-            closed_book=closed_book, mode=mode, strict=strict, answerability=answerability,
-        )  # fmt: skip
+            closed_book=closed_book,
+            mode=mode,
+            strict=strict,
+            answerability=answerability,
+        )
         ws = open_workspace(
-            index, demo or (index is None and store is None and on_demo), store,
-            provider=provider, model=model,
-        )  # fmt: skip
+            index,
+            demo or (index is None and store is None and on_demo),
+            store,
+            provider=provider,
+            model=model,
+        )
         with working("loading the model…"):
             ws.provider  # noqa: B018 (builds it: loading the local model takes seconds)
         with working("answering…") as bar:

@@ -83,9 +83,12 @@ def eval_verifier(
         with progress("checking claims") as bar:
             task = bar.add_task("claims", total=len(items))
             result = run_verifier_eval(
-                ws.store, items, judge=judge, embedder=embedder,
+                ws.store,
+                items,
+                judge=judge,
+                embedder=embedder,
                 progress=lambda done, total: bar.update(task, completed=done),
-            )  # fmt: skip
+            )
     from tether.schemas import VerifierReport
 
     report = VerifierReport.from_result(result)
@@ -150,11 +153,16 @@ def calibrate(
         with progress("calibrating") as bar:
             task = bar.add_task("gate", total=len(qs) * len(methods))
             cal = calibrate_gate(
-                ws.store, retriever, qs, methods, max_wrongly_refused=max_wrongly_refused,
+                ws.store,
+                retriever,
+                qs,
+                methods,
+                max_wrongly_refused=max_wrongly_refused,
                 progress=lambda done, total: bar.update(task, completed=done),
-            )  # fmt: skip
-        ws.set_gate_floors(cal.floors, calibration_record(cal, questions_file, len(qs),
-                                                          max_wrongly_refused))  # fmt: skip
+            )
+        ws.set_gate_floors(
+            cal.floors, calibration_record(cal, questions_file, len(qs), max_wrongly_refused)
+        )
     for warning in cal.warnings:
         err.print(f"[yellow]warning:[/yellow] {shown(warning)}", highlight=False)
     if as_json:
@@ -169,9 +177,12 @@ def calibrate(
     chosen = {(r.method, r.floor) for r in cal.chosen}
     for r in sorted({*cal.table, *cal.chosen}, key=lambda r: (r.method, r.floor)):
         listed.add_row(
-            r.method, f"{r.floor:.4g}", f"{r.wrongly_refused}/{r.answerable}",
-            f"{r.let_through}/{r.must_refuse}", "✓" if (r.method, r.floor) in chosen else "",
-        )  # fmt: skip
+            r.method,
+            f"{r.floor:.4g}",
+            f"{r.wrongly_refused}/{r.answerable}",
+            f"{r.let_through}/{r.must_refuse}",
+            "✓" if (r.method, r.floor) in chosen else "",
+        )
     out.print(listed)
     out.print(
         f"stored in {shown(ws.index)}: " + ", ".join(f"{m} {f:.4g}" for m, f in cal.floors.items())
@@ -189,11 +200,15 @@ def calibration_record(cal: Any, questions: Path | None, n: int, share: float) -
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "max_wrongly_refused": share,
         "chosen": [
-            {"method": r.method, "floor": r.floor, "wrongly_refused": f"{r.wrongly_refused}/{r.answerable}",
-             "let_through": f"{r.let_through}/{r.must_refuse}"}
+            {
+                "method": r.method,
+                "floor": r.floor,
+                "wrongly_refused": f"{r.wrongly_refused}/{r.answerable}",
+                "let_through": f"{r.let_through}/{r.must_refuse}",
+            }
             for r in cal.chosen
         ],
-    }  # fmt: skip
+    }
 
 
 VerifierOpt = Annotated[
@@ -288,8 +303,18 @@ def eval_command(
         eval_verifier(index, judge, as_json, claims, collection, store)
         return
     if answers:
-        eval_answers(questions_file, collection, index, methods, k, audience, provider, model,
-                     as_json, report)  # fmt: skip
+        eval_answers(
+            questions_file,
+            collection,
+            index,
+            methods,
+            k,
+            audience,
+            provider,
+            model,
+            as_json,
+            report,
+        )
         return
     if claims:
         raise typer.BadParameter("only with --verifier", param_hint="--claims")
@@ -303,8 +328,9 @@ def eval_command(
         qs = load_questions(questions_file)
         ws = eval_workspace(collection, index, questions_file is not None, store)
         retriever = eval_retriever(ws, chosen, rewrite, provider, model)
-        result = run_eval(ws.store, retriever, qs, str(questions_file or "bundled"), chosen, k,
-                          audience, as_json)  # fmt: skip
+        result = run_eval(
+            ws.store, retriever, qs, str(questions_file or "bundled"), chosen, k, audience, as_json
+        )
         if report is not None:
             write_report(result, report)
     if as_json:
@@ -322,10 +348,17 @@ def eval_command(
 
 
 def eval_answers(
-    questions_file: Path | None, collection: Path | None, index: Path | None, methods: str,
-    k: int, audience: str | None, provider: str | None, model: str | None, as_json: bool,
+    questions_file: Path | None,
+    collection: Path | None,
+    index: Path | None,
+    methods: str,
+    k: int,
+    audience: str | None,
+    provider: str | None,
+    model: str | None,
+    as_json: bool,
     report: Path | None,
-) -> None:  # fmt: skip
+) -> None:
     """`eval --answers` (see `tether.cli.answers`)."""
     from tether.cli.answers import (
         answers_json,
@@ -343,9 +376,16 @@ def eval_answers(
         qs = load_questions(questions_file)
         ws = eval_workspace(collection, index, questions_file is not None)
         result = run_answers(
-            ws, qs, questions_file=str(questions_file or "bundled"), provider=provider,
-            model=model, method=method, k=k, audience=audience, quiet=as_json,
-        )  # fmt: skip
+            ws,
+            qs,
+            questions_file=str(questions_file or "bundled"),
+            provider=provider,
+            model=model,
+            method=method,
+            k=k,
+            audience=audience,
+            quiet=as_json,
+        )
         finish_answers(ws, result, report)
     if as_json:
         answers_json(result)
@@ -429,10 +469,15 @@ def run_eval(
     with progress("{task.description}", quiet=quiet) as bar:
         task = bar.add_task("Searching", total=None)
         return run_retrieval_eval(
-            store, retriever, qs, chosen, k,
+            store,
+            retriever,
+            qs,
+            chosen,
+            k,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
-            audience=audience, questions_file=questions_file,
-        )  # fmt: skip
+            audience=audience,
+            questions_file=questions_file,
+        )
 
 
 def print_eval(result: Any) -> None:
@@ -450,9 +495,11 @@ def print_eval(result: Any) -> None:
         agg = result.aggregates[method]["overall"]
         t = result.timings[method]
         overall.add_row(
-            method, *(f"{agg[m]:.3f}" for m in METRICS),
-            f"{t['median_ms']:.1f}", f"{t['p95_ms']:.1f}",
-        )  # fmt: skip
+            method,
+            *(f"{agg[m]:.3f}" for m in METRICS),
+            f"{t['median_ms']:.1f}",
+            f"{t['p95_ms']:.1f}",
+        )
     out.print(overall)
     for method in result.methods:
         agg = result.aggregates[method]
@@ -463,9 +510,10 @@ def print_eval(result: Any) -> None:
         for label, groups in (("kind", agg["by_kind"]), ("lang", agg["by_language"])):
             for group, vals in groups.items():
                 by_group.add_row(
-                    f"{label}: {shown(group, one_line=True)}", str(int(vals["n"])),
+                    f"{label}: {shown(group, one_line=True)}",
+                    str(int(vals["n"])),
                     *(f"{vals[m]:.3f}" for m in METRICS),
-                )  # fmt: skip
+                )
         out.print(by_group)
     print_failures(result)
     for note in result.notes:

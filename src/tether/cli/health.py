@@ -39,13 +39,19 @@ QUOTE_CHARS = 240
 def health(
     as_of: Annotated[
         str,
-        typer.Option("--as-of", help="The date to judge on: YYYY-MM-DD or today (default).",
-                     callback=as_of_option),
+        typer.Option(
+            "--as-of",
+            help="The date to judge on: YYYY-MM-DD or today (default).",
+            callback=as_of_option,
+        ),
     ] = "today",
     since: Annotated[
         str | None,
-        typer.Option(help="Count the questions asked from this date (YYYY-MM-DD) on; default:"
-                     " the whole audit.", callback=as_of_option),
+        typer.Option(
+            help="Count the questions asked from this date (YYYY-MM-DD) on; default:"
+            " the whole audit.",
+            callback=as_of_option,
+        ),
     ] = None,
     report: Annotated[
         Path | None,
@@ -53,8 +59,10 @@ def health(
     ] = None,
     contradictions: Annotated[
         bool,
-        typer.Option("--contradictions/--no-contradictions",
-                     help="Look for documents in force together that disagree (the slowest part)."),
+        typer.Option(
+            "--contradictions/--no-contradictions",
+            help="Look for documents in force together that disagree (the slowest part).",
+        ),
     ] = True,
     index: IndexOpt = None,
     demo: DemoOpt = False,
@@ -74,9 +82,10 @@ def health(
         since_date = as_of_value(since) if since else None
         with working("checking the collection…"):
             found = ws.health(
-                as_of, since=since_date.isoformat() if since_date else None,
+                as_of,
+                since=since_date.isoformat() if since_date else None,
                 contradictions=contradictions,
-            )  # fmt: skip
+            )
         if report is not None:
             try:
                 report.write_text(render_html(found), encoding="utf-8")

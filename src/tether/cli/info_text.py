@@ -173,12 +173,14 @@ def index_lines(data: Mapping[str, Any], documents: int | None = None) -> list[L
     lines.append(("formats", _counts(take("by_format", None)) + " (files)"))
     spans, holding = take("instruction_spans", 0), take("documents_with_instructions", 0)
     if spans or holding:
-        lines.append((
-            "text for AI",
-            f"{_plural(spans, 'span')} addressed to AI assistants in"
-            f" {_plural(holding, 'document version')} (never obeyed; `tether documents` shows"
-            " them)",
-        ))  # fmt: skip
+        lines.append(
+            (
+                "text for AI",
+                f"{_plural(spans, 'span')} addressed to AI assistants in"
+                f" {_plural(holding, 'document version')} (never obeyed; `tether documents` shows"
+                " them)",
+            )
+        )
     built = [str(take("chunker", "")) or "unknown chunker"]
     embedder, dim = take("embedder", None), take("embedder_dim", None)
     if embedder:
@@ -315,10 +317,14 @@ def last_eval_line(e: Mapping[str, Any] | None) -> str:
         "the bundled questions" if asked == "bundled" else f"questions of {asked}" if asked else ""
     )
     head = " ".join(
-        p for p in (_date(e["at"]) if e.get("at") else "",
-                    f"by {e['provider']}" if e.get("provider") else "", f"on {asked}" if asked else "")
+        p
+        for p in (
+            _date(e["at"]) if e.get("at") else "",
+            f"by {e['provider']}" if e.get("provider") else "",
+            f"on {asked}" if asked else "",
+        )
         if p
-    )  # fmt: skip
+    )
     if not isinstance(o, Mapping):
         return head or flat(e)
     parts = [f"{_num(o.get('n', 0))} asked"]
@@ -373,8 +379,13 @@ def info_sections(data: Mapping[str, Any], audience: str = "") -> dict[str, list
     index = index_lines({k: v for k, v in rest.items() if k != "handoff"}, documents)
     if audience == "public":
         # no word of staff here: what a public reader is told moves with no staff document
-        index.insert(1, ("counted for", "the public audience: public documents only (the"
-                                        " default; --audience changes it)"))  # fmt: skip
+        index.insert(
+            1,
+            (
+                "counted for",
+                "the public audience: public documents only (the default; --audience changes it)",
+            ),
+        )
     elif audience == "staff":
         index.insert(1, ("counted for", "the staff audience: every document, public and staff"))
     handoff = handoff_lines(handoff_record)

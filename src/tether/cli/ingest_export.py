@@ -46,9 +46,14 @@ def ingest_export(
         remembered(source, ws.store)
         with ingest_progress() as step:
             report = ws.ingest(
-                source, chunker=config, embed=embed, rebuild=rebuild, strict=strict,
-                progress=step, default_access=default_access,
-            )  # fmt: skip
+                source,
+                chunker=config,
+                embed=embed,
+                rebuild=rebuild,
+                strict=strict,
+                progress=step,
+                default_access=default_access,
+            )
         where = ws.store.location
     finally:
         ws.close()

@@ -56,9 +56,15 @@ def print_report(report: SyncReport, index: Path | str) -> None:
 
     table = Table(title=f"ingest → {shown(index, one_line=True)}", show_header=True)
     columns = (
-        "added", "updated", "removed", "unchanged", "problems", "chunks written", "seconds",
+        "added",
+        "updated",
+        "removed",
+        "unchanged",
+        "problems",
+        "chunks written",
+        "seconds",
         "calibration s",
-    )  # fmt: skip
+    )
     for col in columns:
         table.add_column(col, justify="right")
     table.add_row(

@@ -40,9 +40,16 @@ if TYPE_CHECKING:
 SITE_PANEL = "Website (FOLDER is an http(s) URL)"
 # option name -> WebSettings field
 SITE_OPTIONS = (
-    "max_pages", "max_depth", "max_page_bytes", "max_bytes", "delay", "concurrency",
-    "timeout", "retries", "sitemap",
-)  # fmt: skip
+    "max_pages",
+    "max_depth",
+    "max_page_bytes",
+    "max_bytes",
+    "delay",
+    "concurrency",
+    "timeout",
+    "retries",
+    "sitemap",
+)
 
 
 def site_index(index: Path | None, store: str | None) -> Path:
@@ -193,9 +200,14 @@ def ingest_site(
         assert isinstance(source, WebSource)
         with ingest_progress() as step:
             report = ws.ingest(
-                source, chunker=config, embed=embed, rebuild=rebuild, strict=strict,
-                progress=step, default_access=default_access,
-            )  # fmt: skip
+                source,
+                chunker=config,
+                embed=embed,
+                rebuild=rebuild,
+                strict=strict,
+                progress=step,
+                default_access=default_access,
+            )
         where = ws.store.location
     finally:
         ws.close()
@@ -266,11 +278,13 @@ def source_lines(rest: dict[str, Any]) -> list[tuple[str, str]]:
             ", ".join(f"{n} {what}" for what, n in last.items()) if isinstance(last, dict) else ""
         )
         when = str(entry.get("synced_at", "?"))[:19].replace("T", " ")
-        lines.append((
-            "source",
-            f"{entry.get('kind', '?')} {entry.get('location', '?')} · last synced {when} UTC"
-            + (f" ({counts})" if counts else ""),
-        ))  # fmt: skip
+        lines.append(
+            (
+                "source",
+                f"{entry.get('kind', '?')} {entry.get('location', '?')} · last synced {when} UTC"
+                + (f" ({counts})" if counts else ""),
+            )
+        )
     return lines
 
 

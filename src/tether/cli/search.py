@@ -65,10 +65,13 @@ def documents(
         m = d.meta
         names = (shown(v, one_line=True) for v in (m.doc_id, m.version, m.doc_type, m.access))
         listed.add_row(
-            *names, shown(m.language, one_line=True), in_force(m.effective_from, m.effective_to),
-            str(d.chunks), f"! {len(d.instructions)}" if d.instructions else "",
+            *names,
+            shown(m.language, one_line=True),
+            in_force(m.effective_from, m.effective_to),
+            str(d.chunks),
+            f"! {len(d.instructions)}" if d.instructions else "",
             shown(m.source, one_line=True),
-        )  # fmt: skip
+        )
     out.print(listed)
     print_instructions(docs)
 

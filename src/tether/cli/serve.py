@@ -176,10 +176,17 @@ def serve(
         opened.close()
         ring = key_ring(keys, allow_anonymous=allow_anonymous)
     config = ServeConfig(
-        rate=rate, burst=burst or max(1, int(rate * 2)), model_waiting=queue, deadline_s=deadline,
-        cors_origins=tuple(cors_origin or ()), docs=docs, body_timeout_s=body_timeout,
-        anonymous_audit_per_day=anonymous_audit_per_day, warm=warm, readers=readers,
-    )  # fmt: skip
+        rate=rate,
+        burst=burst or max(1, int(rate * 2)),
+        model_waiting=queue,
+        deadline_s=deadline,
+        cors_origins=tuple(cors_origin or ()),
+        docs=docs,
+        body_timeout_s=body_timeout,
+        anonymous_audit_per_day=anonymous_audit_per_day,
+        warm=warm,
+        readers=readers,
+    )
     who = "anonymous callers are public" if ring.allow_anonymous else "a key is needed"
     warming = "; loading the models: GET /readyz says when they are ready" if warm else ""
     processes = f"; {workers} processes" if workers > 1 else ""
@@ -203,8 +210,14 @@ def serve(
 
             watching = start_watch(folder, path, url)
         try:
-            serve(plan, host, port, workers=workers, forwarded_allow_ips=proxies,
-                  header_timeout_s=header_timeout)  # fmt: skip
+            serve(
+                plan,
+                host,
+                port,
+                workers=workers,
+                forwarded_allow_ips=proxies,
+                header_timeout_s=header_timeout,
+            )
         finally:
             if watching is not None:
                 stop_watch(*watching)

@@ -70,9 +70,12 @@ class FolderIngest:
 
             with ingest_progress() as step:
                 return self.ws.ingest(
-                    self.folder, chunker=chunker, embed=embed, progress=step,
+                    self.folder,
+                    chunker=chunker,
+                    embed=embed,
+                    progress=step,
                     follow_links=self.follow_links,
-                )  # fmt: skip
+                )
         finally:
             self.ws.close()
 
@@ -204,10 +207,13 @@ def watch(
         where = ingest.ws.store.location
         ingest.ws.close()
         run = FolderWatch(
-            folder, ingest, on_resync=printer(where, as_json=as_json),
-            first=lambda: ingest(progress=not as_json), quiet_s=debounce,
+            folder,
+            ingest,
+            on_resync=printer(where, as_json=as_json),
+            first=lambda: ingest(progress=not as_json),
+            quiet_s=debounce,
             ignored=ingest.ignored(),
-        )  # fmt: skip
+        )
         stop_on_signals(run)
         if not as_json:
             err.print(f"watching {shown(folder)} → {shown(where)} (Ctrl-C stops)", highlight=False)

@@ -273,11 +273,14 @@ class FastE5Embedder(_E5Embedder):
         ids = enc.tokenize(_utf8_safe(texts), is_query)
         lengths = [len(x) + 2 for x in ids]
         return embed_in_batches(
-            ids, lengths,
+            ids,
+            lengths,
             enc.embed_ids,
-            dim=self.dim, batch_size=self.batch_size,
-            max_batch_tokens=self.max_batch_tokens, progress=progress,
-        )  # fmt: skip
+            dim=self.dim,
+            batch_size=self.batch_size,
+            max_batch_tokens=self.max_batch_tokens,
+            progress=progress,
+        )
 
 
 # ----------------------------------------------------------------------------- OpenAI

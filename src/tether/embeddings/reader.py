@@ -82,10 +82,13 @@ def tensor_hash(shapes: dict[str, tuple[int, ...]]) -> str:
     """A hash of the tensors' names and shapes and of the input format: what a card must
     match to be read by this code."""
     text = json.dumps(
-        {"format": FORMAT, "tasks": {k: list(v[1]) for k, v in TASKS.items()},
-         "tensors": {k: list(v) for k, v in sorted(shapes.items())}},
+        {
+            "format": FORMAT,
+            "tasks": {k: list(v[1]) for k, v in TASKS.items()},
+            "tensors": {k: list(v) for k, v in sorted(shapes.items())},
+        },
         sort_keys=True,
-    )  # fmt: skip
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -121,20 +121,32 @@ def score(q: Question, result: AskResult, seconds: float) -> AnswerRow:
     )
     flags = tuple(sorted({str(f) for ch in result.checks for f in ch.flags}))
     return AnswerRow(
-        id=q.id, kind=q.kind, language=q.language, audience=q.audience, question=q.question,
-        abstain=q.abstain, status=result.status, refused_by=result.refused_by, correct=correct,
-        correct_shown=shown_ok, answer=answer_text(result), keys=q.keys, must_not=q.must_not,
-        passages=passages, claims=len(result.checks),
+        id=q.id,
+        kind=q.kind,
+        language=q.language,
+        audience=q.audience,
+        question=q.question,
+        abstain=q.abstain,
+        status=result.status,
+        refused_by=result.refused_by,
+        correct=correct,
+        correct_shown=shown_ok,
+        answer=answer_text(result),
+        keys=q.keys,
+        must_not=q.must_not,
+        passages=passages,
+        claims=len(result.checks),
         flagged_claims=sum(1 for ch in result.checks if ch.flags),
         unsupported_claims=sum(
             1 for ch in result.checks if any(f.split(":")[0] in SUPPORT_FLAGS for f in ch.flags)
         ),
-        flags=flags, seconds=seconds,
+        flags=flags,
+        seconds=seconds,
         input_tokens=comp.input_tokens if comp else 0,
         output_tokens=comp.output_tokens if comp else 0,
         cost_usd=comp.cost_usd if comp else 0.0,
         note=result.provider_note,
-    )  # fmt: skip
+    )
 
 
 def summarise(rows: Sequence[AnswerRow]) -> dict[str, Any]:
@@ -159,8 +171,9 @@ def summarise(rows: Sequence[AnswerRow]) -> dict[str, Any]:
         "refused": len(refused),
         "refused_by": by,
         "abstention_precision": _rate(sum(r.abstain for r in refused), len(refused)),
-        "abstention_recall": _rate(sum(r.refused_by is not None for r in must_refuse),
-                                   len(must_refuse)),
+        "abstention_recall": _rate(
+            sum(r.refused_by is not None for r in must_refuse), len(must_refuse)
+        ),
         "claims": claims,
         "flagged_claim_rate": _rate(sum(r.flagged_claims for r in rows), claims),
         "unsupported_claim_rate": _rate(sum(r.unsupported_claims for r in rows), claims),
@@ -169,7 +182,7 @@ def summarise(rows: Sequence[AnswerRow]) -> dict[str, Any]:
         "input_tokens": sum(r.input_tokens for r in rows),
         "output_tokens": sum(r.output_tokens for r in rows),
         "cost_usd": sum(r.cost_usd for r in rows),
-    }  # fmt: skip
+    }
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -271,6 +284,10 @@ def run_answer_eval(
         if progress:
             progress(n, len(questions))
     return AnswerEvalResult(
-        provider=provider, questions_file=questions_file, index=index, rows=tuple(rows),
-        errors=tuple(errors), options=dict(options or {}),
-    )  # fmt: skip
+        provider=provider,
+        questions_file=questions_file,
+        index=index,
+        rows=tuple(rows),
+        errors=tuple(errors),
+        options=dict(options or {}),
+    )

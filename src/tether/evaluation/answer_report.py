@@ -50,10 +50,16 @@ def render_answer_report(result: AnswerEvalResult) -> str:
     groups = [("overall", s["overall"])]
     groups += [(f"kind: {k}", v) for k, v in s["by_kind"].items()]
     groups += [(f"language: {k}", v) for k, v in s["by_language"].items()]
-    return environment().get_template("answers.html.j2").render(
-        result=result, groups=groups, failures=result.failures(),
-        charts=[(c, _chart(result, c)) for c in ("accuracy", "abstention")],
-    )  # fmt: skip
+    return (
+        environment()
+        .get_template("answers.html.j2")
+        .render(
+            result=result,
+            groups=groups,
+            failures=result.failures(),
+            charts=[(c, _chart(result, c)) for c in ("accuracy", "abstention")],
+        )
+    )
 
 
 def write_answer_report(result: AnswerEvalResult, path: Path | str) -> Path:

@@ -106,9 +106,13 @@ def calibrate_gate(
 
         def row(f: float, method: str = method, answerable=answerable, refuse=refuse) -> GateRow:
             return GateRow(
-                method, f, sum(s < f for s in answerable), len(answerable),
-                sum(s >= f for s in refuse), len(refuse),
-            )  # fmt: skip
+                method,
+                f,
+                sum(s < f for s in answerable),
+                len(answerable),
+                sum(s >= f for s in refuse),
+                len(refuse),
+            )
 
         floors[method] = floor
         chosen.append(row(floor))

@@ -75,8 +75,12 @@ def _question(
     reference = ""
     wanted = list(rights)
     if not wrong and entry.status in ("answered", "flagged"):
-        cited = [c for claim in entry.claims if not claim.get("removed")
-                 for c in claim.get("chunk_ids") or ()]  # fmt: skip
+        cited = [
+            c
+            for claim in entry.claims
+            if not claim.get("removed")
+            for c in claim.get("chunk_ids") or ()
+        ]
         wanted = [*cited, *rights]
         reference = entry.answer
     relevant: list[Relevant] = []
@@ -117,6 +121,9 @@ def relevant_of(chunk: Chunk) -> Relevant:
     evidence = " ".join(body.split()[:EVIDENCE_WORDS]) or None
     section = chunk.heading_path[-1] if chunk.heading_path and not chunk.anchor else None
     return Relevant(
-        doc_id=chunk.doc_id, version=chunk.version, section=section, anchor=chunk.anchor,
+        doc_id=chunk.doc_id,
+        version=chunk.version,
+        section=section,
+        anchor=chunk.anchor,
         evidence=evidence,
-    )  # fmt: skip
+    )

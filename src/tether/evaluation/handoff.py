@@ -43,9 +43,7 @@ def handoff(
         "documents": len({d.meta.doc_id for d in documents}),
         "versions": len(documents),
         "languages": dict(Counter(d.meta.language for d in documents)),
-        "documents_with_instructions": sorted(
-            {d.meta.doc_id for d in documents if d.instructions}
-        ),
+        "documents_with_instructions": sorted({d.meta.doc_id for d in documents if d.instructions}),
     }
     if staff:
         collection["by_access"] = dict(Counter(d.meta.access for d in documents))
@@ -69,9 +67,10 @@ def handoff(
         last = {"hidden": "the last evaluation asked staff questions: shown to staff only"}
     elif last:
         weaknesses = [
-            f"{w['kind']}: {w['value']:.0%}" for w in last.get("weakest_kinds", [])
+            f"{w['kind']}: {w['value']:.0%}"
+            for w in last.get("weakest_kinds", [])
             if w.get("value") is not None and w["value"] < 0.7
-        ]  # fmt: skip
+        ]
     return {
         "collection": collection,
         "models": models,

@@ -21,9 +21,19 @@ from tether.errors import TetherError
 from tether.types import Audience, Chunk, Filters, Question, Relevant
 
 _KNOWN = {
-    "id", "question", "language", "as_of", "audience", "abstain", "kind",
-    "reference_answer", "keys", "must_not", "relevant", "tags",
-}  # fmt: skip
+    "id",
+    "question",
+    "language",
+    "as_of",
+    "audience",
+    "abstain",
+    "kind",
+    "reference_answer",
+    "keys",
+    "must_not",
+    "relevant",
+    "tags",
+}
 
 
 QUESTION_TEMPLATE = """\
@@ -131,8 +141,12 @@ def question_line(q: Question) -> dict[str, Any]:
     """`q` as one line of a question set (JSON data `load_questions` reads back as `q`): id,
     question, language and audience always, the other keys when they differ from their
     defaults, a relevant passage's keys when set, and `extra`'s keys as they are."""
-    line: dict[str, Any] = {"id": q.id, "question": q.question, "language": q.language,
-                            "audience": q.audience}  # fmt: skip
+    line: dict[str, Any] = {
+        "id": q.id,
+        "question": q.question,
+        "language": q.language,
+        "audience": q.audience,
+    }
     if q.as_of is not None:
         line["as_of"] = q.as_of.isoformat()
     if q.abstain:

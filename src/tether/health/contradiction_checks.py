@@ -200,11 +200,16 @@ def _rule_conflict(a: Unit, b: Unit) -> str | None:
         )
     if not flipped:
         ta, tb = set(a.words.split()), set(b.words.split())
-        flipped = any(
-            w in ta and w not in tb and (PERMISSION_OPPOSITES[w] & tb)
-            and not (PERMISSION_OPPOSITES[w] & ta)
-            for w in POLAR_WORDS
-        ) and a.negative == b.negative  # fmt: skip
+        flipped = (
+            any(
+                w in ta
+                and w not in tb
+                and (PERMISSION_OPPOSITES[w] & tb)
+                and not (PERMISSION_OPPOSITES[w] & ta)
+                for w in POLAR_WORDS
+            )
+            and a.negative == b.negative
+        )
     if not flipped:
         return None
     return f"{clause(a)} against {clause(b)}"

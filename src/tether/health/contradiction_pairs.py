@@ -104,9 +104,14 @@ def _query(u: Unit) -> bool:
 
 
 def _nearest(
-    units: list[Unit], vectors: Vectors, members: list[int], queries: list[int], k: int,
-    floor: float, other_language: bool = False,
-) -> set[Pair]:  # fmt: skip
+    units: list[Unit],
+    vectors: Vectors,
+    members: list[int],
+    queries: list[int],
+    k: int,
+    floor: float,
+    other_language: bool = False,
+) -> set[Pair]:
     """(i, j, cosine) for each query's `k` nearest members of other documents (same language,
     or with `other_language` another one) at `floor` or more; `members` and `queries` are
     unit indexes with vectors."""

@@ -27,9 +27,15 @@ _SUBORDINATE = re.compile(
     r"|because|since|once|until|unless|while|if|after|before)\b.*$"
 )
 _CONTRACTIONS = {
-    "can't": "cannot", "don't": "do not", "doesn't": "does not", "won't": "will not",
-    "mustn't": "must not", "needn't": "need not", "isn't": "is not", "aren't": "are not",
-}  # fmt: skip
+    "can't": "cannot",
+    "don't": "do not",
+    "doesn't": "does not",
+    "won't": "will not",
+    "mustn't": "must not",
+    "needn't": "need not",
+    "isn't": "is not",
+    "aren't": "are not",
+}
 _CONTRACTION = re.compile("|".join(re.escape(c) for c in _CONTRACTIONS))
 _NEG_MODAL = re.compile(
     r"\b(?:cannot|can not|may not|must not|need not|(?:do|does|did) not (?:have|need) to"

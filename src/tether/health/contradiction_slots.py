@@ -176,9 +176,15 @@ def _slot(sentence: str, number: str, display: str, at: int, unit: str) -> Slot 
     before, after = before[-_WINDOW:], after[:_WINDOW]
     near = frozenset(before + after)
     value *= factor
-    return Slot(unit, value, _shown(sentence, at, display), near, groups=near & GROUP_STEMS,
-                names=_near_names(sentence, at - len(head), end, tail),
-                role=_role(sentence, at, end, head, tail) if unit in ("minute", "month") else "")  # fmt: skip
+    return Slot(
+        unit,
+        value,
+        _shown(sentence, at, display),
+        near,
+        groups=near & GROUP_STEMS,
+        names=_near_names(sentence, at - len(head), end, tail),
+        role=_role(sentence, at, end, head, tail) if unit in ("minute", "month") else "",
+    )
 
 
 def _subject_stems(text: str) -> list[str]:
@@ -213,9 +219,10 @@ def _near_names(sentence: str, head_start: int, end: int, tail: str) -> frozense
     sentence's first word and words of `GROUP_WORDS` (folded)."""
     first = len(sentence) - len(sentence.lstrip())
     found = [
-        m for m in _CAPITALISED.finditer(sentence, head_start, end + len(tail))
+        m
+        for m in _CAPITALISED.finditer(sentence, head_start, end + len(tail))
         if m.start() != first and m.group(0).lower() not in GROUP_WORDS
-    ]  # fmt: skip
+    ]
     before = [m.group(0) for m in found if m.end() <= end][-_WINDOW:]
     after = [m.group(0) for m in found if m.start() >= end][:_WINDOW]
     return frozenset(fold_fast(w) for w in before + after)

@@ -153,9 +153,10 @@ def find_contradictions(
     `keep_rules` a pair the rules find is kept whatever the reader says."""
     step = progress or _silent
     chunks = [
-        c for c in store.chunks()
+        c
+        for c in store.chunks()
         if c.meta.in_force(as_of) and c.meta.doc_type not in exception_types
-    ]  # fmt: skip
+    ]
     step("read sentences", 0, len(chunks))
     units = _without_templates([u for c in chunks for u in read_units(c)])
     step("read sentences", len(chunks), len(chunks))
@@ -185,9 +186,14 @@ def find_contradictions(
 
 
 def _rules(
-    units: list[Unit], i: int, j: int, cos: float, vectors: Vectors | None, corpus: Corpus,
+    units: list[Unit],
+    i: int,
+    j: int,
+    cos: float,
+    vectors: Vectors | None,
+    corpus: Corpus,
     cache: VerifierCache,
-) -> tuple[Contradiction, tuple[Slot, Slot] | None] | None:  # fmt: skip
+) -> tuple[Contradiction, tuple[Slot, Slot] | None] | None:
     """The rules' finding on one candidate pair: the close check, else the reworded one
     (which needs sentence vectors), else None."""
     result = check_close(units[i], units[j], cos, cache)
@@ -246,12 +252,22 @@ def _read_pairs(
             kind: Literal["number", "rule"] = (
                 "number" if units_a & {x.unit for x in b.slots} else "rule"
             )
-            found.append(_Found(round(float(p), 3), i, j, Contradiction(
-                kind=kind, subject=subject(a, a.content & b.content) or a.chunk.meta.title,
-                a=quote(a), b=quote(b),
-                detail=f"read as saying different things (reader {float(p):.2f})",
-                score=round(float(p), 3),
-            ), None))  # fmt: skip
+            found.append(
+                _Found(
+                    round(float(p), 3),
+                    i,
+                    j,
+                    Contradiction(
+                        kind=kind,
+                        subject=subject(a, a.content & b.content) or a.chunk.meta.title,
+                        a=quote(a),
+                        b=quote(b),
+                        detail=f"read as saying different things (reader {float(p):.2f})",
+                        score=round(float(p), 3),
+                    ),
+                    None,
+                )
+            )
         step("read pairs", min(s + READ_BATCH, len(ordered)), len(ordered))
     return found
 
@@ -293,12 +309,16 @@ def _without_templates(units: list[Unit]) -> list[Unit]:
         docs.add(u.doc)
         values.add(tuple(_DIGITS.findall(u.words)))
     return [
-        u for u, key in zip(units, keys, strict=True)
-        if not ("#" in key and len(shapes[key][0]) >= TEMPLATE_DOCS
-                and len(shapes[key][1]) >= TEMPLATE_VALUES)
+        u
+        for u, key in zip(units, keys, strict=True)
+        if not (
+            "#" in key
+            and len(shapes[key][0]) >= TEMPLATE_DOCS
+            and len(shapes[key][1]) >= TEMPLATE_VALUES
+        )
         and len(shapes[key][0]) < BOILERPLATE_DOCS
         and not _COMMAND.search(u.text)
-    ]  # fmt: skip
+    ]
 
 
 def _with_cosine(pairs: Iterable[tuple[int, int, float]]) -> Iterable[tuple[int, int, float]]:

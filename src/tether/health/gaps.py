@@ -102,10 +102,14 @@ def _groups(texts: Sequence[str], vectors: np.ndarray | None) -> list[list[int]]
     words = [set(content_words(t)) for t in texts]
     for i in range(len(texts)):
         at = next(
-            (g for g, members in enumerate(groups)
-             if len(words[i] & words[members[0]]) >= SAME_WORDS * max(1, len(words[i] | words[members[0]]))),
+            (
+                g
+                for g, members in enumerate(groups)
+                if len(words[i] & words[members[0]])
+                >= SAME_WORDS * max(1, len(words[i] | words[members[0]]))
+            ),
             -1,
-        )  # fmt: skip
+        )
         if at >= 0:
             groups[at].append(i)
         else:
@@ -164,14 +168,22 @@ def find_gaps(
         owners = tuple(dict.fromkeys(q.owner for q in evidence if q.owner))
         examples = tuple(texts[i] for i in members[:EXAMPLES])
         nearest = "; ".join(f"{q.title} ({q.section})" if q.section else q.title for q in evidence)
-        findings.append((len(asks), Finding(
-            "gap",
-            f"People ask: {subject}",
-            f"{len(asks)} question{'s' if len(asks) != 1 else ''} ({', '.join(whys)})"
-            f" with no answer that passed its checks; nearest passages: {nearest or 'none'}",
-            doc_ids=tuple(dict.fromkeys(q.doc_id for q in evidence)),
-            owners=owners, evidence=evidence, examples=examples, count=len(asks),
-        )))  # fmt: skip
+        findings.append(
+            (
+                len(asks),
+                Finding(
+                    "gap",
+                    f"People ask: {subject}",
+                    f"{len(asks)} question{'s' if len(asks) != 1 else ''} ({', '.join(whys)})"
+                    f" with no answer that passed its checks; nearest passages: {nearest or 'none'}",
+                    doc_ids=tuple(dict.fromkeys(q.doc_id for q in evidence)),
+                    owners=owners,
+                    evidence=evidence,
+                    examples=examples,
+                    count=len(asks),
+                ),
+            )
+        )
     findings.sort(key=lambda t: -t[0])
     return [f for _, f in findings]
 

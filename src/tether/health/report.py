@@ -56,8 +56,10 @@ def contradiction_finding(c: Contradiction) -> Finding:
         "contradiction",
         f"{c.a.title} and {c.b.title} disagree on {c.subject}",
         f"{c.detail} ({c.kind}; both in force)",
-        doc_ids=(c.a.doc_id, c.b.doc_id), owners=owners, evidence=(c.a, c.b),
-    )  # fmt: skip
+        doc_ids=(c.a.doc_id, c.b.doc_id),
+        owners=owners,
+        evidence=(c.a, c.b),
+    )
 
 
 def build_report(
@@ -130,9 +132,14 @@ def build_report(
         "marked_helpful": helpful,
     }
     return HealthReport(
-        collection, as_of, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), tuple(findings),
-        looked_at, time.perf_counter() - began, tuple(notes),
-    )  # fmt: skip
+        collection,
+        as_of,
+        datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        tuple(findings),
+        looked_at,
+        time.perf_counter() - began,
+        tuple(notes),
+    )
 
 
 RECHECK_MAX = 300

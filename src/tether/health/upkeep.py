@@ -58,8 +58,16 @@ _HREF = re.compile(r"""\bhref\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
 def quote_of(chunk: Chunk, text: str | None = None) -> Quote:
     """A chunk (or `text` from it) as a finding quotes it."""
     m = chunk.meta
-    return Quote(m.doc_id, m.version, m.title, chunk.chunk_id, text if text is not None else
-                 chunk.text, m.owner, m.access, " › ".join(chunk.heading_path))  # fmt: skip
+    return Quote(
+        m.doc_id,
+        m.version,
+        m.title,
+        chunk.chunk_id,
+        text if text is not None else chunk.text,
+        m.owner,
+        m.access,
+        " › ".join(chunk.heading_path),
+    )
 
 
 def recorded_state(store: StoreReader) -> dict:
@@ -84,15 +92,22 @@ def ended(docs: Sequence[DocumentInfo], as_of: date) -> list[Finding]:
         if last.effective_to is None or last.effective_to >= as_of:
             continue  # not in force yet: it starts later
         notice = last.doc_type == "notice"
-        found.append(Finding(
-            "stale", f"{last.title} ended on {last.effective_to.isoformat()} with no successor",
-            f"{doc_id} version {last.version} was in force until"
-            f" {last.effective_to.isoformat()}; no version is in force on {as_of.isoformat()},"
-            " so it answers no question dated after that: "
-            + ("a notice past its dates, to archive or remove" if notice
-               else "renew it, give it a successor, or remove it"),
-            doc_ids=(doc_id,), owners=(last.owner,) if last.owner else (),
-        ))  # fmt: skip
+        found.append(
+            Finding(
+                "stale",
+                f"{last.title} ended on {last.effective_to.isoformat()} with no successor",
+                f"{doc_id} version {last.version} was in force until"
+                f" {last.effective_to.isoformat()}; no version is in force on {as_of.isoformat()},"
+                " so it answers no question dated after that: "
+                + (
+                    "a notice past its dates, to archive or remove"
+                    if notice
+                    else "renew it, give it a successor, or remove it"
+                ),
+                doc_ids=(doc_id,),
+                owners=(last.owner,) if last.owner else (),
+            )
+        )
     return found
 
 
@@ -109,13 +124,17 @@ def review_overdue(docs: Sequence[DocumentInfo], as_of: date) -> list[Finding]:
         due = current.review_by
         if due is None or due >= as_of:
             continue
-        found.append(Finding(
-            "stale", f"{current.title}: review overdue since {due.isoformat()}",
-            f"{doc_id} version {current.version} was to be reviewed by {due.isoformat()} and"
-            f" is still in force on {as_of.isoformat()}, so it still answers questions: review"
-            " it and set its next review date, or give it an end date",
-            doc_ids=(doc_id,), owners=(current.owner,) if current.owner else (),
-        ))  # fmt: skip
+        found.append(
+            Finding(
+                "stale",
+                f"{current.title}: review overdue since {due.isoformat()}",
+                f"{doc_id} version {current.version} was to be reviewed by {due.isoformat()} and"
+                f" is still in force on {as_of.isoformat()}, so it still answers questions: review"
+                " it and set its next review date, or give it an end date",
+                doc_ids=(doc_id,),
+                owners=(current.owner,) if current.owner else (),
+            )
+        )
     return found
 
 
@@ -137,7 +156,9 @@ def superseded_cited(
         m = chunk.meta
         if m.in_force(as_of):
             continue
-        newer = [v for v in store.versions(m.doc_id) if v.version != m.version and v.in_force(as_of)]
+        newer = [
+            v for v in store.versions(m.doc_id) if v.version != m.version and v.in_force(as_of)
+        ]
         if not newer:
             continue
         per_version.setdefault((m.doc_id, m.version), []).append(cid)
@@ -146,21 +167,25 @@ def superseded_cited(
     for (doc_id, version), cids in sorted(per_version.items()):
         m = metas[(doc_id, version)]
         times = sum(cited[c] for c in cids)
-        found.append(Finding(
-            "superseded_cited",
-            f"{m.title} version {version} is still cited after it was replaced",
-            f"{times} citation{'s' if times != 1 else ''} in recorded answers of version"
-            f" {version}, not in force on {as_of.isoformat()} (a later version is)",
-            doc_ids=(doc_id,), owners=(m.owner,) if m.owner else (),
-            evidence=tuple(quote_of(chunks[c]) for c in cids[:2]),
-            examples=tuple(dict.fromkeys(examples[c] for c in cids))[:3], count=times,
-        ))  # fmt: skip
+        found.append(
+            Finding(
+                "superseded_cited",
+                f"{m.title} version {version} is still cited after it was replaced",
+                f"{times} citation{'s' if times != 1 else ''} in recorded answers of version"
+                f" {version}, not in force on {as_of.isoformat()} (a later version is)",
+                doc_ids=(doc_id,),
+                owners=(m.owner,) if m.owner else (),
+                evidence=tuple(quote_of(chunks[c]) for c in cids[:2]),
+                examples=tuple(dict.fromkeys(examples[c] for c in cids))[:3],
+                count=times,
+            )
+        )
     return found
 
 
-def missing_links(state: dict, owner_of: Callable[[str], tuple[str, str | None]]) -> tuple[
-    list[Finding], list[str]
-]:  # fmt: skip
+def missing_links(
+    state: dict, owner_of: Callable[[str], tuple[str, str | None]]
+) -> tuple[list[Finding], list[str]]:
     """Relative links in the collection's Markdown and HTML files to files that are not there;
     and notes (no folder recorded, or the folder is gone). `owner_of(source)` gives the
     (doc_id, owner) of a source file."""
@@ -186,12 +211,16 @@ def missing_links(state: dict, owner_of: Callable[[str], tuple[str, str | None]]
         if not missing:
             continue
         doc_id, owner = owner_of(source)
-        found.append(Finding(
-            "missing_link",
-            f"{source} links to {len(missing)} missing file{'s' if len(missing) != 1 else ''}",
-            "; ".join(missing), doc_ids=(doc_id,) if doc_id else (),
-            owners=(owner,) if owner else (), count=len(missing),
-        ))  # fmt: skip
+        found.append(
+            Finding(
+                "missing_link",
+                f"{source} links to {len(missing)} missing file{'s' if len(missing) != 1 else ''}",
+                "; ".join(missing),
+                doc_ids=(doc_id,) if doc_id else (),
+                owners=(owner,) if owner else (),
+                count=len(missing),
+            )
+        )
     return found, []
 
 
@@ -222,35 +251,47 @@ def hygiene(
         notes.append("unlabelled documents not known: no ingest recorded them (re-ingest)")
     for source in unlabelled or ():
         m = by_source.get(source)
-        found.append(Finding(
-            "unlabelled", f"{m.title if m else source} has no access label",
-            f"{source} is indexed as {m.access if m else 'the default access'} because its"
-            " file gives no access label: say public or staff in its metadata",
-            doc_ids=(m.doc_id,) if m else (), owners=(m.owner,) if m and m.owner else (),
-        ))  # fmt: skip
+        found.append(
+            Finding(
+                "unlabelled",
+                f"{m.title if m else source} has no access label",
+                f"{source} is indexed as {m.access if m else 'the default access'} because its"
+                " file gives no access label: say public or staff in its metadata",
+                doc_ids=(m.doc_id,) if m else (),
+                owners=(m.owner,) if m and m.owner else (),
+            )
+        )
     for d in docs:
         if not d.instructions:
             continue
         spans = d.instructions
         chunk = store.get(spans[0].chunk_id)
         evidence = (quote_of(chunk, spans[0].text),) if chunk else ()
-        found.append(Finding(
-            "instructions", f"{d.meta.title} holds text addressed to AI assistants",
-            f"{len(spans)} span{'s' if len(spans) != 1 else ''} (never obeyed by tether; another"
-            " assistant reading the document might)",
-            doc_ids=(d.meta.doc_id,), owners=(d.meta.owner,) if d.meta.owner else (),
-            evidence=evidence, count=len(spans),
-        ))  # fmt: skip
+        found.append(
+            Finding(
+                "instructions",
+                f"{d.meta.title} holds text addressed to AI assistants",
+                f"{len(spans)} span{'s' if len(spans) != 1 else ''} (never obeyed by tether; another"
+                " assistant reading the document might)",
+                doc_ids=(d.meta.doc_id,),
+                owners=(d.meta.owner,) if d.meta.owner else (),
+                evidence=evidence,
+                count=len(spans),
+            )
+        )
     try:
         over = int(str(info.get("chunks_over_window") or 0))
     except ValueError:
         over = 0
     if over:
-        found.append(Finding(
-            "over_window", f"{over} chunk{'s' if over != 1 else ''} longer than the embedder's"
-            " window", "their end is not in their vector: split the sections they come from",
-            count=over,
-        ))  # fmt: skip
+        found.append(
+            Finding(
+                "over_window",
+                f"{over} chunk{'s' if over != 1 else ''} longer than the embedder's window",
+                "their end is not in their vector: split the sections they come from",
+                count=over,
+            )
+        )
     for source, reason in sorted((state.get("problems") or {}).items()):
         found.append(Finding("unreadable", f"{source} could not be read", str(reason)))
     return found, notes
@@ -308,12 +349,17 @@ def near_duplicates(
         ca, cb = chunks[first], chunks[second]
         owners = tuple(dict.fromkeys(o for o in (ca.meta.owner, cb.meta.owner) if o))
         n = len(same)
-        found.append(Finding(
-            "near_duplicate", f"{ca.meta.title} and {cb.meta.title} repeat "
-            + ("a passage" if n == 1 else f"{n} passages"),
-            "passages of two different documents repeat one another: when one changes, the"
-            " other may be left behind",
-            doc_ids=(ca.meta.doc_id, cb.meta.doc_id), owners=owners,
-            evidence=(quote_of(ca), quote_of(cb)), count=n,
-        ))  # fmt: skip
+        found.append(
+            Finding(
+                "near_duplicate",
+                f"{ca.meta.title} and {cb.meta.title} repeat "
+                + ("a passage" if n == 1 else f"{n} passages"),
+                "passages of two different documents repeat one another: when one changes, the"
+                " other may be left behind",
+                doc_ids=(ca.meta.doc_id, cb.meta.doc_id),
+                owners=owners,
+                evidence=(quote_of(ca), quote_of(cb)),
+                count=n,
+            )
+        )
     return found, []

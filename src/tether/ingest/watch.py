@@ -175,9 +175,14 @@ class FolderWatch:
         if not self.folder.is_dir():
             raise TetherError(f"no such folder: {self.folder}")
         events = watchfiles.watch(
-            self.folder, watch_filter=self.filter, step=STEP_MS, debounce=2 * TICK_MS,
-            rust_timeout=TICK_MS, yield_on_timeout=True, stop_event=self.stop,
-        )  # fmt: skip
+            self.folder,
+            watch_filter=self.filter,
+            step=STEP_MS,
+            debounce=2 * TICK_MS,
+            rust_timeout=TICK_MS,
+            yield_on_timeout=True,
+            stop_event=self.stop,
+        )
         started = False
         pending, first_at, last_at = 0, 0.0, 0.0
         try:
@@ -212,9 +217,13 @@ class FolderWatch:
             self.ready.set()
 
     def _once(
-        self, trigger: Literal["start", "change"], call: Callable[[], SyncReport], events: int,
-        *, fail: bool = False,
-    ) -> Resync:  # fmt: skip
+        self,
+        trigger: Literal["start", "change"],
+        call: Callable[[], SyncReport],
+        events: int,
+        *,
+        fail: bool = False,
+    ) -> Resync:
         began = time.perf_counter()
         self.busy = True
         try:

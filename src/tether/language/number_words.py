@@ -118,8 +118,16 @@ NUMBER_WORDS: tuple[NumberWord, ...] = tuple(
 # What `tether.asks` also reads as a count in an answer ("a week", "a few days", "half").
 LOOSE_COUNTS: tuple[str, ...] = ("a", "an", "un", "une", "half", "a few", "several", "quelques")
 # Multiples and fractions a claim computes with ("twice", "deux fois", "a quarter").
-MULTIPLES: dict[str, float] = {"twice": 2.0, "deux fois": 2.0, "half": 0.5, "moitie": 0.5,
-                               "quarter": 0.25, "quart": 0.25, "double": 2.0, "triple": 3.0}  # fmt: skip
+MULTIPLES: dict[str, float] = {
+    "twice": 2.0,
+    "deux fois": 2.0,
+    "half": 0.5,
+    "moitie": 0.5,
+    "quarter": 0.25,
+    "quart": 0.25,
+    "double": 2.0,
+    "triple": 3.0,
+}
 
 
 def words_for(reader: str, language: str | None = None) -> tuple[str, ...]:

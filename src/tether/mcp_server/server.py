@@ -98,11 +98,13 @@ class _LiveServer(MCPServer):
         latest = {d.doc_id: d for d in found}  # one per document: its last version listed
         return fixed + [
             MCPResource(
-                uri=f"tether://documents/{doc.doc_id}", name=doc.doc_id, title=doc.title,
+                uri=f"tether://documents/{doc.doc_id}",
+                name=doc.doc_id,
+                title=doc.title,
                 mime_type="text/markdown",
             )
             for doc in latest.values()
-        ]  # fmt: skip
+        ]
 
 
 def build_server(tools: Tools, *, name: str = "tether") -> MCPServer:

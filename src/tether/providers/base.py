@@ -306,8 +306,15 @@ def _past_deadline(provider: str, where: str) -> DeadlineError:
     )
 
 
-def _one_try(call: Call, sdk: Any, provider: str, model: str, where: str,
-             deadline: float | None, until: Deadline | None = None) -> Any:  # fmt: skip
+def _one_try(
+    call: Call,
+    sdk: Any,
+    provider: str,
+    model: str,
+    where: str,
+    deadline: float | None,
+    until: Deadline | None = None,
+) -> Any:
     """One try: the reply, `_Retryable` for 429/5xx/timeouts/connection errors, `DeadlineError`
     when the request's deadline `until` has passed or cuts the try short, else the one-line
     `ProviderError` (or `Rejected`) for the failure."""

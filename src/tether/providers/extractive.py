@@ -208,28 +208,34 @@ class ExtractiveProvider:
                 rows.append((rank, index, chunk_id, sentence, scored_as, cos, p))
         kind = asks(question)
         candidates = [
-            r for r in rows
+            r
+            for r in rows
             if self.score(question, r[4], r[0]) >= floor or r[6] >= self.READER_FLOOR
-        ]  # fmt: skip
+        ]
         if not any(gives(kind, r[3]) for r in candidates):
             # no sentence shares enough words and gives what is asked (another language, other
             # words): the sentences closest in meaning may be quoted instead
             best_cos = max((r[5] for r in rows), default=0.0)
             candidates += [
-                r for r in rows
-                if r not in candidates and r[5] >= self.COS_FLOOR
+                r
+                for r in rows
+                if r not in candidates
+                and r[5] >= self.COS_FLOOR
                 and r[5] >= best_cos - self.COS_MARGIN
-            ]  # fmt: skip
+            ]
         weight = _rarity(question, [c[4] for c in candidates])
         scored = [
             (
                 self.answers(question, c[4], c[0], weight)
                 + self.COS_WEIGHT * max(0.0, c[5] - self.COS_BASE)
                 + self.READER_WEIGHT * c[6],
-                c[0], c[1], c[2], c[3],
+                c[0],
+                c[1],
+                c[2],
+                c[3],
             )
             for c in candidates
-        ]  # fmt: skip
+        ]
         scored.sort(key=lambda s: (-s[0], s[1], s[2]))
         return scored
 

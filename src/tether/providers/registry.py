@@ -68,9 +68,12 @@ def _openai(build: Build) -> Provider:
         raise build.needs_model("gpt-4o-mini")
     s = build.settings
     return OpenAICompatibleProvider(
-        build.model, base_url=s.base_url, api_key=s.api_key_for("openai"), timeout=s.timeout,
+        build.model,
+        base_url=s.base_url,
+        api_key=s.api_key_for("openai"),
+        timeout=s.timeout,
         max_retries=s.max_retries,
-    )  # fmt: skip
+    )
 
 
 def _anthropic(build: Build) -> Provider:
@@ -78,9 +81,12 @@ def _anthropic(build: Build) -> Provider:
         raise build.needs_model("claude-haiku-4-5")
     s = build.settings
     return AnthropicProvider(
-        build.model, api_key=s.api_key_for("anthropic"), timeout=s.timeout,
-        max_retries=s.max_retries, base_url=s.base_url,
-    )  # fmt: skip
+        build.model,
+        api_key=s.api_key_for("anthropic"),
+        timeout=s.timeout,
+        max_retries=s.max_retries,
+        base_url=s.base_url,
+    )
 
 
 def _local(build: Build) -> Provider:
@@ -88,9 +94,11 @@ def _local(build: Build) -> Provider:
     path = Path(model).expanduser() if model and model.endswith(".gguf") else None
     s = build.settings
     return LocalProvider(
-        model_path=path, threads=s.local_threads, cache_dir=s.model_cache,
+        model_path=path,
+        threads=s.local_threads,
+        cache_dir=s.model_cache,
         models=build.local_models,
-    )  # fmt: skip
+    )
 
 
 def _replay(build: Build) -> Provider:

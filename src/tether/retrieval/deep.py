@@ -164,9 +164,12 @@ class DeepReranker:
         reader = [_logit(p[0] + self.on_topic * p[1]) for _, p in free]
         spread = _spread(reader) / max(_spread(base), 1e-6) if len(free) > 1 else 0.0
         scored = sorted(
-            ((self.combined(p, b, spread), i, h) for i, ((h, p), b) in enumerate(zip(free, base, strict=True))),
+            (
+                (self.combined(p, b, spread), i, h)
+                for i, ((h, p), b) in enumerate(zip(free, base, strict=True))
+            ),
             key=lambda t: (-t[0], t[1]),
-        )  # fmt: skip
+        )
         out = [replace(h, score=s, signals={**h.signals, "deep": s}) for s, _, h in scored]
         for i in sorted(pinned):
             at = min(i, len(out))

@@ -101,10 +101,25 @@ ORDER_REBUILD = "make rerank-model"
 _GAPS = ("maxsim", "dense", "xdense", "bm25", "coverage", "page")
 # what a learned order reads (`order_features`), in the model file's order
 ORDER_FEATURES: tuple[str, ...] = (
-    "maxsim", "dense", "xdense", "bm25", "coverage", "heading", "code", "rrf", "page",
-    "sentence", "share", "bm25_x_share", "coverage_x_share", "heading_x_share", "bm25_rr",
-    "dense_rr", *(f"{n}_gap" for n in _GAPS), "doc_gap",
-)  # fmt: skip
+    "maxsim",
+    "dense",
+    "xdense",
+    "bm25",
+    "coverage",
+    "heading",
+    "code",
+    "rrf",
+    "page",
+    "sentence",
+    "share",
+    "bm25_x_share",
+    "coverage_x_share",
+    "heading_x_share",
+    "bm25_rr",
+    "dense_rr",
+    *(f"{n}_gap" for n in _GAPS),
+    "doc_gap",
+)
 
 
 def load_order_model(path: Path | str = ORDER_MODEL_PATH) -> LinearModel:

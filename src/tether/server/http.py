@@ -90,12 +90,22 @@ class ProblemDetails(BaseModel):
 
 
 TITLES = {
-    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 413: "Content Too Large",
-    415: "Unsupported Media Type", 422: "Unprocessable Content", 429: "Too Many Requests",
-    500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    409: "Conflict",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
     504: "Gateway Timeout",
-}  # fmt: skip
+}
 
 
 UNEXPECTED = "the server met an unexpected error (see its log)"
@@ -207,9 +217,12 @@ class Metrics:
             "tether_requests", "HTTP requests", ["route", "method", "status"], registry=r
         )
         self.latency = Histogram(
-            "tether_request_seconds", "Request latency", ["route"], registry=r,
+            "tether_request_seconds",
+            "Request latency",
+            ["route"],
+            registry=r,
             buckets=(0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
-        )  # fmt: skip
+        )
         self.refusals = Counter("tether_refusals", "Refused questions", ["by"], registry=r)
         self.flagged = Counter("tether_flagged_claims", "Claims with a flag", registry=r)
         self.provider_errors = Counter(
@@ -250,18 +263,20 @@ class _Watched:
         index = self.watch.index.state()
         audit = self.watch.audit.state()
         yield CounterMetricFamily(
-            "tether_index_errors", "Times requests (and checks) found the index unusable",
+            "tether_index_errors",
+            "Times requests (and checks) found the index unusable",
             value=index.errors,
-        )  # fmt: skip
+        )
         yield GaugeMetricFamily(
             "tether_index_unavailable",
             "1: a request found the index unusable and no check has passed since",
             value=int(index.failing),
         )
         yield CounterMetricFamily(
-            "tether_audit_failures", "Audit records (answers, dropped-answer notes) not written",
+            "tether_audit_failures",
+            "Audit records (answers, dropped-answer notes) not written",
             value=audit.failures,
-        )  # fmt: skip
+        )
         yield GaugeMetricFamily(
             "tether_audit_failing", "1: the last audit write failed", value=int(audit.failing)
         )
@@ -281,9 +296,10 @@ class _QueryCounts:
     def collect(self) -> Iterator[Metric]:
         c = self.counts()
         cache = CounterMetricFamily(
-            "tether_query_vector_cache", "Query vectors looked up in the process's cache",
+            "tether_query_vector_cache",
+            "Query vectors looked up in the process's cache",
             labels=["result"],
-        )  # fmt: skip
+        )
         cache.add_metric(["hit"], c["hits"])
         cache.add_metric(["miss"], c["misses"])
         yield cache
@@ -297,9 +313,10 @@ class _QueryCounts:
             "tether_query_batched", "Queries embedded in batches", value=c["batched_texts"]
         )
         yield CounterMetricFamily(
-            "tether_query_expired", "Queries not embedded: past their deadline",
+            "tether_query_expired",
+            "Queries not embedded: past their deadline",
             value=c["expired"],
-        )  # fmt: skip
+        )
 
 
 class Guard:
@@ -371,8 +388,9 @@ class Guard:
 def with_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """`headers` plus each of `SECURITY_HEADERS` the response does not set itself."""
     present = {name.lower() for name, _ in headers}
-    return headers + [(name, value) for name, value in SECURITY_HEADERS
-                      if name.lower() not in present]  # fmt: skip
+    return headers + [
+        (name, value) for name, value in SECURITY_HEADERS if name.lower() not in present
+    ]
 
 
 def inline_hashes(html: str, tag: str) -> str:

@@ -38,8 +38,12 @@ def problem_response(status: int, title: str, detail: str) -> bytes:
     `Connection: close`."""
     problem = {"type": "about:blank", "title": title, "status": status, "detail": detail}
     body = json.dumps(problem).encode()
-    head = [f"HTTP/1.1 {status} {title}".encode(), b"content-type: application/problem+json",
-            b"content-length: " + str(len(body)).encode(), b"connection: close"]  # fmt: skip
+    head = [
+        f"HTTP/1.1 {status} {title}".encode(),
+        b"content-type: application/problem+json",
+        b"content-length: " + str(len(body)).encode(),
+        b"connection: close",
+    ]
     head += [name + b": " + value for name, value in SECURITY_HEADERS]
     return b"\r\n".join(head) + b"\r\n\r\n" + body
 

@@ -97,9 +97,10 @@ class FeedbackRequest(_Body):
     audit_id: int = Field(ge=1, le=2**63 - 1, description="The AskResult's `audit_id`.")
     verdict: Literal["helpful", "wrong"]
     note: str | None = Field(
-        None, max_length=MAX_NOTE_CHARS,
+        None,
+        max_length=MAX_NOTE_CHARS,
         description="Why, in a few words (no control characters but line breaks and tabs).",
-    )  # fmt: skip
+    )
     chunk_id: str | None = Field(
         None, max_length=200, description="The chunk ID of the passage that answers the question."
     )

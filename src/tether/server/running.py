@@ -78,11 +78,15 @@ class Plan:
 
     def to_json(self) -> str:
         """The plan as JSON (what `WORKER_ENV` holds)."""
-        return json.dumps({
-            "index": str(self.index) if self.index is not None else None, "store": self.store,
-            "keys": str(self.keys) if self.keys is not None else None,
-            "allow_anonymous": self.allow_anonymous, "config": asdict(self.config),
-        })  # fmt: skip
+        return json.dumps(
+            {
+                "index": str(self.index) if self.index is not None else None,
+                "store": self.store,
+                "keys": str(self.keys) if self.keys is not None else None,
+                "allow_anonymous": self.allow_anonymous,
+                "config": asdict(self.config),
+            }
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Plan:
@@ -92,11 +96,12 @@ class Plan:
         data = json.loads(text)
         config = data["config"]
         return cls(
-            index=Path(data["index"]) if data["index"] else None, store=data["store"],
+            index=Path(data["index"]) if data["index"] else None,
+            store=data["store"],
             keys=Path(data["keys"]) if data["keys"] else None,
             allow_anonymous=bool(data["allow_anonymous"]),
             config=ServeConfig(**{**config, "cors_origins": tuple(config["cors_origins"])}),
-        )  # fmt: skip
+        )
 
 
 def worker_app() -> Any:
@@ -149,13 +154,19 @@ def uvicorn_config(
 
     http: Any = HeaderDeadline.factory(header_timeout_s)  # picklable: it reaches the workers
     return uvicorn.Config(
-        app, host=host, port=port, log_level="warning", timeout_keep_alive=30,
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=30,
         proxy_headers=bool(forwarded_allow_ips),
         forwarded_allow_ips=list(forwarded_allow_ips),  # never the environment's
-        http=http, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
-        factory=isinstance(app, str), workers=workers,
+        http=http,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        factory=isinstance(app, str),
+        workers=workers,
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
-    )  # fmt: skip
+    )
 
 
 def run(app: Any, host: str, port: int, **options: Any) -> None:

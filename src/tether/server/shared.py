@@ -167,8 +167,11 @@ class SharedMetrics:
             try:
                 self.publish()
             except TetherError as exc:
-                log.warning("the metrics were not added to the store (next try in %gs): %s",
-                            self.every_s, exc)  # fmt: skip
+                log.warning(
+                    "the metrics were not added to the store (next try in %gs): %s",
+                    self.every_s,
+                    exc,
+                )
             if self._stop.wait(self.every_s):
                 return
 
@@ -212,6 +215,7 @@ class Shared:
         self.state = state
         self.metrics = metrics
         self.remote = state is not None
+
         def buckets(space: str) -> Callable[[float, int], Limiter]:
             """Token buckets from (rate, burst): this process's, or the store's `space`."""
             return RateLimiter if state is None else functools.partial(state.limiter, space)

@@ -111,8 +111,9 @@ class Gauges:
 
     def collect(self) -> Iterator[Metric]:
         running, overdue, waiting = self.slots.counts()
-        yield GaugeMetricFamily("tether_model_slots", "Model calls that may run at once",
-                                value=self.slots.size)  # fmt: skip
+        yield GaugeMetricFamily(
+            "tether_model_slots", "Model calls that may run at once", value=self.slots.size
+        )
         yield GaugeMetricFamily("tether_model_calls", "Model calls running", value=running)
         yield GaugeMetricFamily(
             "tether_model_calls_overdue",

@@ -203,8 +203,9 @@ class Spread(Multiprocess):
     (a `listener`) to `config.workers` workers (see the module docstring)."""
 
     def __init__(self, config: Any, sock: socket.socket) -> None:
-        pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-                 for _ in range(config.workers)]  # fmt: skip
+        pairs = [
+            socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(config.workers)
+        ]
         super().__init__(config, [child for _, child in pairs])
         self.dispatcher = Dispatcher(sock, [mine for mine, _ in pairs], self._alive)
         self._ends = [end for pair in pairs for end in pair]
@@ -263,8 +264,10 @@ class Spread(Multiprocess):
                 new.kill()
                 new.join()
                 if not self.should_exit.is_set():
-                    logger.error(f"New child process [{new.pid}] was not ready in time; keeping"
-                                 f" worker [{old.pid}] and stopping the restart.")  # fmt: skip
+                    logger.error(
+                        f"New child process [{new.pid}] was not ready in time; keeping"
+                        f" worker [{old.pid}] and stopping the restart."
+                    )
                 return
             old.terminate()
             old.join()

@@ -89,8 +89,11 @@ class IndexWatch:
             self._errors += 1
             first, self._failing = not self._failing, True
         if first:
-            log.error("tether: the index cannot be used: %s (/readyz says not ready until a"
-                      " check passes)", exc)  # fmt: skip
+            log.error(
+                "tether: the index cannot be used: %s (/readyz says not ready until a"
+                " check passes)",
+                exc,
+            )
 
     def passed(self) -> None:
         """A check found the index usable: the episode ends."""

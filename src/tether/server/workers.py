@@ -177,8 +177,12 @@ class Warmup:
         else:
             said = "an unexpected error (see the server's log)"
         self._finish("failed", f"the warm-up failed: {said}")
-        log.error("tether: the warm-up failed (%.1f s): %s", self._seconds or 0.0, error,
-                  exc_info=None if isinstance(error, TetherError) else error)  # fmt: skip
+        log.error(
+            "tether: the warm-up failed (%.1f s): %s",
+            self._seconds or 0.0,
+            error,
+            exc_info=None if isinstance(error, TetherError) else error,
+        )
 
     def _finish(self, status: WarmStatus, detail: str) -> None:
         self._seconds = time.monotonic() - self._began

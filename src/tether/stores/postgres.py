@@ -391,8 +391,11 @@ class PostgresStore:
     def versions(self, doc_id: str) -> list[DocMeta]:
         with self._reading():
             metas = self._meta_map()
-        return [metas[k] for k in sorted(metas, key=lambda k: (k[0], version_key(k[1])))
-                if k[0] == doc_id]  # fmt: skip
+        return [
+            metas[k]
+            for k in sorted(metas, key=lambda k: (k[0], version_key(k[1])))
+            if k[0] == doc_id
+        ]
 
     def document_text(self, doc_id: str, version: str) -> str:
         with self._reading() as db:
@@ -408,10 +411,18 @@ class PostgresStore:
     def _chunk(self, row: Sequence[Any]) -> Chunk:
         cid, doc_id, version, ordinal, path, anchor, page, start, end, lead, text, anchors = row
         return Chunk(
-            chunk_id=cid, meta=self._meta_map()[(doc_id, version)], text=text,
-            heading_path=tuple(path), start=start, end=end, ordinal=ordinal, anchor=anchor,
-            page=page, lead=lead, anchors=tuple(anchors),
-        )  # fmt: skip
+            chunk_id=cid,
+            meta=self._meta_map()[(doc_id, version)],
+            text=text,
+            heading_path=tuple(path),
+            start=start,
+            end=end,
+            ordinal=ordinal,
+            anchor=anchor,
+            page=page,
+            lead=lead,
+            anchors=tuple(anchors),
+        )
 
     def get(self, chunk_id: str) -> Chunk | None:
         return self.get_many([chunk_id]).get(chunk_id)

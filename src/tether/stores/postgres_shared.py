@@ -175,16 +175,26 @@ class PostgresSharedState:
         return StoreBuckets(self, space, rate, burst)
 
     def _take(self, space: str, name: str, rate: float, burst: int) -> tuple[bool, float]:
-        args = {"cid": self.cid, "space": space, "name": name, "rate": float(rate),
-                "burst": float(burst)}  # fmt: skip
+        args = {
+            "cid": self.cid,
+            "space": space,
+            "name": name,
+            "rate": float(rate),
+            "burst": float(burst),
+        }
         with self._session() as db:
             row = db.execute(TAKE_SQL, args).fetchone()
         assert row is not None  # an upsert with RETURNING always returns its row
         return bool(row[0]), float(row[1])
 
     def _peek(self, space: str, name: str, rate: float, burst: int) -> float:
-        args = {"cid": self.cid, "space": space, "name": name, "rate": float(rate),
-                "burst": float(burst)}  # fmt: skip
+        args = {
+            "cid": self.cid,
+            "space": space,
+            "name": name,
+            "rate": float(rate),
+            "burst": float(burst),
+        }
         with self._session() as db:
             row = db.execute(PEEK_SQL, args).fetchone()
         return float(burst) if row is None else float(row[0])
@@ -223,9 +233,13 @@ class PostgresSharedState:
             if keys:
                 db.execute(
                     ADD_COUNTS_SQL,
-                    (self.cid, [k[0] for k in keys], [k[1] for k in keys],
-                     [float(deltas[k]) for k in keys]),
-                )  # fmt: skip
+                    (
+                        self.cid,
+                        [k[0] for k in keys],
+                        [k[1] for k in keys],
+                        [float(deltas[k]) for k in keys],
+                    ),
+                )
             db.execute(NOTE_WORKER_SQL, (self.cid, worker))
             db.execute(
                 "DELETE FROM tether_serve_workers WHERE collection_id = %s"

@@ -47,10 +47,19 @@ META_COLS = (
 def row_meta(r: Sequence[Any]) -> DocMeta:
     """A DocMeta from a row of META_COLS."""
     return DocMeta(
-        doc_id=r[0], version=r[1], title=r[2], doc_type=r[3], access=r[4], language=r[5],
-        effective_from=r[6], effective_to=r[7], owner=r[8], source=r[9], format=r[10],
+        doc_id=r[0],
+        version=r[1],
+        title=r[2],
+        doc_type=r[3],
+        access=r[4],
+        language=r[5],
+        effective_from=r[6],
+        effective_to=r[7],
+        owner=r[8],
+        source=r[9],
+        format=r[10],
         review_by=r[11],
-    )  # fmt: skip
+    )
 
 
 def filter_sql(filters: Filters, collection_id: int) -> tuple[str, dict[str, Any]]:

@@ -58,8 +58,7 @@ class SqliteAuditLog:
         self.path = Path(path)
         self.writable = writable
         wait = AUDIT_TIMEOUT if timeout is None else timeout
-        self.db = connect(self.path, schema=SCHEMA, writable=writable, create=False,
-                          timeout=wait)  # fmt: skip
+        self.db = connect(self.path, schema=SCHEMA, writable=writable, create=False, timeout=wait)
 
     def close(self) -> None:
         self.db.close()

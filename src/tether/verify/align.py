@@ -269,17 +269,22 @@ def _words(at: _Aligning) -> dict[str, float]:
     heads5 = {w[:5] for w in at.passage_words.split() if len(w) >= 5}
     heads5 |= {w[:5] for w in words_of(at.question).split() if len(w) >= 5}
     absent = sorted(
-        w for w in stems
-        if w not in known_stems and w not in UNIT_STEMS
+        w
+        for w in stems
+        if w not in known_stems
+        and w not in UNIT_STEMS
         and not related(fold_fast(shown.get(w, w)), known_stems, heads5)
-    )  # fmt: skip
+    )
     absent_other = [w for w in absent if w in at.other_stems]
     generic = [w for w in absent if w in GENERIC]
     elsewhere = sorted(
-        w for w in stems
-        if w in at.passage_stems and w not in at.aligned_stems and w not in at.header_stems
+        w
+        for w in stems
+        if w in at.passage_stems
+        and w not in at.aligned_stems
+        and w not in at.header_stems
         and w not in at.q_stems
-    )  # fmt: skip
+    )
     for w in absent:
         if w not in GENERIC:
             at.add("word", shown.get(w, w))
@@ -355,10 +360,13 @@ def _opposites(at: _Aligning) -> dict[str, float]:
     c_set = set(at.cwords.split())
     best_words = set(words_of(at.chosen[0][1].text).split()) if at.chosen else set()
     swapped = sorted(
-        w for w in c_set
-        if w in OPPOSITES and w not in best_words and OPPOSITES[w] & best_words
+        w
+        for w in c_set
+        if w in OPPOSITES
+        and w not in best_words
+        and OPPOSITES[w] & best_words
         and not (OPPOSITES[w] & c_set)
-    )  # fmt: skip
+    )
     for w in swapped:
         at.add("opposite", w, at.chosen[0][1].text.strip())
     return {"opposite": float(len(swapped))}
@@ -368,14 +376,15 @@ def _quantifiers(at: _Aligning) -> dict[str, float]:
     """Scope words the claim adds (a `quantifier` detail) or drops."""
     c_cls, e_cls = classes(at.cwords), classes(at.ewords)
     added = sorted(
-        c for c in c_cls - e_cls
-        if not (QUANT_NEIGHBOURS.get(c, set()) & e_cls) and c not in BENIGN_ADDED
+        c
+        for c in c_cls - e_cls
+        if not (QUANT_NEIGHBOURS.get(c, set()) & e_cls)
+        and c not in BENIGN_ADDED
         and not _clause_has(at.claim, c, at.preps, language_of(at.preps))
-    )  # fmt: skip
+    )
     dropped = sorted(
-        c for c in (e_cls - c_cls) & set(LIMITING)
-        if not (QUANT_NEIGHBOURS.get(c, set()) & c_cls)
-    )  # fmt: skip
+        c for c in (e_cls - c_cls) & set(LIMITING) if not (QUANT_NEIGHBOURS.get(c, set()) & c_cls)
+    )
     for c in added:
         at.add("quantifier", cue_text(at.cwords, c))
     return {"quantifier_added": float(len(added)), "quantifier_dropped": float(len(dropped))}
@@ -386,9 +395,10 @@ def _conditions(at: _Aligning) -> dict[str, float]:
     from a sentence that holds at least half of the claim (not one aligned for a word)."""
     info, chosen = at.info, at.chosen
     main = " ".join(
-        words_of(s.text) for _, s in chosen
+        words_of(s.text)
+        for _, s in chosen
         if len(info.tokens & s.tokens) >= 0.5 * max(len(info.tokens), 1)
-    )  # fmt: skip
+    )
     cond = condition(main)
     cond_dropped = 0
     if cond is not None and condition(at.cwords) is None and chosen:
@@ -435,8 +445,15 @@ def _periods(at: _Aligning) -> dict[str, float]:
 
 # The detail families, in the order their details are listed.
 _FAMILIES: tuple[Callable[[_Aligning], dict[str, float]], ...] = (
-    _words, _numbers, _cells, _opposites, _quantifiers, _conditions, _polarity, _periods,
-)  # fmt: skip
+    _words,
+    _numbers,
+    _cells,
+    _opposites,
+    _quantifiers,
+    _conditions,
+    _polarity,
+    _periods,
+)
 
 
 def _surface(claim: str) -> dict[str, str]:

@@ -259,9 +259,13 @@ class _Call:
         # the claim aligned to its evidence: the details it does not match, named with the
         # evidence text (always: they explain any flag), and the learned judge's features
         aligned = align(
-            info, claim.text, preps, clue_flags=len(flags) - n_exact, question=self.question,
+            info,
+            claim.text,
+            preps,
+            clue_flags=len(flags) - n_exact,
+            question=self.question,
             other_stems=self.nearby_stems(cited),
-        )  # fmt: skip
+        )
         entailment: float | None = None
         judge = o.judge
         same_language = any(c.meta.language == o.language for c in cited)
@@ -296,9 +300,10 @@ class _Call:
             else:  # the judge weighed the word share: a paraphrase is not flagged for it
                 # (a reading judge read the other language too: the cosine cut yields to it)
                 flags = [
-                    f for f in flags
+                    f
+                    for f in flags
                     if f.kind != "unsupported" or ((f.arg or "").startswith("cos=") and not reads)
-                ]  # fmt: skip
+                ]
         elif judge is not None and reader is None:
             entailment = float(judge.score(claim.text, [c.text for c in cited]))
             if entailment < self.judge_limit():
@@ -309,9 +314,14 @@ class _Call:
             flags.append(_INSTRUCTION_IN_CLAIM)
         flags += instruction_flags(info, preps, self.store, self.shown, self.siblings, self.cache)
         flags += source_flags(
-            info, preps, self.context_preps, o.precedence, self.store_vectors, best,
+            info,
+            preps,
+            self.context_preps,
+            o.precedence,
+            self.store_vectors,
+            best,
             o.same_point_cosine,
-        )  # fmt: skip
+        )
         flags = list(dict.fromkeys(flags))
         details = aligned.details if len(flags) > n_exact else ()
         return ClaimCheck(claim, tuple(flags), tuple(evidence), entailment, details=details)

@@ -134,10 +134,8 @@ def withhold(
         for flag in ch.flags:
             kind = flag_kind(flag)
             key = (
-                "exact" if kind in EXACT_FLAGS
-                else "number" if kind.startswith("number_")
-                else kind
-            )  # fmt: skip
+                "exact" if kind in EXACT_FLAGS else "number" if kind.startswith("number_") else kind
+            )
             if key in why and why[key] not in reasons:
                 reasons.append(why[key])
     n = len(withheld)

@@ -105,8 +105,12 @@ def _onto(p: float, t_from: float, t_to: float) -> float:
 def load_combination(path: Path | str = READER_MODEL_PATH) -> JudgeModel:
     """The regression that combines the words model and the reader (see `reading_features`);
     `python training/reader/judge.py` rebuilds it."""
-    return read_model(path, "the claim judge's reader combination", "python training/reader/judge.py",
-                      READER_FEATURES)  # fmt: skip
+    return read_model(
+        path,
+        "the claim judge's reader combination",
+        "python training/reader/judge.py",
+        READER_FEATURES,
+    )
 
 
 class AlignmentJudge:
@@ -216,6 +220,7 @@ class AlignmentJudge:
         ]
         context = Context(tuple(Passage(c, "", 0, i + 1) for i, c in enumerate(chunks)))
         answer = Answer(True, claim, (Claim(claim, tuple(c.chunk_id for c in chunks)),))
-        (check,) = check_answer(answer, None, context, "", audience="staff", language="en",
-                                judge=self)  # fmt: skip
+        (check,) = check_answer(
+            answer, None, context, "", audience="staff", language="en", judge=self
+        )
         return 0.0 if check.entailment is None else check.entailment

@@ -185,9 +185,13 @@ def _found_with_unit(key: str, unit: str, known: Known) -> bool:
 
 # The same length said in another unit: "four weeks" for 28 days, "two years" for 24 months.
 _CONVERSIONS = {
-    "week": (("day", 7.0),), "day": (("week", 1 / 7),), "year": (("month", 12.0),),
-    "month": (("year", 1 / 12),), "hour": (("minute", 60.0),), "minute": (("hour", 1 / 60),),
-}  # fmt: skip
+    "week": (("day", 7.0),),
+    "day": (("week", 1 / 7),),
+    "year": (("month", 12.0),),
+    "month": (("year", 1 / 12),),
+    "hour": (("minute", 60.0),),
+    "minute": (("hour", 1 / 60),),
+}
 
 
 def _converted(key: str, unit: str, known: Known) -> bool:

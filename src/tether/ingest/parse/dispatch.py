@@ -87,9 +87,13 @@ def parse_bytes(
     )
     _check_unicode(meta, text)
     return Document(
-        meta=meta, text=text, blocks=blocks, content_hash=hashlib.sha256(data).hexdigest(),
-        warnings=tuple(warnings), access_labelled=has_access_label(parsed.meta, inventory_row),
-    )  # fmt: skip
+        meta=meta,
+        text=text,
+        blocks=blocks,
+        content_hash=hashlib.sha256(data).hexdigest(),
+        warnings=tuple(warnings),
+        access_labelled=has_access_label(parsed.meta, inventory_row),
+    )
 
 
 def _check_unicode(meta: DocMeta, text: str) -> None:

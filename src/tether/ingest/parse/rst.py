@@ -48,10 +48,20 @@ _SETTINGS: dict[str, Any] = {
 }
 _SKIP = frozenset(
     {
-        "comment", "target", "substitution_definition", "raw", "pending", "image",
-        "transition", "docinfo", "meta", "label", "colspec", "decoration",
+        "comment",
+        "target",
+        "substitution_definition",
+        "raw",
+        "pending",
+        "image",
+        "transition",
+        "docinfo",
+        "meta",
+        "label",
+        "colspec",
+        "decoration",
     }
-)  # fmt: skip
+)
 _NAV_DIRECTIVES = frozenset({"toctree", "index", "contents", "sectnum", "tocdepth"})
 _CODE = frozenset({"literal_block", "doctest_block", "math_block"})
 _LISTS = frozenset({"bullet_list", "enumerated_list"})

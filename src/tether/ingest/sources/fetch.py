@@ -182,8 +182,9 @@ class Fetcher:
                         passed.append(current)
                         problem = self._refused_hop(target, len(passed))
                         if problem:
-                            return Fetched(url, target, status, redirects=tuple(passed),
-                                           problem=problem)  # fmt: skip
+                            return Fetched(
+                                url, target, status, redirects=tuple(passed), problem=problem
+                            )
                         current = target
                         continue
                     return self._response(url, current, response, tuple(passed), max_bytes)
@@ -221,14 +222,21 @@ class Fetcher:
         status = response.status_code
         head = response.headers
         got = Fetched(
-            url, final, status, head.get("content-type", ""), head.get("etag"),
-            head.get("last-modified"), redirects=passed,
-        )  # fmt: skip
+            url,
+            final,
+            status,
+            head.get("content-type", ""),
+            head.get("etag"),
+            head.get("last-modified"),
+            redirects=passed,
+        )
         if status in RETRY_STATUSES:
             return _with(
-                got, problem=f"HTTP {status} {response.reason_phrase}".strip(), retryable=True,
+                got,
+                problem=f"HTTP {status} {response.reason_phrase}".strip(),
+                retryable=True,
                 retry_after=_retry_after(head.get("retry-after")),
-            )  # fmt: skip
+            )
         if status != 200:
             return got
         declared = head.get("content-length", "")

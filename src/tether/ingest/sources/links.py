@@ -50,14 +50,28 @@ _CONTENT_TYPES: dict[str, FileFormat] = {
 _GENERIC_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream", "text/plain"})
 _NEVER_DOCUMENTS = frozenset(
     {
-        "text/css", "text/javascript", "application/javascript", "application/json",
-        "application/zip", "application/gzip", "application/x-tar", "application/x-bzip2",
-        "application/x-xz", "application/x-7z-compressed", "application/vnd.rar",
-        "application/x-rar-compressed", "application/wasm", "application/x-shockwave-flash",
-        "application/vnd.ms-fontobject", "application/x-font-ttf", "application/font-woff",
-        "application/octet-stream", "application/x-msdownload", "application/java-archive",
+        "text/css",
+        "text/javascript",
+        "application/javascript",
+        "application/json",
+        "application/zip",
+        "application/gzip",
+        "application/x-tar",
+        "application/x-bzip2",
+        "application/x-xz",
+        "application/x-7z-compressed",
+        "application/vnd.rar",
+        "application/x-rar-compressed",
+        "application/wasm",
+        "application/x-shockwave-flash",
+        "application/vnd.ms-fontobject",
+        "application/x-font-ttf",
+        "application/font-woff",
+        "application/octet-stream",
+        "application/x-msdownload",
+        "application/java-archive",
     }
-)  # fmt: skip
+)
 
 
 def normal(url: str) -> str | None:

@@ -94,9 +94,7 @@ def sync_source(
     run = SerialExecutor() if window is not None else executor or SerialExecutor()
     taker = _Taker(plan, chunker, window, default_access, run)
     mine = {s for s in source.holds(previous) if s in plan.known}
-    collected = source.collect(
-        previous, {s: plan.known[s] for s in mine}, taker.sink(), step
-    )  # fmt: skip
+    collected = source.collect(previous, {s: plan.known[s] for s in mine}, taker.sink(), step)
     taker.flush()
     _settle(plan, taker, collected, mine)
     plan.files = _refuse_duplicates(plan)
@@ -106,11 +104,14 @@ def sync_source(
     unchanged = tuple(sorted({s for s in plan.unchanged if s in ours}))
     if strict and plan.problems:
         return SyncReport(
-            problems=tuple(plan.problems), unchanged=unchanged,
-            seconds=time.perf_counter() - began, committed=False,
-            warnings=tuple(plan.warnings), default_access=default_access,
+            problems=tuple(plan.problems),
+            unchanged=unchanged,
+            seconds=time.perf_counter() - began,
+            committed=False,
+            warnings=tuple(plan.warnings),
+            default_access=default_access,
             unsupported=plan.unsupported,
-        )  # fmt: skip
+        )
     if sentences is None:
         sentences = bool(getattr(embedder, "sentence_vectors", False))
     cache = (
@@ -177,9 +178,10 @@ class _Taker:
             _keep_previous(plan, source, f"empty ({blank}); its previous version is still served")
             return
         fingerprint = (
-            hashlib.sha256(item.data).hexdigest() + ":"
+            hashlib.sha256(item.data).hexdigest()
+            + ":"
             + row_hash(item.row, self.default_access, item.trail)
-        )  # fmt: skip
+        )
         size, mtime = len(item.data), item.modified_ns
         if old is not None and old.fingerprint == fingerprint:
             plan.unchanged.append(source)
@@ -187,10 +189,19 @@ class _Taker:
                 plan.touched.append(replace(old, size=size, mtime_ns=mtime))
             return
         state = FileState(source, fingerprint, size, mtime, "", "")
-        self.batch.append(ParseTask(
-            state, item.data, item.fmt, dict(item.row) if item.row else None,
-            self.default_access, self.chunker, old is None, self.window, item.trail,
-        ))  # fmt: skip
+        self.batch.append(
+            ParseTask(
+                state,
+                item.data,
+                item.fmt,
+                dict(item.row) if item.row else None,
+                self.default_access,
+                self.chunker,
+                old is None,
+                self.window,
+                item.trail,
+            )
+        )
         if sum(len(t.data) for t in self.batch) >= PARSE_WINDOW_BYTES:
             self.flush()
 
@@ -262,11 +273,13 @@ def _remembered(
         "settings": source.settings(),
         "synced_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "last": {
-            "added": len(report.added), "updated": len(report.updated),
-            "removed": len(report.removed), "unchanged": len(report.unchanged),
+            "added": len(report.added),
+            "updated": len(report.updated),
+            "removed": len(report.removed),
+            "unchanged": len(report.unchanged),
             "problems": len(report.problems),
         },
-    }  # fmt: skip
+    }
     return json.dumps(entries, ensure_ascii=False)
 
 

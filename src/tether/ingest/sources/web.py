@@ -114,8 +114,12 @@ class WebSource:
                 # not written (a parse problem, a doc_id another page holds): its new
                 # validators must not stand, or the next crawl would take it as unchanged
                 old = self._previous.get(url)
-                pages[url] = old or {**record, "kind": "problem", "etag": None,
-                                     "last_modified": None}  # fmt: skip
+                pages[url] = old or {
+                    **record,
+                    "kind": "problem",
+                    "etag": None,
+                    "last_modified": None,
+                }
                 continue
             pages[url] = record
         return {"version": STATE_VERSION, "mode": self.summary.mode, "pages": pages}
@@ -265,9 +269,12 @@ class _Crawl:
                     url, depth, via = self.queue.popleft()
                     etag, modified = self._validators(self.web._previous.get(url, {}))
                     future = pool.submit(
-                        fetcher.get, url, etag=etag, last_modified=modified,
+                        fetcher.get,
+                        url,
+                        etag=etag,
+                        last_modified=modified,
                         max_bytes=opts.max_page_bytes,
-                    )  # fmt: skip
+                    )
                     inflight[future] = (url, depth, via)
                     s.pages_requested += 1
                 if not inflight:
@@ -365,8 +372,7 @@ class _Crawl:
         if missing >= GONE_AFTER or source not in self.known:
             self.collected.gone.append(source)
             return
-        self.web._pages[url] = {**previous, "missing": missing, "etag": None,
-                                "last_modified": None}  # fmt: skip
+        self.web._pages[url] = {**previous, "missing": missing, "etag": None, "last_modified": None}
         self.sink.problem(
             source,
             f"{said}: gone at this sync; its previous version is kept, and removed if it is"
@@ -377,10 +383,13 @@ class _Crawl:
         s, final = self.s, normal(got.final) or got.final
         fmt = format_for(got.content_type, final)
         record: dict[str, Any] = {
-            "kind": "page", "source": final, "etag": got.etag,
-            "last_modified": got.last_modified, "depth": depth,
+            "kind": "page",
+            "source": final,
+            "etag": got.etag,
+            "last_modified": got.last_modified,
+            "depth": depth,
             "lastmod": self.lastmod.get(url),
-        }  # fmt: skip
+        }
         if final != url:
             self.queued.add(final)  # reached: not fetched again
         noindex = False

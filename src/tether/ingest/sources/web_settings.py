@@ -41,9 +41,12 @@ class WebSettings:
 
     def fetching(self) -> FetchSettings:
         return FetchSettings(
-            timeout=self.timeout, retries=self.retries, backoff=self.backoff, delay=self.delay,
+            timeout=self.timeout,
+            retries=self.retries,
+            backoff=self.backoff,
+            delay=self.delay,
             concurrency=self.concurrency,
-        )  # fmt: skip
+        )
 
     @classmethod
     def of(cls, recorded: Mapping[str, Any], **given: Any) -> WebSettings:

@@ -60,8 +60,14 @@ class Archive:
     """A zip checked as a whole on opening (see the module docstring); `names` are its
     regular members (macOS's `__MACOSX/` copies and `.DS_Store` left out)."""
 
-    def __init__(self, path: Path, *, label: str | None = None, budget: _Budget | None = None,
-                 handle: IO[bytes] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        path: Path,
+        *,
+        label: str | None = None,
+        budget: _Budget | None = None,
+        handle: IO[bytes] | None = None,
+    ) -> None:
         self.path = path
         self.label = label or str(path)
         self._handle = handle
@@ -131,8 +137,15 @@ class Archive:
         try:
             with self.zip.open(info) as member:
                 return member.read(limit + 1)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
-                RuntimeError, ValueError) as exc:  # fmt: skip
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            EOFError,
+            OSError,
+            NotImplementedError,
+            RuntimeError,
+            ValueError,
+        ) as exc:
             raise TetherError(
                 f"{self.label}: {name} cannot be read: {short(exc)} (a damaged archive)"
             ) from None
@@ -146,16 +159,24 @@ class Archive:
             with self.zip.open(info) as member:
                 shutil.copyfileobj(member, spool, 1 << 20)
             spool.seek(0)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
-                RuntimeError, ValueError) as exc:  # fmt: skip
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            EOFError,
+            OSError,
+            NotImplementedError,
+            RuntimeError,
+            ValueError,
+        ) as exc:
             spool.close()
             raise TetherError(
                 f"{self.label}: {name} cannot be read: {short(exc)} (a damaged archive)"
             ) from None
         self._budget.used -= info.file_size  # counted by its own members from here
         try:
-            inner = Archive(self.path, label=f"{self.label} › {name}", budget=self._budget,
-                            handle=spool)  # fmt: skip
+            inner = Archive(
+                self.path, label=f"{self.label} › {name}", budget=self._budget, handle=spool
+            )
         except BaseException:
             spool.close()
             raise

@@ -84,9 +84,12 @@ class ExportSource:
         return set(held_of(state))
 
     def collect(
-        self, state: Mapping[str, Any], known: Mapping[str, FileState], sink: Sink,
+        self,
+        state: Mapping[str, Any],
+        known: Mapping[str, FileState],
+        sink: Sink,
         progress: Progress,
-    ) -> Collected:  # fmt: skip
+    ) -> Collected:
         self._previous = held_of(state)
         done = 0
         for page in self.pages(sink):
@@ -102,8 +105,9 @@ class ExportSource:
             except ParseError as exc:  # too large: its previous version stays
                 sink.problem(page.source, str(exc))
                 continue
-            sink.item(Item(page.source, data, page.fmt, page.row or None, page.modified_ns,
-                           page.trail))  # fmt: skip
+            sink.item(
+                Item(page.source, data, page.fmt, page.row or None, page.modified_ns, page.trail)
+            )
         self.counts["pages"] = len(self._held)
         self._gone = {
             source
@@ -136,8 +140,10 @@ class ExportSource:
         """What the sync read, for the report (a line, then the notes)."""
         said = [f"{self.counts.get('pages', 0)} pages"]
         said += [f"{what}: {n}" for what, n in self.counts.items() if n and what != "pages"]
-        return [f"read {self.label} {self.identity} from {self.path}: {', '.join(said)}",
-                *self.notes]  # fmt: skip
+        return [
+            f"read {self.label} {self.identity} from {self.path}: {', '.join(said)}",
+            *self.notes,
+        ]
 
 
 def constant(data: bytes) -> Callable[[], bytes]:

@@ -71,9 +71,10 @@ def confluence_layout(archive: Archive) -> tuple[str, list[str]] | None:
         if len(folder.parts) > 1:
             continue
         pages = [
-            n for n in archive.names
+            n
+            for n in archive.names
             if PurePosixPath(n).parent == folder and _PAGE.match(PurePosixPath(n).name)
-        ]  # fmt: skip
+        ]
         if any(_has_main(archive, name) for name in pages[:5]):
             return str(folder), sorted(pages, key=_page_id)
     return None
@@ -121,9 +122,10 @@ class ConfluenceSource(ExportSource):
             for name in self.page_names:
                 ident = str(_page_id(name))
                 source = (
-                    f"{base}/pages/viewpage.action?pageId={ident}" if base
+                    f"{base}/pages/viewpage.action?pageId={ident}"
+                    if base
                     else f"confluence://{self.identity}/pages/{ident}"
-                )  # fmt: skip
+                )
                 try:
                     raw = archive.read(name)
                 except TooLarge as exc:
@@ -136,8 +138,15 @@ class ConfluenceSource(ExportSource):
                 title, trail, body, row = page
                 row = {"doc_id": f"confluence/{self.identity}/{ident}", "title": title, **row}
                 data = html_page(title, body)
-                yield Page(source, self.identity, constant(data), "html", row, trail,
-                           archive.modified_ns(name))  # fmt: skip
+                yield Page(
+                    source,
+                    self.identity,
+                    constant(data),
+                    "html",
+                    row,
+                    trail,
+                    archive.modified_ns(name),
+                )
         if skipped:
             self.notes.append(f"{skipped} page file(s) without a #main-content: not read")
         if self.attachments:
@@ -193,8 +202,11 @@ def _read_page(raw: bytes, space: str) -> tuple[str, tuple[str, ...], str, dict[
         return None
     shown = root.get_element_by_id("title-text", None)
     title_el = root.find(".//title")
-    title = one_line((shown if shown is not None else title_el).text_content()
-                     if shown is not None or title_el is not None else "")  # fmt: skip
+    title = one_line(
+        (shown if shown is not None else title_el).text_content()
+        if shown is not None or title_el is not None
+        else ""
+    )
     if space and title.startswith(f"{space} : "):
         title = title[len(space) + 3 :].strip()
     crumbs = root.get_element_by_id("breadcrumbs", None)

@@ -60,8 +60,7 @@ from tether.ingest.sources.exports.common import (
 
 _ID = re.compile(r"^(?P<title>.*?)\s*(?P<id>[0-9a-f]{32})(?P<all>_all)?(?P<ext>\.md|\.csv)?$")
 _DATES = ("%B %d, %Y %I:%M %p", "%B %d, %Y", "%Y/%m/%d %H:%M", "%Y/%m/%d", "%Y-%m-%d %H:%M")
-_FIELDS = ("access", "owner", "language", "doc_type", "effective_from", "effective_to",
-           "review_by")  # fmt: skip
+_FIELDS = ("access", "owner", "language", "doc_type", "effective_from", "effective_to", "review_by")
 _EDITED = ("last edited time", "last edited", "last updated", "updated")
 
 
@@ -107,8 +106,9 @@ class NotionSource(ExportSource):
             pages = [(a, n) for a in archives for n in a.names if n.lower().endswith(".md")]
             self.count = len(pages)
             rows = _databases(archives, sink)
-            others = sum(1 for a in archives for n in a.names
-                         if not n.lower().endswith((".md", ".csv")))  # fmt: skip
+            others = sum(
+                1 for a in archives for n in a.names if not n.lower().endswith((".md", ".csv"))
+            )
             for archive, name in pages:
                 page = self._page(archive, name, rows, sink)
                 if page is not None:
@@ -116,15 +116,19 @@ class NotionSource(ExportSource):
         if others:
             self.notes.append(f"images and attached files not read: {others}")
 
-    def _page(self, archive: Archive, name: str, rows: dict[str, dict[str, dict[str, str]]],
-              sink: Sink) -> Page | None:  # fmt: skip
+    def _page(
+        self, archive: Archive, name: str, rows: dict[str, dict[str, dict[str, str]]], sink: Sink
+    ) -> Page | None:
         found = _match(name)
         if found is None:
             sink.warning(f"{name}: a page without Notion's id in its name; not read")
             return None
         ident = found.group("id")
-        folders = [(m.group("title"), m.group("id"), m.group("ext"))
-                   for part in PurePosixPath(name).parts[:-1] if (m := _ID.match(part))]  # fmt: skip
+        folders = [
+            (m.group("title"), m.group("id"), m.group("ext"))
+            for part in PurePosixPath(name).parts[:-1]
+            if (m := _ID.match(part))
+        ]
         scope = folders[0][1] if folders else ident
         source = f"https://www.notion.so/{ident}"
         trail = tuple(one_line(title) for title, _, _ in folders if one_line(title))

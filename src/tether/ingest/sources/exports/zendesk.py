@@ -196,11 +196,12 @@ class ZendeskSource(ExportSource):
         body = str(a.get("body") or "")
         original = one_line(a.get("source_locale")).lower()
         row = {
-            "doc_id": f"zendesk/{ident}" if not original or original == locale
+            "doc_id": f"zendesk/{ident}"
+            if not original or original == locale
             else f"zendesk/{ident}/{locale}",
             "title": title,
             "version": one_line(a.get("edited_at") or a.get("updated_at") or a.get("created_at")),
-        }  # fmt: skip
+        }
         if locale:
             row["language"] = locale
         if "user_segment_id" in a or "user_segment_ids" in a:
@@ -212,9 +213,14 @@ class ZendeskSource(ExportSource):
             row["owner"] = one_line(author.get("name"))
         data = html_page(title, body, locale)
         return Page(
-            source, locale, constant(data), "html", {k: v for k, v in row.items() if v},
-            self._trail(a), iso_ns(a.get("updated_at") or a.get("edited_at")),
-        )  # fmt: skip
+            source,
+            locale,
+            constant(data),
+            "html",
+            {k: v for k, v in row.items() if v},
+            self._trail(a),
+            iso_ns(a.get("updated_at") or a.get("edited_at")),
+        )
 
     def _trail(self, a: Mapping[str, Any]) -> tuple[str, ...]:
         """The category and section names above the article, when the pages sideload them."""
