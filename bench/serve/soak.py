@@ -85,7 +85,7 @@ def worker(n: int, folder: str, index: str, deadline: float, lock_timeout: float
     from tether.app import SearchOptions, Workspace
     from tether.config import settings_from_mapping
     from tether.errors import TetherError
-    from tether.schemas import AskResult
+    from tether.schemas import WireAskResult
 
     rng = random.Random(1000 + n)
     settings = settings_from_mapping(
@@ -138,7 +138,7 @@ def worker(n: int, folder: str, index: str, deadline: float, lock_timeout: float
                 result = reader.ask(question, AskOptions(method="bm25", as_of=None, floor=0.0))
                 seen["asks answered"] += not result.refused
                 seen["asks refused"] += result.refused
-                if LEAK in AskResult.from_ask_result(result).model_dump_json():
+                if LEAK in WireAskResult.from_ask_result(result).model_dump_json():
                     leaks.append(f"ask {question!r}")
             ops[kind] += 1
         except TetherError as exc:

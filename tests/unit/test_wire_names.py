@@ -47,3 +47,13 @@ def test_a_validation_error_names_the_json_name():
     with pytest.raises(ValidationError) as caught:
         schemas.WireClaim.model_validate({"text": "x"})
     assert caught.value.title == "Claim"
+
+
+def test_no_wire_module_exports_an_engine_class_name() -> None:
+    """The old names (aliases of the Wire classes) are gone: `tether.schemas.Hit` would read
+    as `tether.types.Hit` and is not."""
+    import tether.schemas as wire
+    import tether.types as engine
+
+    clashes = [name for name in engine.__all__ if isinstance(getattr(wire, name, None), type)]
+    assert clashes == []

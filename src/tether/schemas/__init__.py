@@ -150,29 +150,3 @@ MODELS: dict[str, type[BaseModel]] = {
 def json_schema(name: str) -> dict[str, Any]:
     """The JSON Schema of the wire model called `name` (a key of `MODELS`)."""
     return MODELS[name].model_json_schema()
-
-
-# The names these models had before the rename (the same as an engine class's: `Hit` here was
-# not `tether.types.Hit`), kept so that code written before it still imports; new code uses
-# the `Wire` names, and these go once nothing imports them.
-AgentStep = WireAgentStep
-AgentTrace = WireAgentTrace
-Answer = WireAnswer
-Answerability = WireAnswerability
-AskResult = WireAskResult
-Chunk = WireChunk
-Claim = WireClaim
-Completion = WireCompletion
-Context = WireContext
-Detail = WireDetail
-Document = WireDocument
-Dropped = WireDropped
-Evidence = WireEvidence
-Feedback = WireFeedback
-FileProblem = WireFileProblem
-Gate = WireGate
-HealthReport = WireHealthReport
-Hit = WireHit
-Passage = WirePassage
-Question = WireQuestion
-Relevant = WireRelevant
