@@ -1,9 +1,12 @@
 """Hidden-HTML tricks that were indexed (issue 47): attribute selectors, off-screen boxes,
-`transform:scale(0)`, zero-size boxes with their overflow hidden, clips, and 1px text on a
-zero line height are dropped at ingest like `display:none` text
+`transform:scale(0)`, zero-size boxes with their overflow hidden, clips, 1px text on a zero
+line height, custom properties, and then boxes turned edge-on (`rotateX(90deg)`), empty clip
+polygons, `calc()` lengths, CSS nesting, escaped property names, `data:` style sheets and
+transparent masks are dropped at ingest like `display:none` text
 (`tether.ingest.parse.html_hidden`); screen-reader text, `overflow:hidden` alone, empty
-spacers and small footer type are kept, and the real pages of tests/fixtures/real_html read
-the same with the new checks as without them."""
+spacers, small footer type, a closed `<details>` and the near misses of each trick are kept,
+and the real pages of tests/fixtures/real_html read the same with the new checks as without
+them."""
 
 from __future__ import annotations
 
@@ -106,6 +109,98 @@ TRICKS = {
         "",
         f'<p style="--m:0 0 0 -9999px;margin:var(--m)">{SECRET}</p>',
     ),
+    # edge-on, empty clips, calc(), nesting, escapes, data: sheets, masks (the next pass)
+    "rotateX(90deg)": ("", f'<p style="transform:rotateX(90deg)">{SECRET}</p>'),
+    "rotateY(270deg) by a rule": (
+        _style(".r{transform:rotateY(270deg)}"),
+        f'<p class="r">{SECRET}</p>',
+    ),
+    "rotate3d and the rotate property": (
+        "",
+        f'<p style="transform:rotate3d(0,1,0,0.25turn)">{SECRET}</p><p style="rotate:x 90deg">{SECRET}</p>',
+    ),
+    "two half turns edge-on": (
+        "",
+        f'<p style="transform:rotateX(45deg) rotateX(45deg)">{SECRET}</p>',
+    ),
+    "clip-path:polygon(0 0,0 0,0 0)": (
+        "",
+        f'<p style="clip-path:polygon(0 0,0 0,0 0)">{SECRET}</p>',
+    ),
+    "clip-path polygon on a line": (
+        _style(".l{clip-path:polygon(evenodd, 0 0, 100% 100%, 50% 50%)}"),
+        f'<p class="l">{SECRET}</p>',
+    ),
+    "font-size:calc(0px)": ("", f'<p style="font-size:calc(0px)">{SECRET}</p>'),
+    "font-size:calc(2em - 32px)": ("", f'<p style="font-size:calc(2em - 32px)">{SECRET}</p>'),
+    "left:calc(-100vw - 10px)": (
+        "",
+        f'<p style="position:absolute;left:calc(-100vw - 10px)">{SECRET}</p>',
+    ),
+    "text-indent:calc(-1 * (9999px))": (
+        "",
+        f'<p style="text-indent:calc(-1 * (9999px))">{SECRET}</p>',
+    ),
+    "height:calc(10px - 10px);overflow:hidden": (
+        "",
+        f'<div style="height:calc(10px - 10px);overflow:hidden"><p>{SECRET}</p></div>',
+    ),
+    "opacity:calc(0)": ("", f'<p style="opacity:calc(0 * 5)">{SECRET}</p>'),
+    "nested & .x": (
+        _style(".y{color:#333; & .x{display:none}}"),
+        f'<div class="y"><p class="x">{SECRET}</p></div>',
+    ),
+    "nested .x without &": (
+        _style(".y{ .x{display:none} }"),
+        f'<div class="y"><p class="x">{SECRET}</p></div>',
+    ),
+    "nested &.x and > .x": (
+        _style(".y{&.x{display:none} > .z{visibility:hidden}}"),
+        f'<p class="y x">{SECRET}</p><div class="y"><p class="z">{SECRET}</p></div>',
+    ),
+    "nested .z& written onto a type": (
+        _style("p{.z&{display:none}}"),
+        f'<p class="z">{SECRET}</p>',
+    ),
+    "nested @media in a rule": (
+        _style(".y{@media screen{display:none}}"),
+        f'<p class="y">{SECRET}</p>',
+    ),
+    "nested twice": (
+        _style("section{.y{& p{display:none}}}"),
+        f'<section><div class="y"><p>{SECRET}</p></div></section>',
+    ),
+    "escaped name inline": ("", f'<p style="displ\\61y:none">{SECRET}</p>'),
+    "escaped name in a rule": (_style(".e{displ\\61y:none}"), f'<p class="e">{SECRET}</p>'),
+    "escaped colour name": (_style(".e{col\\6f r:#fff}"), f'<p class="e">{SECRET}</p>'),
+    "@import data: sheet": (
+        _style('@import url("data:text/css,.i%7Bdisplay:none%7D"); p{margin:0}'),
+        f'<p class="i">{SECRET}</p>',
+    ),
+    "@import data: base64": (
+        _style('@import "data:text/css;base64,LmJ7ZGlzcGxheTpub25lfQ==";'),
+        f'<p class="b">{SECRET}</p>',
+    ),
+    "<link> to a data: sheet": (
+        '<link rel="stylesheet" href="data:text/css,.k{display:none}">',
+        f'<p class="k">{SECRET}</p>',
+    ),
+    "<link> data: sheet colours": (
+        '<link rel="stylesheet" href="data:text/css;charset=utf-8,.w%7Bcolor:%23fff%7D">',
+        f'<p class="w">{SECRET}</p>',
+    ),
+    "mask-image transparent gradient": (
+        "",
+        f'<p style="mask-image:linear-gradient(transparent,transparent)">{SECRET}</p>',
+    ),
+    "-webkit-mask-image rgba(0,0,0,0)": (
+        _style(".m{-webkit-mask-image:linear-gradient(to right, rgba(0,0,0,0) 10%, #0000)}"),
+        f'<p class="m">{SECRET}</p>',
+    ),
+    "mask shorthand": (
+        "",
+        f'<p style="mask:radial-gradient(circle, transparent 0, transparent 100%) no-repeat">{SECRET}</p>',
+    ),
     "1px span in a paragraph": (
         "",
         f'<p>Ask us first. <span style="font-size:1px;line-height:0">{SECRET}</span></p>',
@@ -179,6 +274,46 @@ KEPT = {
         '<div class="h"><p style="display:var(--d)">KEPT</p></div>',
     ),
     ":has() is not read": (_style("div:has(p){display:none}"), "<div><p>KEPT</p></div>"),
+    "rotate(45deg), rotateX(60deg), rotateY(180deg)": (
+        "",
+        '<p style="transform:rotate(45deg)">KEPT</p><p style="transform:rotateX(60deg)">KEPT</p>'
+        '<p style="transform:rotateY(180deg)">KEPT</p>',
+    ),
+    "a real polygon": ("", '<p style="clip-path:polygon(50% 0, 100% 100%, 0 100%)">KEPT</p>'),
+    "font-size:calc(1em + 2px)": ("", '<p style="font-size:calc(1em + 2px)">KEPT</p>'),
+    "calc() it cannot read": ("", '<p style="font-size:calc(1em + min(2px, 1vw))">KEPT</p>'),
+    "left:calc(50% - 100px)": ("", '<p style="position:absolute;left:calc(50% - 100px)">KEPT</p>'),
+    "nested rule that does not match": (
+        _style(".y{ .x{display:none} &:hover{display:none} }"),
+        '<p class="x">KEPT</p><p class="y">KEPT</p>',
+    ),
+    "comment inside a name (browsers drop it too)": (
+        _style(".c{dis/**/play:none}"),
+        '<p class="c">KEPT</p>',
+    ),
+    "data: URL that is not CSS": (
+        '<link rel="stylesheet" href="data:text/plain,.k{display:none}">',
+        '<p class="k">KEPT</p>',
+    ),
+    "a sheet elsewhere is never fetched": (
+        '<link rel="stylesheet" href="https://example.com/hide.css">',
+        '<p class="k">KEPT</p>',
+    ),
+    "@import for print, @import after a rule": (
+        _style('@import url("data:text/css,.k%7Bdisplay:none%7D") print;')
+        + _style('p{margin:0} @import url("data:text/css,.k%7Bdisplay:none%7D");'),
+        '<p class="k">KEPT</p>',
+    ),
+    "opaque masks": (
+        "",
+        '<p style="mask-image:linear-gradient(black,transparent)">KEPT</p>'
+        '<p style="-webkit-mask-image:url(m.svg)">KEPT</p>'
+        '<p style="mask-image:linear-gradient(currentcolor,transparent)">KEPT</p>',
+    ),
+    # A closed <details> is hidden until a reader opens it, but it is the common, legitimate
+    # FAQ pattern whose answers readers do open and read: kept (the instruction detector
+    # still scans it, as it scans any text).
+    "closed <details>": ("", "<details><summary>Can I return it?</summary><p>KEPT</p></details>"),
 }
 
 
@@ -220,6 +355,17 @@ def test_a_real_page_reads_the_same_with_the_layout_checks(
     with_checks = _page_text(data)
     monkeypatch.setattr(html_hidden, "hidden_by_layout", lambda root: Hidden())
     assert with_checks == _page_text(data)
+
+
+def test_nested_selectors_that_would_combine_past_the_cap_are_skipped() -> None:
+    parents = ",".join(f".a{n}" for n in range(20))
+    nested = ",".join(f".b{n} p" for n in range(20))  # 400 combinations, over MAX_COMBINED
+    assert "KEPT" in _text(
+        '<div class="a1"><div class="b1"><p>KEPT</p></div></div>',
+        _style(f"{parents}{{{nested}{{display:none}}}}"),
+    )
+    small = _style(f".a1{{{nested}{{display:none}}}}")
+    assert "KEPT" not in _text('<div class="a1"><div class="b1"><p>KEPT</p></div></div>', small)
 
 
 def test_selectors_too_costly_to_apply_are_a_one_line_refusal(

@@ -18,9 +18,13 @@ font size and visibility are inherited, and a background shows through a transpa
 `@media` blocks for all or screen and `@supports`/`@layer` blocks are read as if they applied;
 `<style media=...>` for anything else and every other at-rule are skipped.
 
-What it cannot do: it is no CSS engine. It does not see external stylesheets (`<link>`,
-`@import`), rules whose selectors use attributes, pseudo-classes or pseudo-elements, sibling
-combinators (`+`, `~`) or escapes (such a rule is ignored, whether it hides or shows), media
+The style sheets are `tether.ingest.parse.css_sheets.sheets`: `<style>` elements and `data:`
+sheets, linked or imported; an escaped name or value (`col\\6f r`) reads as its letters.
+
+What it cannot do: it is no CSS engine. It does not see style sheets at any other address,
+nested rules (`html_hidden` reads those for `display` and the like, not for colours), rules
+whose selectors use attributes, pseudo-classes or pseudo-elements, sibling combinators (`+`,
+`~`) or escapes (such a rule is ignored, whether it hides or shows), media
 queries with conditions, `var()`/`calc()` (an unknown value counts as visible), text moved
 off-screen (`position`, `text-indent`, `clip`), boxes of zero size (`height:0` with
 `overflow:hidden`), a tiny but non-zero font, colours further than `SAME_COLOUR` from the
@@ -42,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.errors import ParseError
+from tether.ingest.parse.css_sheets import for_screen, sheets
 
 SAME_COLOUR = 8  # channels (0-255) this close count as the same colour
 MAX_CHECKS = 3_000_000  # compound-against-element checks one page may take
@@ -95,7 +100,7 @@ _COMPOUND = re.compile(r"(\*|[a-z][\w-]*)?((?:[.#]-?[^\W\d][\w-]*)*)", re.IGNORE
 _IMAGE = re.compile(r"url\(|gradient\(|image-set\(|image\(|element\(|cross-fade\(")
 _COLOUR_TOKEN = re.compile(r"[a-z-]+\([^()]*\)|#[0-9a-f]+|[a-z-]+")
 _FUNCTION = re.compile(r"(rgba?|hsla?)\(([^()]*)\)")
-_SCREEN = re.compile(r"(?:only\s+)?(?:all|screen)")
+_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|(.))", re.DOTALL)
 _AT_RULE = re.compile(r"@([\w-]+)\s*(.*)", re.DOTALL)
 _RELATIVE_UNITS = frozenset({"em", "%", "ex", "ch", "cap", "ic", "lh"})
 _SEE_THROUGH = frozenset({"initial", "unset", "inherit", "none", "transparent", "revert"})
@@ -215,14 +220,12 @@ def _link(el: Any, up: _Link | None) -> _Link:
 
 
 def _stylesheet(root: Any) -> list[_Rule]:
-    """The rules of every `<style>` for the screen, in document order, that set a property
-    this module reads and have a selector it can match."""
+    """The rules of every style sheet for the screen (`css_sheets.sheets`: `<style>` and
+    `data:` sheets), in document order, that set a property this module reads and have a
+    selector it can match."""
     rules: list[_Rule] = []
-    for style in root.iter("style"):
-        media = " ".join((style.get("media") or "").lower().split())
-        if media and not _for_screen(media):
-            continue
-        for prelude, block in _blocks(_COMMENT.sub(" ", "".join(style.itertext()))):
+    for text in sheets(root):
+        for prelude, block in _blocks(_COMMENT.sub(" ", text)):
             declarations = tuple(_declarations(block))
             if not declarations:
                 continue
@@ -274,11 +277,7 @@ def _applies(prelude: str) -> bool:
     if m is None:
         return False
     kind, query = m[1].lower(), " ".join(m[2].lower().split())
-    return kind in ("supports", "layer") or (kind == "media" and _for_screen(query))
-
-
-def _for_screen(media: str) -> bool:
-    return any(_SCREEN.fullmatch(q.strip()) for q in media.split(","))
+    return kind in ("supports", "layer") or (kind == "media" and for_screen(query))
 
 
 def _declarations(block: str) -> Iterator[tuple[str, str, bool]]:
@@ -287,12 +286,26 @@ def _declarations(block: str) -> Iterator[tuple[str, str, bool]]:
         name, colon, value = part.partition(":")
         if not colon:
             continue
+        if "\\" in part:  # an escaped name or value (`displ\\61y`) reads as its letters
+            name, value = _unescape(name), _unescape(value)
         value = " ".join(value.lower().split())
         important = _IMPORTANT.search(value) is not None
         value = _IMPORTANT.sub("", value).strip()
         if value:
             for slot, v in _slots(name.strip().lower(), value):
                 yield slot, v, important
+
+
+def _unescape(text: str) -> str:
+    """`text` with its CSS escapes (`\\61 `, `\\:`) replaced by the characters they stand for."""
+
+    def one(m: re.Match[str]) -> str:
+        if m[1]:
+            code = int(m[1], 16)
+            return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+        return m[2]
+
+    return _ESCAPE.sub(one, text)
 
 
 def _slots(name: str, value: str) -> Iterator[tuple[str, str]]:
@@ -313,7 +326,7 @@ def _slots(name: str, value: str) -> Iterator[tuple[str, str]]:
             return
         yield "bg-image", "url" if _IMAGE.search(value) else "none"
         tokens = _COLOUR_TOKEN.findall(value)
-        colour = next((t for t in tokens if t == "currentcolor" or _colour(t)), "transparent")
+        colour = next((t for t in tokens if t == "currentcolor" or parse_colour(t)), "transparent")
         yield "bg-color", colour
 
 
@@ -423,14 +436,14 @@ def _computed(values: dict[str, str], parent: _State) -> tuple[bool, _State]:
     if given is None or given in ("inherit", "unset", "currentcolor"):
         colour = parent.colour
     else:
-        colour = BLACK if given == "initial" else _colour(given)
+        colour = BLACK if given == "initial" else parse_colour(given)
     image, fill = values.get("bg-image", "none"), values.get("bg-color", "transparent")
     if image not in ("none", "initial", "unset"):
         backdrop = None  # text over a picture: never judged
     elif fill in _SEE_THROUGH:
         backdrop = parent.backdrop
     else:
-        painted = colour if fill == "currentcolor" else _colour(fill)
+        painted = colour if fill == "currentcolor" else parse_colour(fill)
         backdrop = _over(painted, parent.backdrop) if painted is not None else None
     return box, _State(colour, font_zero, backdrop)
 
@@ -483,7 +496,7 @@ def _over(top: Rgba, under: Rgba | None) -> Rgba | None:
     return (r, g, b, 1.0)
 
 
-def _colour(value: str) -> Rgba | None:
+def parse_colour(value: str) -> Rgba | None:
     """A CSS colour: a name, #rgb(a), #rrggbb(aa), rgb()/rgba() or hsl()/hsla(); None for
     anything else (`var()`, `color-mix()`...)."""
     value = _NAMED.get(value, value)
