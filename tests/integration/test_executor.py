@@ -319,8 +319,9 @@ def big_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_killed_ingest_takes_its_workers_with_it(
     big_folder: Path, tmp_path: Path, sig: str
 ) -> None:
-    """`tether ingest --executor process` killed mid-parse: none of its child processes (the
-    pool's workers, multiprocessing's resource tracker) is left running."""
+    """`tether ingest --executor process` killed mid-parse: none of its processes (the
+    guarded parsing children and their fork server, multiprocessing's resource tracker) is
+    left running."""
     import signal
     import subprocess
     import sys
@@ -346,10 +347,12 @@ def test_a_killed_ingest_takes_its_workers_with_it(
     try:
         deadline = time.monotonic() + 120
         kids: list[int] = []
-        while len(kids) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        while len(kids) < 4 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-            kids = _children(proc.pid)  # two workers and the resource tracker
-        assert len(kids) >= 3 and proc.poll() is None, "the pool never started"
+            # the resource tracker, the fork server and its two parsing children
+            kids = _children(proc.pid)
+            kids += [k for kid in kids for k in _children(kid)]
+        assert len(kids) >= 4 and proc.poll() is None, "the parsing children never started"
         time.sleep(0.5)  # the workers are parsing
         os.kill(proc.pid, getattr(signal, sig))
         proc.wait(timeout=60)

@@ -291,6 +291,7 @@ def test_one_bad_file_is_a_problem_and_the_rest_syncs(
 
     # any exception in one parser: that file is a problem, its previous version stays
     import tether.ingest.parse.markdown as markdown
+    from tether.ingest import guard
 
     real = markdown.parse
 
@@ -300,6 +301,7 @@ def test_one_bad_file_is_a_problem_and_the_rest_syncs(
         return real(data)
 
     monkeypatch.setattr(markdown, "parse", boom)
+    monkeypatch.setattr(guard, "ISOLATE", False)  # parse here: a child cannot see the patch
     (docs / "good.md").write_text(md("good", "# Good\nThe good document says hello again."))
     (docs / "later.md").write_text(md("later", "# Later\nA later document."))
     report = sync(store, docs)

@@ -70,9 +70,10 @@ def test_an_index_named_by_file_stems_is_renamed_once(
     (folder / "guides/setup/README.md").write_text("# Setup\n\nHow to set up.\n")
     (folder / "top.md").write_text("# Top\n\nThe top of the tree.\n")
     store = SqliteStore(tmp_path / "index.sqlite")
-    from tether.ingest import metadata
+    from tether.ingest import guard, metadata
 
     monkeypatch.setattr(metadata, "path_doc_id", lambda source: Path(source).stem)
+    monkeypatch.setattr(guard, "ISOLATE", False)  # parse here: a child cannot see the patch
     monkeypatch.setattr(sync_module, "DOC_ID_SCHEME", "stem")
     old = sync_module.sync(store, folder)
     assert sorted(d.meta.doc_id for d in store.documents()) == ["README", "top"]

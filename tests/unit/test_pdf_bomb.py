@@ -246,10 +246,12 @@ def test_an_encrypted_bomb_is_counted_decrypted(monkeypatch: pytest.MonkeyPatch)
 def test_a_bomb_in_a_collection_is_a_problem_file_and_the_rest_syncs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tether.ingest import guard
     from tether.ingest.sync import sync
     from tether.stores.sqlite import SqliteStore
 
     monkeypatch.setattr(pdf_inflate, "MAX_STREAM_INFLATED", MB)
+    monkeypatch.setattr(guard, "ISOLATE", False)  # parse here: a child cannot see the patch
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "bomb.pdf").write_bytes(bomb(3 * MB))

@@ -4,7 +4,9 @@ An executor runs the picklable units of `tether.ingest.tasks` and hands the resu
 `tether.ingest.sync`, which still builds ONE change set and has the store write it in one
 transaction: executors never write.
 
-- `SerialExecutor`: everything in this process, with the embedder the sync was given.
+- `SerialExecutor`: everything in this process, with the embedder the sync was given, but
+  parsing: each file is parsed in a watched child process (`tether.ingest.guard`: a file
+  that takes more than 768 MB or 120 s, or crashes its parser, is refused on its own).
 - `ProcessExecutor` (the default of `tether ingest`): a pool of `workers` processes (default:
   the cores this process may use), started with `spawn` on first use. Each worker builds its
   own embedder in the pool's initialiser from `make_embedder(threads)`, a picklable factory
@@ -15,7 +17,8 @@ transaction: executors never write.
   heavy load the pool gained nothing (bench/ingest/ingest_throughput.py,
   bench/results/ingest_throughput.md, "The pool's start-up and `POOL_MIN_TEXTS`"), so below
   `POOL_MIN_TEXTS` (200) texts to embed or `POOL_MIN_BYTES` (2 MB) of files to parse the
-  serial path is chosen automatically.
+  serial path is chosen automatically. Parsing does not use the pool: it runs in up to
+  `workers` watched children (`tether.ingest.guard`) at once.
 - `RayExecutor` (the `tether[ray]` extra): the same units on a Ray cluster, through Ray
   actors (one embedder per actor, built in its constructor). With `address` it joins that
   cluster (`ray.init(address=...)`); without, it uses the Ray already initialised in this
@@ -68,6 +71,8 @@ import numpy as np
 
 from tether.catalog import EXECUTOR_PLUGINS, EXECUTORS, executor_names, load_plugin
 from tether.errors import TetherError
+from tether.ingest import guard
+from tether.ingest.ray_executor import RayExecutor
 from tether.ingest.shard_work import (
     SHARD_TEXTS,
     EmbedderFactory,
@@ -111,7 +116,7 @@ class SerialExecutor:
     name = "serial"
 
     def parse(self, tasks: list[ParseTask]) -> list[ParseOutcome]:
-        return [parse_task(t) for t in tasks]
+        return guard.parse(tasks, 1, parse_task)  # one watched child at a time
 
     def embed(
         self, embedder: Embedder, texts: list[str], progress: EmbedProgress | None = None
@@ -173,8 +178,6 @@ def _gather(
 
 def available_cores() -> int:
     """Cores this process may run on (its affinity mask), at least 1."""
-    import os
-
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
@@ -215,14 +218,11 @@ class ProcessExecutor:
         return self._pool
 
     def parse(self, tasks: list[ParseTask]) -> list[ParseOutcome]:
-        if self._pool is None and sum(len(t.data) for t in tasks) < self.min_bytes:
-            return self._serial.parse(tasks)
-        pool = self._started()
-        try:
-            futures = [pool.submit(parse_task, t) for t in tasks]
-        except BrokenProcessPool as exc:
-            raise failed_worker(exc) from exc
-        return _gather(futures)
+        # watched children (`tether.ingest.guard`), up to `workers` at once; a small batch
+        # in one (a child starts in milliseconds, but each parses at its own pace)
+        if sum(len(t.data) for t in tasks) < self.min_bytes:
+            return guard.parse(tasks, 1, parse_task)
+        return guard.parse(tasks, self.workers, parse_task)
 
     def expect(self, texts: int) -> None:
         """The sync is about to embed `texts` texts in all, in several calls (batches kept in
@@ -284,8 +284,6 @@ ExecutorFactory = Callable[[EmbedderFactory | None, int | None, str | None], Exe
 def _ray(
     make_embedder: EmbedderFactory | None, workers: int | None, address: str | None
 ) -> Executor:
-    from tether.ingest.ray_executor import RayExecutor  # the tether[ray] extra, on first use
-
     return RayExecutor(make_embedder, workers, address=address)
 
 

@@ -5,7 +5,11 @@
   assistants; a task's `trail` (an export's page tree) goes above every block's headings. A
   file that cannot be parsed (a `ParseError`, or any exception of a parser or a library)
   becomes a `ParseOutcome` with a `problem`, never an exception: one bad file must not stop
-  a sync, in this process or in a worker.
+  a sync, in this process or in a worker; a `MemoryError` is the problem "needs more than
+  768 MB of memory to read". `read_task` and `finish_task` are its two steps (parse, then
+  chunk and scan), for `tether.ingest.guard`, which runs the parse in a watched child
+  process (a file that takes too much memory or time, or crashes its parser, is refused
+  there).
 - `embed_shard(embedder, texts)`: the vectors of one shard and the tokens the embedder read
   (0 when it does not count them).
 - `shards(texts, size)`: the shards of a list of texts, by length (padding stays within
@@ -42,6 +46,11 @@ from tether.types import (
 )
 
 EMBED_BATCH = 32  # passages per call for an embedder without its own batching
+# What reading one file may take (the parsing child's resident memory, `tether.ingest.guard`).
+# A 20 MB text file in one paragraph (the largest a file may be) takes ~680 MiB to parse and
+# chunk, so 640 MiB would refuse it; 768 MiB keeps every process of an ingest under 1 GB
+# (`tether ingest --no-embed`: this process ~150-250 MiB, the fork server ~55 MiB).
+MAX_PARSE_MEMORY = 768 * 2**20
 
 
 @dataclass(frozen=True)
@@ -71,14 +80,33 @@ class ParseOutcome:
 
 def parse_task(task: ParseTask) -> ParseOutcome:
     """Parse, chunk and scan one file; a failure is the outcome's `problem`."""
-    source = task.state.source
+    read = read_task(task)
+    return read if isinstance(read, ParseOutcome) else finish_task(task, read)
+
+
+def read_task(task: ParseTask) -> Document | ParseOutcome:
+    """The parsed document of `task` (its trail above its headings), or an outcome with the
+    `problem` that kept it from being read. The step `tether.ingest.guard` runs in a child
+    for a task whose token window cannot travel there (the parent then calls `finish_task`)."""
     try:
         document = parse_bytes(
-            task.data, source, task.fmt, task.row, default_access=task.default_access
+            task.data, task.state.source, task.fmt, task.row, default_access=task.default_access
         )
-        if task.trail:
-            document = with_trail(document, task.trail)
+        return with_trail(document, task.trail) if task.trail else document
+    except MemoryError:  # before Exception, which it is: the file, not the ingest, fails
+        return ParseOutcome(task.state.source, problem=memory_problem())
+    except Exception as exc:  # a parser's or a library's surprise: this file only
+        return ParseOutcome(task.state.source, problem=problem_of(exc))
+
+
+def finish_task(task: ParseTask, document: Document) -> ParseOutcome:
+    """`document` (read from `task`) chunked and scanned for instructions: the change to
+    write, or a problem when it cannot be chunked."""
+    source = task.state.source
+    try:
         chunks = tuple(chunk_document(document, task.chunker, task.window))
+    except MemoryError:
+        return ParseOutcome(source, problem=memory_problem())
     except Exception as exc:  # a parser's or a library's surprise: this file only
         return ParseOutcome(source, problem=problem_of(exc))
     m = document.meta
@@ -89,6 +117,11 @@ def parse_task(task: ParseTask) -> ParseOutcome:
         source, chunks, task.window
     )
     return ParseOutcome(source, change, tuple(warnings))
+
+
+def memory_problem(limit: int = MAX_PARSE_MEMORY) -> str:
+    """The problem of a file whose reading needs more than `limit` bytes of memory."""
+    return f"needs more than {limit // 2**20} MB of memory to read: refused"
 
 
 def with_trail(document: Document, trail: tuple[str, ...]) -> Document:
