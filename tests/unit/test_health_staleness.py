@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import date
 
-from fakes import FakeSearchable
+from fakes import FakeReader, FakeSearchable
 
 from tether.health.report import build_report
-from tether.health.upkeep import ended, review_overdue
-from tether.types import Chunk, DocMeta, DocumentInfo
+from tether.health.upkeep import ended, review_overdue, superseded_cited
+from tether.types import AuditEntry, Chunk, DocMeta, DocumentInfo
 
 AS_OF = date(2026, 12, 1)
 
@@ -81,3 +81,21 @@ def test_the_report_lists_overdue_reviews_beside_ended_documents() -> None:
         ("Summer lab hours ended on 2026-09-06 with no successor", ("Labs",)),
         ("Acceptable use: review overdue since 2026-09-30", ("Information Security",)),
     ]
+
+
+def test_a_superseded_version_is_quoted_by_its_most_cited_passages_every_run() -> None:
+    """The evidence of `superseded_cited` is its two most cited passages (ties by ID): it was
+    the first two met in a set's order, which changed from one process to the next."""
+    old = DocMeta(doc_id="delivery", version="4", title="Delivery",
+                  effective_from=date(2025, 1, 1), effective_to=date(2026, 6, 30))  # fmt: skip
+    new = replace(old, version="5", effective_from=date(2026, 7, 1), effective_to=None)
+    chunks = [Chunk(cid, old, f"text {cid}", (cid,), 0, 6, n) for n, cid in enumerate("abcd")]
+    chunks.append(Chunk("z", new, "text z", ("z",), 0, 6, 0))
+    cites = [("a", "d"), ("d",), ("c", "d", "b"), ("c",)]  # d three times, c twice, a and b once
+    entries = [
+        AuditEntry("2026-11-01T00:00:00Z", "cli", "public", f"q{n}", "answered",
+                   claims=({"text": "t", "chunk_ids": list(ids)},))
+        for n, ids in enumerate(cites)
+    ]  # fmt: skip
+    (found,) = superseded_cited(entries, FakeReader(chunks), AS_OF)
+    assert [q.chunk_id for q in found.evidence] == ["d", "c"] and found.count == 7

@@ -146,7 +146,7 @@ def superseded_cited(
     cited: Counter[str] = Counter()
     examples: dict[str, str] = {}
     for e in entries:
-        for cid in {cid for c in e.claims for cid in c.get("chunk_ids", ())}:
+        for cid in dict.fromkeys(cid for c in e.claims for cid in c.get("chunk_ids", ())):
             cited[cid] += 1
             examples.setdefault(cid, e.question)
     chunks = store.get_many(cited)
@@ -165,6 +165,7 @@ def superseded_cited(
         metas[(m.doc_id, m.version)] = m
     found = []
     for (doc_id, version), cids in sorted(per_version.items()):
+        cids.sort(key=lambda c: (-cited[c], c))  # the most cited first; ties by ID, every run
         m = metas[(doc_id, version)]
         times = sum(cited[c] for c in cids)
         found.append(
