@@ -498,6 +498,8 @@ def test_the_command_line_crawls_remembers_its_settings_and_reports_json(
     assert synced.exit_code == 0, synced.output
     (one,) = json.loads(synced.stdout)
     assert one["crawl"]["start"] == site.start and one["added"] == [] and one["unchanged"]
+    quiet = runner.invoke(app, ["-q", "sync", "--index", index, "--no-embed"])
+    assert quiet.exit_code == 0 and quiet.stdout.strip() == "", quiet.stdout  # -q: problems only
     info = runner.invoke(app, ["info", "--index", index, "--audience", "staff"]).output
     assert f"web {site.start} · last synced" in info and '"etag"' not in info
     bare = str(tmp_path / "bare.sqlite")

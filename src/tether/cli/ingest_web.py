@@ -118,7 +118,8 @@ def sync(
         crawl = Crawl(**summary.as_dict()) if isinstance(summary, CrawlSummary) else None
         reports.append(IngestReport.from_report(report, where, crawl))
         if not as_json:
-            out.print(f"[bold]{shown(location, one_line=True)}[/bold]", highlight=False)
+            if not verbosity().quiet:  # -q: problems only, as `ingest -q`
+                out.print(f"[bold]{shown(location, one_line=True)}[/bold]", highlight=False)
             _print(report, summary, where)
     if as_json:
         print_json(reports)
