@@ -197,3 +197,12 @@ def test_other_meta_fields_do_not_change_ids():
     assert [c.chunk_id for c in chunk_document(doc)] == [
         c.chunk_id for c in chunk_document(renamed)
     ]
+
+
+def test_a_page_of_bare_headings_chunks_in_linear_time() -> None:
+    """Hostile pass after issue 47: a Markdown page of 200,000 headings and no text took
+    minutes (every new heading re-read the bare headings carried so far). 60,000 headings
+    chunk into the chunk they make together, with the text after them, at once."""
+    items = [("h1", f"h{i}") for i in range(60_000)] + [("p", "The only text on the page.")]
+    chunks = list(chunk_document(make_doc(items), ChunkerConfig(max_words=200_000)))
+    assert len(chunks) == 1 and chunks[0].text.endswith("The only text on the page.")

@@ -149,14 +149,17 @@ def _make_chunks(doc: Document, spans: list[_Span]) -> list[Chunk]:
 def _sections(blocks: Sequence[Block]) -> Iterator[list[Block]]:
     """Blocks grouped by section; a heading-only section is carried into the next one."""
     current: list[Block] = []
+    bare = True  # `current` holds headings only (kept as it grows: a page of 200,000 bare
+    # headings was quadratic, minutes to chunk)
     for block in blocks:
         if block.kind == "heading" and current:
-            if all(b.kind == "heading" for b in current):
+            if bare:
                 current.append(block)  # carry the bare heading(s) into this section
                 continue
             yield current
-            current = []
+            current, bare = [], True
         current.append(block)
+        bare = bare and block.kind == "heading"
     if current:
         yield current
 
@@ -226,10 +229,11 @@ def _pack(
     piece that continues a table; `headers` collects them); a full piece ends before an entry
     it would cut (`_entry_cut`)."""
     piece: list[Block] = []
+    heads_only = True  # `piece` holds headings only (kept as it grows, not counted again)
     budget.words, budget.tokens = word_count(lead), budget.cost(lead)
     for block in _split_long_blocks(blocks, budget.max_words, budget):
         n, t = word_count(block.text), budget.cost(block.text)
-        while piece and not budget.fits(n, t) and not _only_headings(piece):
+        while piece and not budget.fits(n, t) and not heads_only:
             cut = _entry_cut(piece)
             if _only_headings(piece[:cut]):  # a heading never stands alone: keep it with its text
                 cut = len(piece)
@@ -237,11 +241,13 @@ def _pack(
             continues = block.kind == "table_row" and not block.header_row
             lead = headers.get(block.table, "") if continues and cut == len(piece) else ""
             piece = piece[cut:]  # an entry cut short moves whole into the next piece
+            heads_only = _only_headings(piece)
             budget.words = word_count(lead) + sum(word_count(b.text) for b in piece)
             budget.tokens = budget.cost(lead) + sum(budget.cost(b.text) for b in piece)
         if block.kind == "table_row" and block.header_row:
             headers[block.table] = block.text
         piece.append(block)
+        heads_only = heads_only and block.kind == "heading"
         budget.take(n, t)
     if piece:
         yield piece, lead
