@@ -258,3 +258,20 @@ def test_mcp_check_is_workspace_check(index: Path, requests: list[dict[str, Any]
     assert [c.ok for c in direct] == [c.ok for c in tools] == [False]
     assert [[str(f) for f in c.flags] for c in direct] == [c.flags for c in tools]
     assert [c.entailment for c in direct] == [c.entailment for c in tools]
+
+
+def test_every_face_bounds_the_claims_it_checks(index: Path) -> None:
+    """The hostile pass after issue 47: MCP `check` and `Collection.check` took 300 claims of
+    20,000 characters (280 s of checking) where HTTP answers 422; the bounds are now
+    `Workspace.check`'s, so every face refuses them."""
+    from tether.answering.answer import MAX_CLAIM_CHARS, MAX_CLAIMS
+    from tether.errors import LimitError
+
+    many = [{"text": "Items go back within 30 days.", "chunk_ids": ["x"]}] * (MAX_CLAIMS + 1)
+    long = [{"text": "a" * (MAX_CLAIM_CHARS + 1), "chunk_ids": ["x"]}]
+    with Workspace.open(index, settings=settings_from_mapping({}), models=shared_models()) as ws:
+        for claims, said in ((many, "at most 30"), (long, "at most 2,000")):
+            with pytest.raises(LimitError, match=said):
+                Tools(ws, "public").check(claims, ["x"])
+            with pytest.raises(LimitError, match=said):
+                ws.check([Claim(c["text"], ("x",)) for c in claims], ["x"])

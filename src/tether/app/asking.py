@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tether import deadlines
+from tether.answering.answer import MAX_CLAIM_CHARS, MAX_CLAIMS
 from tether.answering.claim_check import check_claims
 from tether.answering.gate import check_question
 from tether.answering.gate import filtered_out as gate_filtered_out
@@ -21,7 +22,7 @@ from tether.app.locate import check_audience
 from tether.app.parts import retriever_for
 from tether.catalog import one_of
 from tether.deadlines import Deadline
-from tether.errors import TetherError
+from tether.errors import LimitError, TetherError
 from tether.options import CheckOptions, SearchOptions
 from tether.protocols import capabilities_of
 from tether.types import AskResult, Filters, Hit
@@ -202,9 +203,15 @@ def check(
     """Check `claims` (each with the chunk IDs it cites) against the passages
     `passage_ids`, as `ask` checks a model's answer. A passage the audience may not see,
     or one not in force on `as_of`, is left out of the context exactly like an unknown
-    ID, so a claim citing it reads `missing_id`."""
+    ID, so a claim citing it reads `missing_id`. More than `MAX_CLAIMS` claims, or one over
+    `MAX_CLAIM_CHARS` characters, is a `LimitError` (a model's answer has the same bounds)."""
     o = options or CheckOptions()
     check_audience(o.audience)
+    if len(claims) > MAX_CLAIMS:  # a model's answer's bounds, for every face (HTTP: 422)
+        raise LimitError(f"{len(claims)} claims to check: at most {MAX_CLAIMS}")
+    long = next((c for c in claims if len(c.text) > MAX_CLAIM_CHARS), None)
+    if long is not None:
+        raise LimitError(f"a claim of {len(long.text):,} characters: at most {MAX_CLAIM_CHARS:,}")
     return check_claims(
         ws.store,
         claims,
