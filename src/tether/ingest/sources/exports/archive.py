@@ -43,6 +43,10 @@ MAX_RATIO = 200  # times a member read may inflate its packed size (past `RATIO_
 RATIO_FLOOR = 1_000_000
 READ_SUFFIXES = (".html", ".htm", ".md", ".csv", ".json", ".zip")
 _DRIVE = re.compile(r"^[A-Za-z]:")
+# what reading a damaged member raises (zipfile, zlib and the OS)
+_DAMAGED = (
+    zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError, ValueError,
+)  # fmt: skip
 
 
 class TooLarge(ParseError):
@@ -137,18 +141,12 @@ class Archive:
         try:
             with self.zip.open(info) as member:
                 return member.read(limit + 1)
-        except (
-            zipfile.BadZipFile,
-            zlib.error,
-            EOFError,
-            OSError,
-            NotImplementedError,
-            RuntimeError,
-            ValueError,
-        ) as exc:
-            raise TetherError(
-                f"{self.label}: {name} cannot be read: {short(exc)} (a damaged archive)"
-            ) from None
+        except _DAMAGED as exc:
+            raise self._damaged(name, exc) from None
+
+    def _damaged(self, name: str, exc: BaseException) -> TetherError:
+        """The whole export's error for a member that cannot be read."""
+        return TetherError(f"{self.label}: {name} cannot be read: {short(exc)} (a damaged archive)")
 
     def nested(self, name: str) -> Archive:
         """The zip member `name` opened as an archive (one level: a part of a Notion
@@ -159,19 +157,9 @@ class Archive:
             with self.zip.open(info) as member:
                 shutil.copyfileobj(member, spool, 1 << 20)
             spool.seek(0)
-        except (
-            zipfile.BadZipFile,
-            zlib.error,
-            EOFError,
-            OSError,
-            NotImplementedError,
-            RuntimeError,
-            ValueError,
-        ) as exc:
+        except _DAMAGED as exc:
             spool.close()
-            raise TetherError(
-                f"{self.label}: {name} cannot be read: {short(exc)} (a damaged archive)"
-            ) from None
+            raise self._damaged(name, exc) from None
         self._budget.used -= info.file_size  # counted by its own members from here
         try:
             inner = Archive(
